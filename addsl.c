@@ -1,0 +1,640 @@
+/* addsl.c: the addsl command.
+ * Parses the command line, then runs a script, -e code, stdin or the libedit REPL through the public API. */
+
+#include <addsl.h>
+
+#include <errno.h>
+#include <histedit.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <wchar.h>
+
+#define EXIT_USAGE 2
+#define HISTORY_SIZE 1000
+#define HISTORY_FILE ".addsl_history"
+#define READ_CHUNK 65536
+#define UTF8_MAX_BYTES 4       /* <limits.h> is shadowed by vm/limits.h under -Ivm */
+#define DEPTH_MAX 1000000000
+
+/* The one global of the program: the state a SIGINT should stop. A lock-free
+ * atomic is what C11 lets a signal handler read; NULL while no script runs. */
+static _Atomic(addsl_state *) interrupt_target;
+
+typedef enum { SRC_NONE, SRC_FILE, SRC_STRING, SRC_STDIN } source_kind;
+
+typedef struct options {
+    source_kind kind;
+    const char *script;        /* file path or -e code */
+    int disasm;
+    int nargs;                 /* script arguments */
+    const char *const *args;
+    addsl_config cfg;
+} options;
+
+typedef struct strbuf {
+    char *data;
+    size_t len, cap;
+} strbuf;
+
+static const char usage_text[] =
+    "usage: addsl [OPTIONS] [FILE.ad | -e CODE | -] [ARGS...]\n"
+    "       addsl --disasm FILE.ad\n"
+    "\n"
+    "With no script, addsl starts the REPL on a terminal and otherwise\n"
+    "runs standard input. ARGS become the script's 'args' list.\n"
+    "\n"
+    "Options:\n"
+    "  -e CODE              run CODE (named <string> in messages)\n"
+    "  -                    read the script from standard input (<stdin>)\n"
+    "  --disasm             print the bytecode of the script instead of running it\n"
+    "  --memory-limit BYTES limit tensor storage (suffix K, M or G; 0 = no limit)\n"
+    "  --max-depth N        limit the script call depth to N\n"
+    "  -h, --help           print this help and exit\n"
+    "  -v, --version        print the version and exit\n"
+    "  --                   end of options: the next word is the script file\n"
+    "\n"
+    "Exit status: 0 success, 1 compile or runtime error, 2 bad usage,\n"
+    "or the code given to exit(code).\n";
+
+static int usage_error(const char *fmt, const char *what)
+{
+    fputs("addsl: ", stderr);
+    fprintf(stderr, fmt, what);
+    fputs("\nTry 'addsl --help' for more information.\n", stderr);
+    return EXIT_USAGE;
+}
+
+/* --- signals ------------------------------------------------------------ */
+
+static void on_sigint(int sig)
+{
+    addsl_state *S = atomic_load(&interrupt_target);
+    (void)sig;
+    if (S)
+        addsl_interrupt(S);
+}
+
+/* While a script runs, the first Ctrl-C asks the VM to stop at a safe point
+ * and restores the default action, so a second one ends a stuck kernel. */
+static void arm_interrupt(addsl_state *S)
+{
+    struct sigaction sa, old;
+    /* A shell runs background jobs with SIGINT ignored; they must stay deaf to it. */
+    if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+        return;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    atomic_store(&interrupt_target, S);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+/* At the prompt, Ctrl-C must interrupt read() (no SA_RESTART) so the line can be dropped. */
+static void arm_prompt(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    atomic_store(&interrupt_target, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+static void disarm_interrupt(void)
+{
+    atomic_store(&interrupt_target, NULL);
+}
+
+/* --- results ------------------------------------------------------------ */
+
+static const char *default_message(int rc)
+{
+    switch (rc) {
+    case ADDSL_ENOMEM: return "out of memory";
+    case ADDSL_EINTERRUPT: return "interrupted";
+    case ADDSL_EIO: return "input/output error";
+    default: return "error";
+    }
+}
+
+/* Prints the library's message; stdout is flushed first so the two streams interleave in order. */
+static void report(addsl_state *S, int rc)
+{
+    const char *msg = addsl_errmsg(S);
+    size_t n;
+    if (rc == ADDSL_OK || rc == ADDSL_EXIT)
+        return;
+    if (!msg || !*msg)
+        msg = default_message(rc);
+    n = strlen(msg);
+    fflush(stdout);
+    fputs(msg, stderr);
+    if (n == 0 || msg[n - 1] != '\n')
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static int exit_status(addsl_state *S, int rc)
+{
+    if (rc == ADDSL_OK)
+        return 0;
+    if (rc == ADDSL_EXIT)
+        return addsl_exit_code(S);
+    return 1;
+}
+
+/* --- input -------------------------------------------------------------- */
+
+static int sb_append(strbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        char *p;
+        while (cap < b->len + n + 1) {
+            if (cap > SIZE_MAX / 2)
+                return -1;
+            cap *= 2;
+        }
+        p = realloc(b->data, cap);
+        if (!p)
+            return -1;
+        b->data = p;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+/* Reads all of 'f'; NULL with errno set on failure. */
+static char *read_all(FILE *f)
+{
+    strbuf b = {0};
+    char chunk[READ_CHUNK];
+    size_t n;
+    if (sb_append(&b, "", 0) != 0)
+        return NULL;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (sb_append(&b, chunk, n) != 0) {
+            free(b.data);
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
+    if (ferror(f)) {
+        free(b.data);
+        if (errno == 0)
+            errno = EIO;
+        return NULL;
+    }
+    return b.data;
+}
+
+/* Opens a script for reading, refusing directories, which fopen accepts. */
+static FILE *open_script(const char *path)
+{
+    struct stat st;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        errno = EISDIR;
+        return NULL;
+    }
+    return f;
+}
+
+static int cannot_open(const char *path)
+{
+    fprintf(stderr, "addsl: cannot open '%s': %s\n", path, strerror(errno));
+    return EXIT_USAGE;
+}
+
+/* --- option parsing ----------------------------------------------------- */
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+    unsigned shift = 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || (shift && v > (SIZE_MAX >> shift)) || v > SIZE_MAX)
+        return -1;
+    *out = (size_t)v << shift;
+    return 0;
+}
+
+static int parse_depth(const char *s, int *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > DEPTH_MAX)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Splits "--name=value" or takes the next word; NULL when there is none. */
+static const char *option_value(const char *arg, size_t namelen, int argc, char **argv, int *i)
+{
+    if (arg[namelen] == '=')
+        return arg + namelen + 1;
+    if (*i + 1 >= argc)
+        return NULL;
+    return argv[++*i];
+}
+
+static int is_long(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+/* Handles one option taking a value; returns -1 (not this option), 0 or a usage-error status. */
+static int parse_valued(options *o, int argc, char **argv, int *i)
+{
+    const char *arg = argv[*i], *v;
+    if (is_long(arg, "--memory-limit")) {
+        v = option_value(arg, strlen("--memory-limit"), argc, argv, i);
+        if (!v)
+            return usage_error("option '%s' needs a value", "--memory-limit");
+        if (parse_size(v, &o->cfg.memory_limit) != 0)
+            return usage_error("bad --memory-limit '%s' (BYTES, with an optional K, M or G)", v);
+        return 0;
+    }
+    if (is_long(arg, "--max-depth")) {
+        v = option_value(arg, strlen("--max-depth"), argc, argv, i);
+        if (!v)
+            return usage_error("option '%s' needs a value", "--max-depth");
+        if (parse_depth(v, &o->cfg.max_depth) != 0)
+            return usage_error("bad --max-depth '%s' (a positive integer)", v);
+        return 0;
+    }
+    return -1;
+}
+
+/* Returns -1 to go on, or the exit status for --help, --version and usage errors. */
+static int parse_options(options *o, int argc, char **argv)
+{
+    int i;
+    for (i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        int rc;
+        if (strcmp(arg, "--") == 0) {
+            if (i + 1 < argc) {
+                o->kind = SRC_FILE;
+                o->script = argv[++i];
+            }
+            break;
+        }
+        if (strcmp(arg, "-") == 0) {
+            o->kind = SRC_STDIN;
+            break;
+        }
+        if (strcmp(arg, "-e") == 0) {
+            if (i + 1 >= argc)
+                return usage_error("option '%s' needs a value", "-e");
+            o->kind = SRC_STRING;
+            o->script = argv[++i];
+            break;
+        }
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+        if (strcmp(arg, "-v") == 0 || strcmp(arg, "--version") == 0) {
+            puts("addsl " ADDSL_VERSION);
+            return 0;
+        }
+        if (strcmp(arg, "--disasm") == 0) {
+            o->disasm = 1;
+            continue;
+        }
+        rc = parse_valued(o, argc, argv, &i);
+        if (rc > 0)
+            return rc;
+        if (rc == 0)
+            continue;
+        if (arg[0] == '-')
+            return usage_error("unknown option '%s'", arg);
+        o->kind = SRC_FILE;
+        o->script = arg;
+        break;
+    }
+    o->nargs = i < argc ? argc - i - 1 : 0;
+    o->args = (const char *const *)argv + (i < argc ? i + 1 : argc);
+    return -1;
+}
+
+/* --- scripts ------------------------------------------------------------ */
+
+static int run_text(addsl_state *S, const options *o, const char *text, const char *name)
+{
+    int rc;
+    if (o->disasm)
+        return addsl_disasm(S, text, name);
+    arm_interrupt(S);
+    rc = addsl_dostring(S, text, name);
+    disarm_interrupt();
+    return rc;
+}
+
+static int run_file(addsl_state *S, const options *o)
+{
+    int rc;
+    if (o->disasm) {
+        FILE *f = open_script(o->script);
+        char *text = f ? read_all(f) : NULL;
+        if (f)
+            fclose(f);
+        if (!text) {
+            fprintf(stderr, "addsl: cannot read '%s': %s\n", o->script, strerror(errno));
+            return ADDSL_EIO;
+        }
+        rc = addsl_disasm(S, text, o->script);
+        free(text);
+        return rc;
+    }
+    arm_interrupt(S);
+    rc = addsl_dofile(S, o->script);
+    disarm_interrupt();
+    return rc;
+}
+
+static int run_stdin(addsl_state *S, const options *o)
+{
+    int rc;
+    char *text = read_all(stdin);
+    if (!text) {
+        fprintf(stderr, "addsl: cannot read '<stdin>': %s\n", strerror(errno));
+        return ADDSL_EIO;
+    }
+    rc = run_text(S, o, text, "<stdin>");
+    free(text);
+    return rc;
+}
+
+static int run_script(addsl_state *S, const options *o)
+{
+    int rc = addsl_set_args(S, o->nargs, o->args);
+    if (rc != ADDSL_OK)
+        return rc;
+    switch (o->kind) {
+    case SRC_FILE: return run_file(S, o);
+    case SRC_STRING: return run_text(S, o, o->script, "<string>");
+    default: return run_stdin(S, o);
+    }
+}
+
+/* --- REPL --------------------------------------------------------------- */
+
+typedef struct repl {
+    addsl_state *S;
+    EditLine *el;
+    History *hist;
+    char *histfile;            /* NULL: history is not kept on disk */
+    strbuf pending;            /* lines of an input still incomplete */
+} repl;
+
+static char *prompt_fn(EditLine *el)
+{
+    void *ud = NULL;
+    el_get(el, EL_CLIENTDATA, &ud);
+    return (char *)(((repl *)ud)->pending.len ? "... " : "> ");
+}
+
+/* libedit's own reader retries a read that SIGINT interrupted; this one gives
+ * up instead, so el_gets returns NULL with errno EINTR and the line is dropped. */
+static int getc_fn(EditLine *el, wchar_t *wc)
+{
+    char buf[UTF8_MAX_BYTES];
+    size_t n = 0;
+    (void)el;
+    for (;;) {
+        mbstate_t mbs;
+        size_t k;
+        ssize_t r = read(STDIN_FILENO, buf + n, 1);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            return 0;
+        n++;
+        memset(&mbs, 0, sizeof mbs);
+        k = mbrtowc(wc, buf, n, &mbs);
+        if (k == (size_t)-2 && n < sizeof buf)
+            continue;
+        if (k == (size_t)-1 || k == (size_t)-2) {
+            n = 0;             /* an invalid byte sequence is skipped */
+            continue;
+        }
+        return 1;
+    }
+}
+
+static char *history_path(void)
+{
+    const char *env = getenv("ADDSL_HISTORY"), *home;
+    char *path;
+    size_t n;
+    if (env)
+        return *env ? strdup(env) : NULL;
+    home = getenv("HOME");
+    if (!home || !*home)
+        return NULL;
+    n = strlen(home) + sizeof "/" HISTORY_FILE;
+    path = malloc(n);
+    if (path)
+        snprintf(path, n, "%s/%s", home, HISTORY_FILE);
+    return path;
+}
+
+static int repl_open(repl *r, addsl_state *S)
+{
+    HistEvent ev;
+    memset(r, 0, sizeof *r);
+    r->S = S;
+    setlocale(LC_CTYPE, "");
+    r->el = el_init("addsl", stdin, stdout, stderr);
+    r->hist = history_init();
+    if (!r->el || !r->hist)
+        return -1;
+    history(r->hist, &ev, H_SETSIZE, HISTORY_SIZE);
+    history(r->hist, &ev, H_SETUNIQUE, 1);
+    r->histfile = history_path();
+    if (r->histfile)
+        history(r->hist, &ev, H_LOAD, r->histfile);
+    el_set(r->el, EL_CLIENTDATA, (void *)r);
+    el_set(r->el, EL_EDITOR, "emacs");
+    el_set(r->el, EL_PROMPT, prompt_fn);
+    el_set(r->el, EL_HIST, history, r->hist);
+    el_set(r->el, EL_GETCFN, getc_fn);
+    el_set(r->el, EL_BIND, "^R", "em-inc-search-prev", NULL);
+    el_source(r->el, NULL);
+    return 0;
+}
+
+static void repl_close(repl *r)
+{
+    if (r->el)
+        el_end(r->el);
+    if (r->hist)
+        history_end(r->hist);
+    free(r->histfile);
+    free(r->pending.data);
+}
+
+/* Keeps one typed line; failures to write the history file are deliberately silent. */
+static void remember(repl *r, const char *line)
+{
+    HistEvent ev;
+    size_t n = strcspn(line, "\n");
+    char *copy;
+    if (strspn(line, " \t\r\n") == strlen(line))
+        return;
+    copy = malloc(n + 1);
+    if (!copy)
+        return;
+    memcpy(copy, line, n);
+    copy[n] = '\0';
+    history(r->hist, &ev, H_ENTER, copy);
+    free(copy);
+    if (r->histfile)
+        history(r->hist, &ev, H_SAVE, r->histfile);
+}
+
+static int is_blank(const char *s)
+{
+    return s[strspn(s, " \t\r\n")] == '\0';
+}
+
+/* Runs the pending input once it is complete; returns the addsl status. */
+static int repl_run(repl *r)
+{
+    int rc;
+    if (addsl_incomplete(r->S, r->pending.data))
+        return ADDSL_OK;
+    if (!is_blank(r->pending.data)) {
+        arm_interrupt(r->S);
+        rc = addsl_dorepl(r->S, r->pending.data, "<stdin>");
+        disarm_interrupt();
+        fflush(stdout);
+        report(r->S, rc);
+    } else {
+        rc = ADDSL_OK;
+    }
+    r->pending.len = 0;
+    r->pending.data[0] = '\0';
+    return rc;
+}
+
+static void repl_drop_pending(repl *r)
+{
+    r->pending.len = 0;
+    if (r->pending.data)
+        r->pending.data[0] = '\0';
+}
+
+/* The REPL keeps the state across inputs, errors included; Ctrl-D or exit() ends it. */
+static int repl_loop(addsl_state *S)
+{
+    repl r;
+    int status = 0;
+    if (repl_open(&r, S) != 0) {
+        repl_close(&r);
+        fputs("addsl: cannot start the line editor\n", stderr);
+        return 1;
+    }
+    printf("addsl %s (Ctrl-D to exit)\n", ADDSL_VERSION);
+    for (;;) {
+        int n = 0, rc;
+        const char *line;
+        arm_prompt();
+        line = el_gets(r.el, &n);
+        if (!line) {
+            fputc('\n', stdout);
+            if (n < 0 && errno == EINTR) {
+                repl_drop_pending(&r);
+                continue;
+            }
+            break;
+        }
+        remember(&r, line);
+        if (sb_append(&r.pending, line, strlen(line)) != 0) {
+            fputs("addsl: out of memory\n", stderr);
+            repl_drop_pending(&r);
+            continue;
+        }
+        rc = repl_run(&r);
+        if (rc == ADDSL_EXIT) {
+            status = addsl_exit_code(S);
+            break;
+        }
+    }
+    disarm_interrupt();
+    signal(SIGINT, SIG_DFL);
+    repl_close(&r);
+    return status;
+}
+
+/* --- main --------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    options o;
+    addsl_state *S;
+    int rc, status;
+    memset(&o, 0, sizeof o);
+    addsl_config_init(&o.cfg);
+    rc = parse_options(&o, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (o.kind == SRC_NONE && !isatty(STDIN_FILENO))
+        o.kind = SRC_STDIN;
+    if (o.kind == SRC_NONE && o.disasm)
+        return usage_error("option '%s' needs a script", "--disasm");
+    if (o.kind == SRC_FILE) {
+        FILE *f = open_script(o.script);
+        if (!f)
+            return cannot_open(o.script);
+        fclose(f);
+    }
+    S = addsl_open(&o.cfg);
+    if (!S) {
+        fputs("addsl: out of memory\n", stderr);
+        return 1;
+    }
+    if (o.kind == SRC_NONE) {
+        status = repl_loop(S);
+    } else {
+        rc = run_script(S, &o);
+        report(S, rc);
+        status = exit_status(S, rc);
+    }
+    addsl_close(S);
+    return status;
+}

@@ -1,0 +1,145 @@
+/* bi_core.c: the language-level builtins that are not tensor ops:
+ * print, len, str, range, assert, clock, exit, type, append. */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "../vm/buf.h"
+#include "../vm/state.h"
+#include "builtins.h"
+
+static int bi_print(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    ad_buf b;
+    ad_buf_init(&b, S);
+    for (int i = 0; i < argc; i++) {
+        if (i) ad_buf_puts(&b, " ");
+        int rc = ad_value_format(S, argv[i], &b, false);
+        if (rc) { ad_buf_free(&b); return rc; }
+    }
+    ad_buf_puts(&b, "\n");
+    if (b.failed) { ad_buf_free(&b); return ad_nomem(S); }
+    ad_write(S, b.data, b.len, 0);
+    ad_buf_free(&b);
+    *out = ad_none();
+    return ADDSL_OK;
+}
+
+static int bi_len(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_value v = argv[0];
+    switch (v.t) {
+    case AD_TLIST: case AD_TTUPLE: *out = ad_int((double)v.u.l->len); return ADDSL_OK;
+    case AD_TSTR: *out = ad_int((double)v.u.s->len); return ADDSL_OK;
+    case AD_TTENSOR:
+        if (v.u.tensor->ndim == 0) return ad_error(S, "len() of a 0-d tensor");
+        *out = ad_int((double)v.u.tensor->shape[0]);
+        return ADDSL_OK;
+    default: return ad_error(S, "len(): %s has no length", ad_type_name(v));
+    }
+}
+
+static int bi_str(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    if (argv[0].t == AD_TSTR) { *out = argv[0]; ad_value_incref(*out); return ADDSL_OK; }
+    ad_buf b;
+    ad_buf_init(&b, S);
+    int rc = ad_value_format(S, argv[0], &b, false);
+    if (!rc && b.failed) rc = ad_nomem(S);
+    if (!rc) rc = ad_string_value(S, b.data ? b.data : "", b.len, out);
+    ad_buf_free(&b);
+    return rc;
+}
+
+static int bi_range(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    if (argc < 1 || argc > 3) return ad_error(S, "range() takes 1 to 3 arguments (%d given)", argc);
+    double a = 0, b, step = 1;
+    bool ints = true;
+    for (int i = 0; i < argc; i++) {
+        if (!ad_is_number(argv[i])) return ad_error(S, "range() arguments must be numbers, not %s", ad_type_name(argv[i]));
+        if (argv[i].t != AD_TINT) ints = false;
+    }
+    if (argc == 1) b = argv[0].u.n;
+    else { a = argv[0].u.n; b = argv[1].u.n; }
+    if (argc == 3) step = argv[2].u.n;
+    if (step == 0) return ad_error(S, "range() step must not be zero");
+    double cnt = ceil((b - a) / step);
+    if (cnt < 0) cnt = 0;
+    if (cnt > (double)AD_MAX_LIST) return ad_error(S, "range() too long (%.0f items; the limit is %lld)", cnt, (long long)AD_MAX_LIST);
+    ad_list *l = ad_list_new(S, AD_TLIST, (int64_t)cnt);
+    if (!l) return S->errcode;
+    for (int64_t i = 0; i < (int64_t)cnt; i++) {
+        double x = a + (double)i * step;
+        l->items[i] = ints ? ad_int(x) : ad_num(x);
+    }
+    *out = ad_list_value(l, AD_TLIST);
+    return ADDSL_OK;
+}
+
+static int bi_assert(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    bool ok;
+    if (argv[0].t == AD_TTENSOR) {
+        ad_tensor *t = argv[0].u.tensor;
+        if (t->numel != 1) return ad_error(S, "assert(): Boolean value of Tensor with more than one value is ambiguous");
+        double x;
+        int rc = ad_tensor_item(S, t, &x);
+        if (rc) return rc;
+        ok = x != 0;
+    } else {
+        ok = ad_truthy(argv[0]);
+    }
+    *out = ad_none();
+    if (ok) return ADDSL_OK;
+    if (argv[1].t == AD_TNONE) return ad_error(S, "assertion failed");
+    ad_buf b;
+    ad_buf_init(&b, S);
+    ad_value_format(S, argv[1], &b, false);
+    int rc = b.failed ? ad_nomem(S) : ad_error(S, "assertion failed: %s", b.data ? b.data : "");
+    ad_buf_free(&b);
+    return rc;
+}
+
+static int bi_clock(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)S; (void)argv; (void)argc;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    *out = ad_num((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+    return ADDSL_OK;
+}
+
+static int bi_exit(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    int64_t code = 0;
+    int rc = ad_arg_int(S, argv[0], "exit", "code", &code);
+    if (rc) return rc;
+    S->exit_code = (int)code;
+    *out = ad_none();
+    return ad_error_code(S, ADDSL_EXIT, "exit(%d)", (int)code);
+}
+
+static int bi_type(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    const char *n = ad_type_name(argv[0]);
+    return ad_string_value(S, n, strlen(n), out);
+}
+
+static int bi_append(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    if (argv[0].t != AD_TLIST) return ad_error(S, "append(): argument 'self' must be a list, not %s", ad_type_name(argv[0]));
+    ad_value_incref(argv[1]);
+    *out = ad_none();
+    return ad_list_push(S, argv[0].u.l, argv[1]);
+}
+
+const ad_builtin_def ad_bi_core_defs[] = {
+    {"print", bi_print, "*"},
+    {"len", bi_len, "x"},
+    {"str", bi_str, "x"},
+    {"range", bi_range, "*"},
+    {"assert", bi_assert, "cond, msg=none"},
+    {"clock", bi_clock, ""},
+    {"exit", bi_exit, "code=0"},
+    {"type", bi_type, "x"},
+    {"append", bi_append, "self, x"},
+    {NULL, NULL, NULL}
+};

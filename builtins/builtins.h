@@ -1,0 +1,46 @@
+/* builtins.h: the builtin function tables, one per family, that the state
+ * registers as globals at open, and the helpers the VM calls for operators,
+ * indexing and tensor construction. */
+#ifndef AD_BUILTINS_H
+#define AD_BUILTINS_H
+
+#include "../vm/value.h"
+#include "../vm/tensor.h"
+
+/* Each table ends with a {NULL, NULL, NULL} row. */
+extern const ad_builtin_def ad_bi_core_defs[];        /* builtins/bi_core.c: print, len, str, range, assert, clock, exit, ... (VM side) */
+extern const ad_builtin_def ad_bi_elementwise_defs[]; /* builtins/bi_elementwise.c */
+extern const ad_builtin_def ad_bi_reduce_defs[];      /* builtins/bi_reduce.c */
+extern const ad_builtin_def ad_bi_linalg_defs[];      /* builtins/bi_linalg.c */
+extern const ad_builtin_def ad_bi_loss_defs[];        /* builtins/bi_loss.c */
+extern const ad_builtin_def ad_bi_shape_defs[];       /* builtins/bi_shape.c */
+extern const ad_builtin_def ad_bi_create_defs[];      /* builtins/bi_create.c */
+extern const ad_builtin_def ad_bi_tensor_defs[];      /* builtins/bi_tensor.c: numel, item, tolist, to, detach, ... */
+extern const ad_builtin_def ad_bi_io_defs[];          /* builtins/npy.c: load, save */
+
+/* Operators the VM dispatches to when an operand is a tensor. Both operands
+ * may be tensors or numbers/bools (Python-scalar promotion rules apply). */
+int ad_bi_add(ad_state *S, ad_value a, ad_value b, ad_value *out);
+int ad_bi_sub(ad_state *S, ad_value a, ad_value b, ad_value *out);
+int ad_bi_mul(ad_state *S, ad_value a, ad_value b, ad_value *out);
+int ad_bi_div(ad_state *S, ad_value a, ad_value b, ad_value *out);
+int ad_bi_rem(ad_state *S, ad_value a, ad_value b, ad_value *out);   /* % : torch.remainder */
+int ad_bi_pow(ad_state *S, ad_value a, ad_value b, ad_value *out);
+int ad_bi_matmul(ad_state *S, ad_value a, ad_value b, ad_value *out);
+int ad_bi_neg(ad_state *S, ad_value a, ad_value *out);
+/* Comparisons: AD_CMP_EQ.. give bool tensors. */
+enum { AD_CMP_EQ, AD_CMP_NE, AD_CMP_LT, AD_CMP_LE, AD_CMP_GT, AD_CMP_GE };
+int ad_bi_compare(ad_state *S, int cmp, ad_value a, ad_value b, ad_value *out);
+
+/* t[idx...]: idx are ints, slices, none (new axis), ellipsis, int/bool tensors or int lists. */
+int ad_bi_index_get(ad_state *S, ad_tensor *t, int n, const ad_value *idx, ad_value *out);
+/* t[idx...] = v (v a tensor or number, broadcast); writes in place, bumps the version. */
+int ad_bi_index_set(ad_state *S, ad_tensor *t, int n, const ad_value *idx, ad_value v);
+
+/* A tensor from a number, bool, or nested list/tuple of them; dtype -1 infers
+ * it (ints -> int64, any float -> float32, all bools -> bool). */
+int ad_tensor_from_value(ad_state *S, ad_value v, int dtype, ad_tensor **out);
+/* t.tolist() / a 0-d tensor's Python value. */
+int ad_tensor_to_value(ad_state *S, const ad_tensor *t, ad_value *out);
+
+#endif

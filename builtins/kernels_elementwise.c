@@ -1,0 +1,366 @@
+/* kernels_elementwise.c: the elementwise kernels over contiguous arrays,
+ * generated per dtype from the op lists of kernels_elementwise.h. */
+#include "kernels_elementwise.h"
+
+#include <string.h>
+#include <tgmath.h>
+
+#include "limits.h"
+
+/* Elements handed to one SLEEF block call: small enough to stay in L1/L2,
+ * large enough that the per-block dispatch is free. */
+#define AD_EW_BLOCK 4096
+
+#define AD_PI 3.14159265358979323846
+#define AD_SQRT1_2 0.70710678118654752440
+#define AD_SQRT_2_PI 0.79788456080286535588  /* sqrt(2 / pi) */
+#define AD_SELU_ALPHA 1.6732632423543772848170429916717
+#define AD_SELU_SCALE 1.0507009873554804934193349852946
+#define AD_SOFTPLUS_THRESHOLD 20
+
+/* One loop over n elements with 'i' in scope; parallel only past the threshold
+ * so small tensors never pay for waking the thread team. */
+#define AD_EW_FOR(n) \
+    _Pragma("omp parallel for simd if (parallel: n > AD_OMP_THRESHOLD)") \
+    for (int64_t i = 0; i < n; i++)
+
+/* ---- SLEEF-backed unary functions ---- */
+
+typedef void (*ad_ew_blk)(void *out, const void *x, int64_t n);
+
+/* Splits n elements into blocks for 'f', in parallel past the threshold. */
+static void ad_ew_blocks(ad_ew_blk f, void *out, const void *x, int64_t n, size_t esize) {
+    int64_t nb = (n + AD_EW_BLOCK - 1) / AD_EW_BLOCK;
+#pragma omp parallel for schedule(static) if (n > AD_OMP_THRESHOLD)
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t lo = b * AD_EW_BLOCK, len = n - lo < AD_EW_BLOCK ? n - lo : AD_EW_BLOCK;
+        f((char *)out + (size_t)lo * esize, (const char *)x + (size_t)lo * esize, len);
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+typedef float ad_v4f __attribute__((vector_size(16)));
+typedef float ad_v8f __attribute__((vector_size(32)));
+typedef float ad_v16f __attribute__((vector_size(64)));
+typedef double ad_v2d __attribute__((vector_size(16)));
+typedef double ad_v4d __attribute__((vector_size(32)));
+typedef double ad_v8d __attribute__((vector_size(64)));
+
+#define AD_ISA512 __attribute__((target("avx512f")))
+#define AD_ISA256 __attribute__((target("avx2,fma")))
+
+/* Full vectors straight through; the tail goes through a zero-padded vector
+ * so every element is computed by the same code whatever its position. */
+#define AD_EW_VLOOP(VT, T, F) { \
+        T *o_ = out; const T *x_ = x; \
+        const int64_t w_ = (int64_t)(sizeof(VT) / sizeof(T)); \
+        int64_t i_ = 0; \
+        for (; i_ + w_ <= n; i_ += w_) { VT v_; memcpy(&v_, x_ + i_, sizeof v_); v_ = F(v_); memcpy(o_ + i_, &v_, sizeof v_); } \
+        if (i_ < n) { \
+            VT v_ = {0}; size_t r_ = (size_t)(n - i_) * sizeof(T); \
+            memcpy(&v_, x_ + i_, r_); v_ = F(v_); memcpy(o_ + i_, &v_, r_); } }
+
+/* Declares the SLEEF entry points of one function under local names (asm
+ * labels) because sleef.h hides the AVX ones unless the whole file is built
+ * for AVX, and defines the three block functions per type. */
+#define AD_EW_SLEEF_DEF(name, ulp) \
+    extern ad_v16f ad_sl_##name##_f16(ad_v16f) __asm__("Sleef_" #name "f16_" #ulp "avx512f") AD_ISA512; \
+    extern ad_v8f ad_sl_##name##_f8(ad_v8f) __asm__("Sleef_" #name "f8_" #ulp "avx2") AD_ISA256; \
+    extern ad_v4f ad_sl_##name##_f4(ad_v4f) __asm__("Sleef_" #name "f4_" #ulp); \
+    extern ad_v8d ad_sl_##name##_d8(ad_v8d) __asm__("Sleef_" #name "d8_" #ulp "avx512f") AD_ISA512; \
+    extern ad_v4d ad_sl_##name##_d4(ad_v4d) __asm__("Sleef_" #name "d4_" #ulp "avx2") AD_ISA256; \
+    extern ad_v2d ad_sl_##name##_d2(ad_v2d) __asm__("Sleef_" #name "d2_" #ulp); \
+    AD_ISA512 static void ad_b512_##name##_f32(void *out, const void *x, int64_t n) AD_EW_VLOOP(ad_v16f, float, ad_sl_##name##_f16) \
+    AD_ISA256 static void ad_b256_##name##_f32(void *out, const void *x, int64_t n) AD_EW_VLOOP(ad_v8f, float, ad_sl_##name##_f8) \
+    static void ad_b128_##name##_f32(void *out, const void *x, int64_t n) AD_EW_VLOOP(ad_v4f, float, ad_sl_##name##_f4) \
+    AD_ISA512 static void ad_b512_##name##_f64(void *out, const void *x, int64_t n) AD_EW_VLOOP(ad_v8d, double, ad_sl_##name##_d8) \
+    AD_ISA256 static void ad_b256_##name##_f64(void *out, const void *x, int64_t n) AD_EW_VLOOP(ad_v4d, double, ad_sl_##name##_d4) \
+    static void ad_b128_##name##_f64(void *out, const void *x, int64_t n) AD_EW_VLOOP(ad_v2d, double, ad_sl_##name##_d2) \
+    void ad_k_##name##_f32(float *out, const float *x, int64_t n) { \
+        ad_ew_blocks(ad_ew_pick(ad_b512_##name##_f32, ad_b256_##name##_f32, ad_b128_##name##_f32), out, x, n, sizeof(float)); } \
+    void ad_k_##name##_f64(double *out, const double *x, int64_t n) { \
+        ad_ew_blocks(ad_ew_pick(ad_b512_##name##_f64, ad_b256_##name##_f64, ad_b128_##name##_f64), out, x, n, sizeof(double)); }
+
+/* The widest block function this CPU runs (the check is a load of a word
+ * libgcc fills at startup, so it is done per call, not cached). */
+static ad_ew_blk ad_ew_pick(ad_ew_blk f512, ad_ew_blk f256, ad_ew_blk f128) {
+    if (__builtin_cpu_supports("avx512f")) return f512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return f256;
+    return f128;
+}
+
+#else /* portable fallback: libm through <tgmath.h> */
+
+#define AD_EW_SLEEF_DEF(name, ulp) \
+    void ad_k_##name##_f32(float *out, const float *x, int64_t n) { AD_EW_FOR(n) out[i] = name(x[i]); } \
+    void ad_k_##name##_f64(double *out, const double *x, int64_t n) { AD_EW_FOR(n) out[i] = name(x[i]); }
+
+#endif
+
+AD_EW_SLEEF_OPS(AD_EW_SLEEF_DEF)
+
+/* ---- scalar helpers ---- */
+
+/* Inverse error function: a rational first guess refined by two Newton steps
+ * on erf, which brings it to double precision. */
+static double ad_erfinv(double y) {
+    if (isnan(y) || y < -1 || y > 1) return NAN;
+    if (y == 1) return INFINITY;
+    if (y == -1) return -INFINITY;
+    double w = -log((1 - y) * (1 + y)), x;
+    if (w < 5) {
+        w -= 2.5;
+        x = 2.81022636e-08;
+        x = 3.43273939e-07 + x * w; x = -3.5233877e-06 + x * w; x = -4.39150654e-06 + x * w;
+        x = 0.00021858087 + x * w; x = -0.00125372503 + x * w; x = -0.00417768164 + x * w;
+        x = 0.246640727 + x * w; x = 1.50140941 + x * w;
+    } else {
+        w = sqrt(w) - 3;
+        x = -0.000200214257;
+        x = 0.000100950558 + x * w; x = 0.00134934322 + x * w; x = -0.00367342844 + x * w;
+        x = 0.00573950773 + x * w; x = -0.0076224613 + x * w; x = 0.00943887047 + x * w;
+        x = 1.00167406 + x * w; x = 2.83297682 + x * w;
+    }
+    x *= y;
+    for (int k = 0; k < 2; k++) x -= (erf(x) - y) / (2 / sqrt(AD_PI) * exp(-x * x));
+    return x;
+}
+
+/* Digamma by reflection (x < 0), upward recurrence to x >= 6, then the
+ * asymptotic series; poles give -inf at 0 (signed like torch) and nan below. */
+static double ad_digamma(double x) {
+    if (x == 0) return signbit(x) ? INFINITY : -INFINITY;
+    if (x < 0) {
+        if (x == floor(x)) return NAN;
+        return ad_digamma(1 - x) - AD_PI / tan(AD_PI * x);
+    }
+    double acc = 0;
+    while (x < 6) { acc -= 1 / x; x += 1; }
+    double f = 1 / (x * x);
+    double series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132)))));
+    return acc + log(x) - 0.5 / x - series;
+}
+
+/* Python/torch floor division of floats: exact quotient of (a - fmod) / b,
+ * corrected towards the floor; division by zero follows IEEE a / b. */
+static double ad_floordiv(double a, double b) {
+    if (b == 0) return a / b;
+    double mod = fmod(a, b), div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+    if (div == 0) return copysign(0.0, a / b);
+    double fl = floor(div);
+    return div - fl > 0.5 ? fl + 1 : fl;
+}
+
+static inline int64_t ad_wrap_neg(int64_t v) { return (int64_t)(0 - (uint64_t)v); }
+
+static int64_t ad_ipow(int64_t base, int64_t e) {
+    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)base;
+    for (; e; e >>= 1, b *= b)
+        if (e & 1) r *= b;
+    return (int64_t)r;
+}
+
+static int64_t ad_iremainder(int64_t a, int64_t b) {
+    if (b == -1 || b == 0) return 0;  /* b == 0 is rejected before the call */
+    int64_t r = a % b;
+    return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
+}
+
+static int64_t ad_ifloordiv(int64_t a, int64_t b) {
+    if (b == -1) return ad_wrap_neg(a);
+    if (b == 0) return 0;
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* ---- unary ops from expressions over 'v' of type T ---- */
+
+#define AD_EW_MAP(name, T, sfx, OT, EXPR) \
+    void ad_k_##name##_##sfx(OT *out, const T *x, int64_t n) { \
+        AD_EW_FOR(n) { const T v = x[i]; out[i] = (OT)(EXPR); } }
+
+#define F_rsqrt(T, v) ((T)1 / sqrt(v))
+#define F_sigmoid(T, v) ((T)1 / ((T)1 + exp(-(v))))
+#define F_silu(T, v) ((v) / ((T)1 + exp(-(v))))
+#define F_softplus1(T, v) ((v) > AD_SOFTPLUS_THRESHOLD ? (v) : log1p(exp(v)))
+#define F_mish(T, v) ((v) * tanh(F_softplus1(T, v)))
+#define F_selu(T, v) ((T)AD_SELU_SCALE * ((v) > 0 ? (v) : (T)AD_SELU_ALPHA * expm1(v)))
+#define F_gelu_erf(T, v) ((T)0.5 * (v) * ((T)1 + erf((v) * (T)AD_SQRT1_2)))
+#define F_gelu_tanh(T, v) \
+    ((T)0.5 * (v) * ((T)1 + tanh((T)AD_SQRT_2_PI * ((v) + (T)0.044715 * (v) * (v) * (v)))))
+#define F_hardsigmoid(T, v) ((v) <= -3 ? (T)0 : (v) >= 3 ? (T)1 : (v) / (T)6 + (T)0.5)
+#define F_hardswish(T, v) ((v) * fmin(fmax((v) + (T)3, (T)0), (T)6) / (T)6)
+#define F_log_sigmoid(T, v) (fmin((v), (T)0) - log1p(exp(-fabs(v))))
+#define F_reciprocal(T, v) ((T)1 / (v))
+#define F_sinc(T, v) ((v) == 0 ? (T)1 : sin((T)AD_PI * (v)) / ((T)AD_PI * (v)))
+#define F_erfinv(T, v) ((T)ad_erfinv(v))
+#define F_digamma(T, v) ((T)ad_digamma(v))
+#define F_abs(T, v) fabs(v)
+#define F_neg(T, v) (-(v))
+#define F_sign(T, v) ((T)(((v) > 0) - ((v) < 0)))  /* torch: sign(nan) is 0 */
+#define F_square(T, v) ((v) * (v))
+#define F_relu(T, v) ((v) < 0 ? (T)0 : (v))  /* keeps nan and -0.0 */
+#define F_floor(T, v) floor(v)
+#define F_ceil(T, v) ceil(v)
+#define F_round(T, v) nearbyint(v)
+#define F_trunc(T, v) trunc(v)
+#define F_frac(T, v) ((v) - trunc(v))
+#define I_abs(v) ((v) < 0 ? ad_wrap_neg(v) : (v))
+#define I_neg(v) ad_wrap_neg(v)
+#define I_sign(v) (((v) > 0) - ((v) < 0))
+#define I_square(v) ((int64_t)((uint64_t)(v) * (uint64_t)(v)))
+#define I_relu(v) ((v) > 0 ? (v) : 0)
+
+#define AD_EW_GEN_F(name) \
+    AD_EW_MAP(name, float, f32, float, F_##name(float, v)) \
+    AD_EW_MAP(name, double, f64, double, F_##name(double, v))
+#define AD_EW_GEN_FI(name) AD_EW_GEN_F(name) AD_EW_MAP(name, int64_t, i64, int64_t, I_##name(v))
+#define AD_EW_GEN_PRED(name) AD_EW_MAP(name, float, f32, bool, name(v)) AD_EW_MAP(name, double, f64, bool, name(v))
+
+AD_EW_FLOAT_OPS(AD_EW_GEN_F)
+AD_EW_FLOAT_MODE_OPS(AD_EW_GEN_F)
+AD_EW_SAME_OPS(AD_EW_GEN_FI)
+AD_EW_ROUND_OPS(AD_EW_GEN_F)
+AD_EW_PRED_OPS(AD_EW_GEN_PRED)
+AD_EW_MAP(logical_not, bool, b8, bool, !v)
+
+/* ---- unary ops with parameters p, q ---- */
+
+#define AD_EW_MAP_P(name, T, sfx, EXPR) \
+    void ad_k_##name##_##sfx(T *out, const T *x, int64_t n, double p, double q) { \
+        const T P = (T)p, Q = (T)q; (void)P; (void)Q; \
+        AD_EW_FOR(n) { const T v = x[i]; out[i] = (T)(EXPR); } }
+
+#define P_leaky_relu(T) (v > 0 ? v : v * P)
+#define P_elu(T) (v > 0 ? v : P * expm1(v))
+#define P_celu(T) (fmax(v, (T)0) + fmin((T)0, P * expm1(v / P)))
+#define P_softplus(T) (v * P > Q ? v : log1p(exp(v * P)) / P)
+#define P_softshrink(T) (v > P ? v - P : v < -P ? v + P : (T)0)
+#define P_hardshrink(T) (v >= -P && v <= P ? (T)0 : v)
+/* p < 0 means no eps. */
+#define P_logit(T) (ad_logit_##T(v, P))
+/* p is the number of decimals; negative rounds to tens, hundreds... */
+#define P_round_decimals(T) (p >= 0 ? nearbyint(v * Q) / Q : nearbyint(v / Q) * Q)
+
+static inline float ad_logit_float(float v, float eps) {
+    float z = eps < 0 ? v : v < eps ? eps : v > 1 - eps ? 1 - eps : v;
+    return logf(z / (1 - z));
+}
+static inline double ad_logit_double(double v, double eps) {
+    double z = eps < 0 ? v : v < eps ? eps : v > 1 - eps ? 1 - eps : v;
+    return log(z / (1 - z));
+}
+
+#define AD_EW_GEN_P(name) AD_EW_MAP_P(name, float, f32, P_##name(float)) AD_EW_MAP_P(name, double, f64, P_##name(double))
+AD_EW_PARAM_OPS(AD_EW_GEN_P)
+
+/* NaN passes through like torch.clamp. */
+AD_EW_MAP_P(clamp, float, f32, isnan(v) ? v : fmin(fmax(v, P), Q))
+AD_EW_MAP_P(clamp, double, f64, isnan(v) ? v : fmin(fmax(v, P), Q))
+void ad_k_clamp_i64(int64_t *out, const int64_t *x, int64_t n, double p, double q) {
+    /* Bounds beyond int64 clamp nothing; the builtin passes integral values. */
+    const int64_t lo = p <= -0x1p63 ? INT64_MIN : (int64_t)p, hi = q >= 0x1p63 ? INT64_MAX : (int64_t)q;
+    AD_EW_FOR(n) { int64_t v = x[i] < lo ? lo : x[i]; out[i] = v > hi ? hi : v; }
+}
+
+/* ---- binary ops: a op b with a or b possibly a broadcast scalar ---- */
+
+/* Four loops so the common cases keep unit strides and vectorize. */
+#define AD_EW_BIN(name, T, sfx, OT, EXPR) \
+    void ad_k_##name##_##sfx(OT *out, const T *pa, int64_t sa, const T *pb, int64_t sb, int64_t n) { \
+        if (sa && sb) { AD_EW_FOR(n) { const T a = pa[i], b = pb[i]; out[i] = (OT)(EXPR); } } \
+        else if (sb) { const T a = pa[0]; AD_EW_FOR(n) { const T b = pb[i]; out[i] = (OT)(EXPR); } } \
+        else if (sa) { const T b = pb[0]; AD_EW_FOR(n) { const T a = pa[i]; out[i] = (OT)(EXPR); } } \
+        else if (n > 0) { const T a = pa[0], b = pb[0]; out[0] = (OT)(EXPR); for (int64_t i = 1; i < n; i++) out[i] = out[0]; } }
+
+#define F_add(T) (a + b)
+#define F_sub(T) (a - b)
+#define F_mul(T) (a * b)
+#define F_maximum(T) (isnan(a) ? a : isnan(b) ? b : a > b ? a : b)
+#define F_minimum(T) (isnan(a) ? a : isnan(b) ? b : a < b ? a : b)
+#define F_remainder(T) ad_fremainder_##T(a, b)
+#define F_fmod(T) fmod(a, b)
+#define F_div_trunc(T) trunc(a / b)
+#define F_div_floor(T) ((T)ad_floordiv(a, b))
+#define F_div(T) (a / b)
+#define F_pow(T) pow(a, b)
+#define F_atan2(T) atan2(a, b)
+#define F_hypot(T) hypot(a, b)
+#define F_copysign(T) copysign(a, b)
+#define F_xlogy(T) (isnan(b) ? b : a == 0 ? (T)0 : a * log(b))
+#define F_logaddexp(T) (isinf(a) && a == b ? a : fmax(a, b) + log1p(exp(-fabs(a - b))))
+#define I_add(T) ((int64_t)((uint64_t)a + (uint64_t)b))
+#define I_sub(T) ((int64_t)((uint64_t)a - (uint64_t)b))
+#define I_mul(T) ((int64_t)((uint64_t)a * (uint64_t)b))
+#define I_maximum(T) (a > b ? a : b)
+#define I_minimum(T) (a < b ? a : b)
+#define I_remainder(T) ad_iremainder(a, b)
+#define I_fmod(T) (b == 0 || b == -1 ? 0 : a % b)
+#define I_div_trunc(T) (b == -1 ? ad_wrap_neg(a) : b == 0 ? 0 : a / b)
+#define I_div_floor(T) ad_ifloordiv(a, b)
+
+static inline float ad_fremainder_float(float a, float b) {
+    float r = fmodf(a, b);
+    return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
+}
+static inline double ad_fremainder_double(double a, double b) {
+    double r = fmod(a, b);
+    return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
+}
+
+#define AD_EW_GEN_BF(name) \
+    AD_EW_BIN(name, float, f32, float, F_##name(float)) AD_EW_BIN(name, double, f64, double, F_##name(double))
+#define AD_EW_GEN_BFI(name) AD_EW_GEN_BF(name) AD_EW_BIN(name, int64_t, i64, int64_t, I_##name(int64_t))
+AD_EW_BINARY_ALL_OPS(AD_EW_GEN_BFI)
+AD_EW_BINARY_FLOAT_OPS(AD_EW_GEN_BF)
+AD_EW_BIN(pow, int64_t, i64, int64_t, ad_ipow(a, b))
+
+#define C_eq (a == b)
+#define C_ne (a != b)
+#define C_lt (a < b)
+#define C_le (a <= b)
+#define C_gt (a > b)
+#define C_ge (a >= b)
+#define AD_EW_GEN_CMP(name) \
+    AD_EW_BIN(name, float, f32, bool, C_##name) AD_EW_BIN(name, double, f64, bool, C_##name) \
+    AD_EW_BIN(name, int64_t, i64, bool, C_##name)
+AD_EW_COMPARE_OPS(AD_EW_GEN_CMP)
+
+#define L_logical_and (a && b)
+#define L_logical_or (a || b)
+#define L_logical_xor (a != b)
+#define AD_EW_GEN_LOGIC(name) AD_EW_BIN(name, bool, b8, bool, L_##name)
+AD_EW_LOGICAL_OPS(AD_EW_GEN_LOGIC)
+
+/* ---- ternary ops: general strides (0 or 1) on all three inputs ---- */
+
+#define AD_EW_TERN(name, T, sfx, CT, EXPR) \
+    void ad_k_##name##_##sfx(T *out, const CT *pa, int64_t sa, const T *pb, int64_t sb, const T *pc, int64_t sc, int64_t n) { \
+        AD_EW_FOR(n) { const CT a = pa[i * sa]; const T b = pb[i * sb], c = pc[i * sc]; out[i] = (T)(EXPR); } }
+
+AD_EW_TERN(where, float, f32, bool, a ? b : c)
+AD_EW_TERN(where, double, f64, bool, a ? b : c)
+AD_EW_TERN(where, int64_t, i64, bool, a ? b : c)
+AD_EW_TERN(where, bool, b8, bool, a ? b : c)
+/* torch's two-sided form keeps lerp exact at both ends. */
+#define T_lerp (fabs(c) < 0.5 ? a + c * (b - a) : b - (b - a) * (1 - c))
+AD_EW_TERN(lerp, float, f32, float, T_lerp)
+AD_EW_TERN(lerp, double, f64, double, T_lerp)
+#define T_clamp (isnan(a) ? a : isnan(b) ? b : isnan(c) ? c : fmin(fmax(a, b), c))
+AD_EW_TERN(clamp_t, float, f32, float, T_clamp)
+AD_EW_TERN(clamp_t, double, f64, double, T_clamp)
+AD_EW_TERN(clamp_t, int64_t, i64, int64_t, a < b ? b : a > c ? c : a)
+
+#define AD_EW_ADDC(name, T, sfx, EXPR) \
+    void ad_k_##name##_##sfx(T *out, const T *pa, int64_t sa, const T *pb, int64_t sb, const T *pc, int64_t sc, int64_t n, double value) { \
+        const T val = (T)value; \
+        AD_EW_FOR(n) { const T a = pa[i * sa], b = pb[i * sb], c = pc[i * sc]; out[i] = (T)(EXPR); } }
+
+AD_EW_ADDC(addcmul, float, f32, a + val * b * c)
+AD_EW_ADDC(addcmul, double, f64, a + val * b * c)
+AD_EW_ADDC(addcmul, int64_t, i64, (int64_t)((uint64_t)a + (uint64_t)val * (uint64_t)b * (uint64_t)c))
+AD_EW_ADDC(addcdiv, float, f32, a + val * b / c)
+AD_EW_ADDC(addcdiv, double, f64, a + val * b / c)

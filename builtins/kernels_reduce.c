@@ -1,0 +1,483 @@
+/* kernels_reduce.c: plain C kernels over contiguous data for reductions,
+ * scans, softmax, sorting, matrix products and losses (rows of kernels_reduce.def). */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels_reduce.h"
+#include "limits.h"
+
+/* Columns reduced together in the strided case: their accumulators stay in
+ * registers/L1 while successive rows stream past. */
+#define CHUNK 256
+
+/* Float sums accumulate in double (torch's CPU acc_type); integer sums and
+ * products go through uint64_t so overflow wraps as in torch instead of being UB. */
+
+/* Four independent lanes: faster than one dependent chain and a little more accurate. */
+#define DEF_ROWSUM(NAME, T, ACC)                                                   \
+    static inline ACC NAME(const T *x, int64_t n) {                                \
+        ACC a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                        \
+        int64_t k = 0;                                                             \
+        for (; k + 4 <= n; k += 4) {                                               \
+            a0 += (ACC)x[k]; a1 += (ACC)x[k + 1];                                  \
+            a2 += (ACC)x[k + 2]; a3 += (ACC)x[k + 3];                              \
+        }                                                                          \
+        for (; k < n; k++) a0 += (ACC)x[k];                                        \
+        return (a0 + a1) + (a2 + a3);                                              \
+    }
+
+#define DEF_ROW(NAME, T, ACC, INIT, STEP)                                          \
+    static inline ACC NAME(const T *x, int64_t n) {                                \
+        ACC a = INIT;                                                              \
+        for (int64_t k = 0; k < n; k++) a = STEP(a, x[k]);                         \
+        return a;                                                                  \
+    }
+
+/* Defines FN(x, out, outer, n, inner): x is [outer, n, inner], out [outer, inner]. */
+#define DEF_REDUCE(FN, T, ACC, ROWFN, INIT, STEP, FIN)                             \
+    void FN(const void *xp, void *op, int64_t outer, int64_t n, int64_t inner) {   \
+        const T *x = xp;                                                           \
+        T *o = op;                                                                 \
+        const int par = outer * n * inner >= AD_OMP_THRESHOLD;                     \
+        if (inner == 1) {                                                          \
+            _Pragma("omp parallel for if (par) schedule(static)")                  \
+            for (int64_t r = 0; r < outer; r++) {                                  \
+                ACC a = ROWFN(x + r * n, n);                                       \
+                o[r] = FIN(a);                                                     \
+            }                                                                      \
+            return;                                                                \
+        }                                                                          \
+        const int64_t nch = (inner + CHUNK - 1) / CHUNK;                           \
+        _Pragma("omp parallel for if (par) schedule(static)")                      \
+        for (int64_t task = 0; task < outer * nch; task++) {                       \
+            int64_t ob = task / nch, i0 = task % nch * CHUNK;                      \
+            int64_t m = inner - i0 < CHUNK ? inner - i0 : CHUNK;                   \
+            ACC a[CHUNK];                                                          \
+            for (int64_t j = 0; j < m; j++) a[j] = INIT;                           \
+            const T *base = x + ob * n * inner + i0;                               \
+            for (int64_t k = 0; k < n; k++) {                                      \
+                const T *row = base + k * inner;                                   \
+                for (int64_t j = 0; j < m; j++) a[j] = STEP(a[j], row[j]);         \
+            }                                                                      \
+            for (int64_t j = 0; j < m; j++) o[ob * inner + i0 + j] = FIN(a[j]);    \
+        }                                                                          \
+    }
+
+#define ADD(a, v) ((a) + (v))
+#define MUL(a, v) ((a) * (v))
+#define UADD(a, v) ((a) + (uint64_t)(v))
+#define UMUL(a, v) ((a) * (uint64_t)(v))
+/* NaN wins so that a NaN anywhere propagates, as torch.amax does. */
+#define FMAX(a, v) (((v) > (a) || (v) != (v)) ? (v) : (a))
+#define FMIN(a, v) (((v) < (a) || (v) != (v)) ? (v) : (a))
+#define IMAX(a, v) ((v) > (a) ? (v) : (a))
+#define IMIN(a, v) ((v) < (a) ? (v) : (a))
+#define AND(a, v) ((a) && (v))
+#define OR(a, v) ((a) || (v))
+#define SAME(a) (a)
+#define TO_I64(a) ((int64_t)(a))
+#define MEAN(a) ((a) / (double)n)
+
+DEF_ROWSUM(rowsum_f32, float, double)
+DEF_ROWSUM(rowsum_f64, double, double)
+DEF_ROWSUM(rowsum_i64, int64_t, uint64_t)
+DEF_ROW(rowprod_f32, float, double, 1.0, MUL)
+DEF_ROW(rowprod_f64, double, double, 1.0, MUL)
+DEF_ROW(rowprod_i64, int64_t, uint64_t, 1u, UMUL)
+DEF_ROW(rowmax_f32, float, float, -INFINITY, FMAX)
+DEF_ROW(rowmax_f64, double, double, -INFINITY, FMAX)
+DEF_ROW(rowmax_i64, int64_t, int64_t, INT64_MIN, IMAX)
+DEF_ROW(rowmin_f32, float, float, INFINITY, FMIN)
+DEF_ROW(rowmin_f64, double, double, INFINITY, FMIN)
+DEF_ROW(rowmin_i64, int64_t, int64_t, INT64_MAX, IMIN)
+DEF_ROW(rowall_b8, uint8_t, int, 1, AND)
+DEF_ROW(rowany_b8, uint8_t, int, 0, OR)
+
+DEF_REDUCE(ad_red_sum_f32, float, double, rowsum_f32, 0.0, ADD, SAME)
+DEF_REDUCE(ad_red_sum_f64, double, double, rowsum_f64, 0.0, ADD, SAME)
+DEF_REDUCE(ad_red_sum_i64, int64_t, uint64_t, rowsum_i64, 0u, UADD, TO_I64)
+DEF_REDUCE(ad_red_mean_f32, float, double, rowsum_f32, 0.0, ADD, MEAN)
+DEF_REDUCE(ad_red_mean_f64, double, double, rowsum_f64, 0.0, ADD, MEAN)
+DEF_REDUCE(ad_red_prod_f32, float, double, rowprod_f32, 1.0, MUL, SAME)
+DEF_REDUCE(ad_red_prod_f64, double, double, rowprod_f64, 1.0, MUL, SAME)
+DEF_REDUCE(ad_red_prod_i64, int64_t, uint64_t, rowprod_i64, 1u, UMUL, TO_I64)
+DEF_REDUCE(ad_red_amax_f32, float, float, rowmax_f32, -INFINITY, FMAX, SAME)
+DEF_REDUCE(ad_red_amax_f64, double, double, rowmax_f64, -INFINITY, FMAX, SAME)
+DEF_REDUCE(ad_red_amax_i64, int64_t, int64_t, rowmax_i64, INT64_MIN, IMAX, SAME)
+DEF_REDUCE(ad_red_amin_f32, float, float, rowmin_f32, INFINITY, FMIN, SAME)
+DEF_REDUCE(ad_red_amin_f64, double, double, rowmin_f64, INFINITY, FMIN, SAME)
+DEF_REDUCE(ad_red_amin_i64, int64_t, int64_t, rowmin_i64, INT64_MAX, IMIN, SAME)
+DEF_REDUCE(ad_red_all_b8, uint8_t, int, rowall_b8, 1, AND, SAME)
+DEF_REDUCE(ad_red_any_b8, uint8_t, int, rowany_b8, 0, OR, SAME)
+
+/* The remaining kernels walk one "line" (n elements 'inner' apart) per
+ * output; LINES opens that loop with 'xl' at the line's first element. */
+#define LINES(T)                                                                   \
+    const int par = outer * n * inner >= AD_OMP_THRESHOLD;                         \
+    _Pragma("omp parallel for if (par) schedule(static)")                          \
+    for (int64_t line = 0; line < outer * inner; line++)
+
+#define LINE_BASE(line) ((line) / inner * n * inner + (line) % inner)
+
+/* Largest element of a line; NaN if there is one. */
+#define DEF_LINEMAX(NAME, T)                                                       \
+    static inline double NAME(const T *x, int64_t n, int64_t s) {                  \
+        double m = -INFINITY;                                                      \
+        for (int64_t k = 0; k < n; k++) m = FMAX(m, (double)x[k * s]);             \
+        return m;                                                                  \
+    }
+DEF_LINEMAX(linemax_f32, float)
+DEF_LINEMAX(linemax_f64, double)
+
+/* torch.logsumexp substitutes 0 for an infinite max so that all -inf gives
+ * -inf and any +inf gives +inf instead of NaN. */
+#define DEF_LOGSUMEXP(SUF, T)                                                      \
+    void ad_red_logsumexp_##SUF(const void *xp, void *op, int64_t outer,           \
+                                int64_t n, int64_t inner) {                        \
+        const T *x = xp;                                                           \
+        T *o = op;                                                                 \
+        LINES(T) {                                                                 \
+            const T *xl = x + LINE_BASE(line);                                     \
+            double m = linemax_##SUF(xl, n, inner), s = 0;                         \
+            if (isinf(m)) m = 0;                                                   \
+            for (int64_t k = 0; k < n; k++) s += exp((double)xl[k * inner] - m);   \
+            o[line] = (T)(log(s) + m);                                             \
+        }                                                                          \
+    }
+DEF_LOGSUMEXP(f32, float)
+DEF_LOGSUMEXP(f64, double)
+
+#define DEF_SOFTMAX(SUF, T)                                                        \
+    void ad_red_softmax_##SUF(const void *xp, void *op, int64_t outer, int64_t n,  \
+                              int64_t inner) {                                     \
+        const T *x = xp;                                                           \
+        T *o = op;                                                                 \
+        LINES(T) {                                                                 \
+            int64_t b = LINE_BASE(line);                                           \
+            double m = linemax_##SUF(x + b, n, inner), s = 0;                      \
+            for (int64_t k = 0; k < n; k++) {                                      \
+                double e = exp((double)x[b + k * inner] - m);                      \
+                o[b + k * inner] = (T)e;                                           \
+                s += e;                                                            \
+            }                                                                      \
+            for (int64_t k = 0; k < n; k++) o[b + k * inner] = (T)(o[b + k * inner] / s); \
+        }                                                                          \
+    }                                                                              \
+    void ad_red_logsoftmax_##SUF(const void *xp, void *op, int64_t outer,          \
+                                 int64_t n, int64_t inner) {                       \
+        const T *x = xp;                                                           \
+        T *o = op;                                                                 \
+        LINES(T) {                                                                 \
+            int64_t b = LINE_BASE(line);                                           \
+            double m = linemax_##SUF(x + b, n, inner), s = 0;                      \
+            for (int64_t k = 0; k < n; k++) s += exp((double)x[b + k * inner] - m); \
+            double lse = m + log(s);                                               \
+            for (int64_t k = 0; k < n; k++) o[b + k * inner] = (T)((double)x[b + k * inner] - lse); \
+        }                                                                          \
+    }
+DEF_SOFTMAX(f32, float)
+DEF_SOFTMAX(f64, double)
+
+/* Norm of one line by order p; the empty line is refused by the caller for +-inf. */
+#define DEF_NORM(SUF, T)                                                           \
+    static double normline_##SUF(const T *x, int64_t n, int64_t s, double p) {     \
+        double a = 0;                                                              \
+        if (isinf(p)) {                                                            \
+            a = p > 0 ? 0 : INFINITY;                                              \
+            for (int64_t k = 0; k < n; k++) {                                      \
+                double v = fabs((double)x[k * s]);                                 \
+                a = p > 0 ? FMAX(a, v) : FMIN(a, v);                               \
+            }                                                                      \
+        } else if (p == 0) {                                                       \
+            for (int64_t k = 0; k < n; k++) a += x[k * s] != 0;                    \
+        } else if (p == 1) {                                                       \
+            for (int64_t k = 0; k < n; k++) a += fabs((double)x[k * s]);           \
+        } else if (p == 2) {                                                       \
+            for (int64_t k = 0; k < n; k++) a += (double)x[k * s] * x[k * s];      \
+            a = sqrt(a);                                                           \
+        } else {                                                                   \
+            for (int64_t k = 0; k < n; k++) a += pow(fabs((double)x[k * s]), p);   \
+            a = pow(a, 1.0 / p);                                                   \
+        }                                                                          \
+        return a;                                                                  \
+    }                                                                              \
+    void ad_red_norm_##SUF(const void *xp, void *op, int64_t outer, int64_t n,     \
+                           int64_t inner, double ord) {                            \
+        const T *x = xp;                                                           \
+        T *o = op;                                                                 \
+        LINES(T) o[line] = (T)normline_##SUF(x + LINE_BASE(line), n, inner, ord);  \
+    }
+DEF_NORM(f32, float)
+DEF_NORM(f64, double)
+
+/* Two passes in double: the textbook one-pass formula cancels badly. */
+#define DEF_VAR(SUF, T)                                                            \
+    void ad_red_var_##SUF(const void *xp, void *vp, void *mp, int64_t outer,       \
+                          int64_t n, int64_t inner, double correction,             \
+                          int32_t take_sqrt) {                                     \
+        const T *x = xp;                                                           \
+        T *v = vp, *mo = mp;                                                       \
+        double dof = (double)n - correction;                                       \
+        if (dof < 0) dof = 0;                                                      \
+        LINES(T) {                                                                 \
+            const T *xl = x + LINE_BASE(line);                                     \
+            double mean = 0, ss = 0;                                               \
+            for (int64_t k = 0; k < n; k++) mean += xl[k * inner];                 \
+            mean /= (double)n;                                                     \
+            for (int64_t k = 0; k < n; k++) {                                      \
+                double d = xl[k * inner] - mean;                                   \
+                ss += d * d;                                                       \
+            }                                                                      \
+            double r = ss / dof;                                                   \
+            v[line] = (T)(take_sqrt ? sqrt(r) : r);                                \
+            if (mo) mo[line] = (T)mean;                                            \
+        }                                                                          \
+    }
+DEF_VAR(f32, float)
+DEF_VAR(f64, double)
+
+/* First extreme wins ties; the first NaN wins over everything (torch.max). */
+#define DEF_ARGEXT(NAME, T, BETTER)                                                \
+    void NAME(const void *xp, void *vp, void *ip, int64_t outer, int64_t n,        \
+              int64_t inner) {                                                     \
+        const T *x = xp;                                                           \
+        T *vals = vp;                                                              \
+        int64_t *idx = ip;                                                         \
+        LINES(T) {                                                                 \
+            const T *xl = x + LINE_BASE(line);                                     \
+            T best = xl[0];                                                        \
+            int64_t bi = 0;                                                        \
+            for (int64_t k = 1; k < n && best == best; k++) {                      \
+                T v = xl[k * inner];                                               \
+                if (v != v || v BETTER best) { best = v; bi = k; }                 \
+            }                                                                      \
+            if (vals) vals[line] = best;                                           \
+            idx[line] = bi;                                                        \
+        }                                                                          \
+    }
+DEF_ARGEXT(ad_red_max_f32, float, >)
+DEF_ARGEXT(ad_red_max_f64, double, >)
+DEF_ARGEXT(ad_red_max_i64, int64_t, >)
+DEF_ARGEXT(ad_red_min_f32, float, <)
+DEF_ARGEXT(ad_red_min_f64, double, <)
+DEF_ARGEXT(ad_red_min_i64, int64_t, <)
+
+#define DEF_SCAN(NAME, T, ACC, INIT, STEP)                                         \
+    void NAME(const void *xp, void *op, int64_t outer, int64_t n, int64_t inner) { \
+        const T *x = xp;                                                           \
+        T *o = op;                                                                 \
+        LINES(T) {                                                                 \
+            int64_t b = LINE_BASE(line);                                           \
+            ACC a = INIT;                                                          \
+            for (int64_t k = 0; k < n; k++) {                                      \
+                a = STEP(a, x[b + k * inner]);                                     \
+                o[b + k * inner] = (T)a;                                           \
+            }                                                                      \
+        }                                                                          \
+    }
+DEF_SCAN(ad_red_cumsum_f32, float, double, 0.0, ADD)
+DEF_SCAN(ad_red_cumsum_f64, double, double, 0.0, ADD)
+DEF_SCAN(ad_red_cumsum_i64, int64_t, uint64_t, 0u, UADD)
+DEF_SCAN(ad_red_cumprod_f32, float, double, 1.0, MUL)
+DEF_SCAN(ad_red_cumprod_f64, double, double, 1.0, MUL)
+DEF_SCAN(ad_red_cumprod_i64, int64_t, uint64_t, 1u, UMUL)
+
+/* Bottom-up merge sort of indices by key: stable, so equal keys keep their
+ * order (torch's CPU sort is stable too); NaN counts as the largest value. */
+#define DEF_SORT(SUF, T)                                                           \
+    static inline int before_##SUF(T a, T b, int desc) {                           \
+        if (desc) return a > b || (a != a && b == b);                              \
+        return a < b || (b != b && a == a);                                        \
+    }                                                                              \
+    static void msort_##SUF(const T *key, int64_t *idx, int64_t *tmp, int64_t n,   \
+                            int desc) {                                            \
+        int64_t *src = idx, *dst = tmp;                                            \
+        for (int64_t w = 1; w < n; w *= 2) {                                       \
+            for (int64_t lo = 0; lo < n; lo += 2 * w) {                            \
+                int64_t mid = lo + w < n ? lo + w : n;                             \
+                int64_t hi = lo + 2 * w < n ? lo + 2 * w : n;                      \
+                int64_t i = lo, j = mid, d = lo;                                   \
+                while (i < mid && j < hi)                                          \
+                    dst[d++] = before_##SUF(key[src[j]], key[src[i]], desc) ? src[j++] : src[i++]; \
+                while (i < mid) dst[d++] = src[i++];                               \
+                while (j < hi) dst[d++] = src[j++];                                \
+            }                                                                      \
+            int64_t *t = src; src = dst; dst = t;                                  \
+        }                                                                          \
+        if (src != idx) memcpy(idx, src, (size_t)n * sizeof *idx);                 \
+    }                                                                              \
+    void ad_red_sort_##SUF(const void *xp, void *vp, void *ip, void *scratch,      \
+                           int64_t rows, int64_t n, int32_t descending) {          \
+        const T *x = xp;                                                           \
+        T *vals = vp;                                                              \
+        int64_t *idx = ip;                                                         \
+        for (int64_t r = 0; r < rows; r++) {                                       \
+            int64_t *ir = idx + r * n;                                             \
+            for (int64_t k = 0; k < n; k++) ir[k] = k;                             \
+            msort_##SUF(x + r * n, ir, scratch, n, descending);                    \
+            for (int64_t k = 0; k < n; k++) vals[r * n + k] = x[r * n + ir[k]];    \
+        }                                                                          \
+    }
+DEF_SORT(f32, float)
+DEF_SORT(f64, double)
+DEF_SORT(i64, int64_t)
+
+void ad_red_gemm_f32(const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k,
+                     int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a, int32_t trans_b,
+                     double alpha, double beta) {
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
+                (float)alpha, a, (blasint)lda, b, (blasint)ldb, (float)beta, c, (blasint)ldc);
+}
+
+void ad_red_gemm_f64(const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k,
+                     int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a, int32_t trans_b,
+                     double alpha, double beta) {
+    cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
+                alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+}
+
+/* BLAS has no integer gemm; i-k-j order keeps the inner loop contiguous in C. */
+void ad_red_gemm_i64(const void *ap, const void *bp, void *cp, int64_t m, int64_t n, int64_t k,
+                     int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a, int32_t trans_b,
+                     double alpha, double beta) {
+    const int64_t *a = ap, *b = bp;
+    int64_t *c = cp;
+    const uint64_t al = (uint64_t)(int64_t)alpha, be = (uint64_t)(int64_t)beta;
+    const int64_t asr = trans_a ? 1 : lda, asc = trans_a ? lda : 1;
+    const int64_t bsr = trans_b ? 1 : ldb, bsc = trans_b ? ldb : 1;
+    const int par = m * n * k >= AD_OMP_THRESHOLD;
+    #pragma omp parallel for if (par) schedule(static)
+    for (int64_t i = 0; i < m; i++) {
+        uint64_t *ci = (uint64_t *)(c + i * ldc);
+        for (int64_t j = 0; j < n; j++) ci[j] = be ? be * ci[j] : 0;
+        for (int64_t p = 0; p < k; p++) {
+            uint64_t aip = al * (uint64_t)a[i * asr + p * asc];
+            const int64_t *bp_row = b + p * bsr;
+            for (int64_t j = 0; j < n; j++) ci[j] += aip * (uint64_t)bp_row[j * bsc];
+        }
+    }
+}
+
+void ad_red_dot_f32(const void *a, int64_t stride_a, const void *b, int64_t stride_b,
+                    int64_t n, void *out) {
+    *(float *)out = cblas_sdot((blasint)n, a, (blasint)stride_a, b, (blasint)stride_b);
+}
+
+void ad_red_dot_f64(const void *a, int64_t stride_a, const void *b, int64_t stride_b,
+                    int64_t n, void *out) {
+    *(double *)out = cblas_ddot((blasint)n, a, (blasint)stride_a, b, (blasint)stride_b);
+}
+
+void ad_red_dot_i64(const void *ap, int64_t stride_a, const void *bp, int64_t stride_b,
+                    int64_t n, void *out) {
+    const int64_t *a = ap, *b = bp;
+    uint64_t s = 0;
+    for (int64_t i = 0; i < n; i++) s += (uint64_t)a[i * stride_a] * (uint64_t)b[i * stride_b];
+    *(int64_t *)out = (int64_t)s;
+}
+
+static inline double pointwise_loss(double d, int32_t kind, double param) {
+    double ad = fabs(d);
+    switch (kind) {
+    case AD_LOSS_SQUARED: return d * d;
+    case AD_LOSS_ABS: return ad;
+    case AD_LOSS_SMOOTH_L1:
+        if (param == 0) return ad;
+        return ad < param ? 0.5 * d * d / param : ad - 0.5 * param;
+    default: /* AD_LOSS_HUBER */
+        return ad < param ? 0.5 * d * d : param * (ad - 0.5 * param);
+    }
+}
+
+/* torch clamps each log term of binary cross entropy at -100 so that a
+ * prediction of exactly 0 or 1 gives a large finite loss, not inf. */
+#define BCE_LOG_MIN (-100.0)
+
+#define DEF_LOSSES(SUF, T)                                                         \
+    void ad_loss_pointwise_##SUF(const void *xp, const void *tp, void *op,         \
+                                 int64_t n, int32_t kind, double param) {          \
+        const T *x = xp, *t = tp;                                                  \
+        T *o = op;                                                                 \
+        const int par = n >= AD_OMP_THRESHOLD;                                     \
+        _Pragma("omp parallel for if (par) schedule(static)")                      \
+        for (int64_t i = 0; i < n; i++)                                            \
+            o[i] = (T)pointwise_loss((double)x[i] - (double)t[i], kind, param);    \
+    }                                                                              \
+    int64_t ad_loss_bce_##SUF(const void *xp, const void *tp, const void *wp,      \
+                              void *op, int64_t n) {                               \
+        const T *x = xp, *t = tp, *w = wp;                                         \
+        T *o = op;                                                                 \
+        for (int64_t i = 0; i < n; i++) {                                          \
+            double xi = x[i], ti = t[i];                                           \
+            if (!(xi >= 0 && xi <= 1)) return 1;                                   \
+            double l1 = fmax(log1p(-xi), BCE_LOG_MIN), l0 = fmax(log(xi), BCE_LOG_MIN); \
+            double l = (ti - 1) * l1 - ti * l0;                                    \
+            o[i] = (T)(w ? l * w[i] : l);                                          \
+        }                                                                          \
+        return 0;                                                                  \
+    }                                                                              \
+    void ad_loss_bce_logits_##SUF(const void *xp, const void *tp, const void *wp,  \
+                                  const void *pwp, void *op, int64_t n) {          \
+        const T *x = xp, *t = tp, *w = wp, *pw = pwp;                              \
+        T *o = op;                                                                 \
+        const int par = n >= AD_OMP_THRESHOLD;                                     \
+        _Pragma("omp parallel for if (par) schedule(static)")                      \
+        for (int64_t i = 0; i < n; i++) {                                          \
+            double xi = x[i], ti = t[i];                                           \
+            double sp = log1p(exp(-fabs(xi))) + fmax(-xi, 0.0); /* -log_sigmoid */ \
+            double lw = pw ? 1 + (pw[i] - 1.0) * ti : 1.0;                         \
+            double l = (1 - ti) * xi + lw * sp;                                    \
+            o[i] = (T)(w ? l * w[i] : l);                                          \
+        }                                                                          \
+    }                                                                              \
+    int64_t ad_loss_nll_##SUF(const void *lp, const void *tp, const void *wp,      \
+                              void *op, void *wsp, int64_t nbatch, int64_t nclass, \
+                              int64_t inner, int64_t ignore_index) {               \
+        const T *logp = lp, *w = wp;                                               \
+        const int64_t *target = tp;                                                \
+        T *loss = op, *ws = wsp;                                                   \
+        for (int64_t i = 0; i < nbatch * inner; i++) {                             \
+            int64_t c = target[i], b = i / inner, d = i % inner;                   \
+            if (c == ignore_index) { loss[i] = 0; ws[i] = 0; continue; }           \
+            if (c < 0 || c >= nclass) return 1 + i;                                \
+            double wc = w ? (double)w[c] : 1.0;                                    \
+            loss[i] = (T)(-wc * (double)logp[(b * nclass + c) * inner + d]);       \
+            ws[i] = (T)wc;                                                         \
+        }                                                                          \
+        return 0;                                                                  \
+    }                                                                              \
+    void ad_loss_smooth_##SUF(const void *lp, const void *tp, const void *wp,      \
+                              void *op, int64_t nbatch, int64_t nclass,            \
+                              int64_t inner, int64_t ignore_index, double eps) {   \
+        const T *logp = lp, *w = wp;                                               \
+        const int64_t *target = tp;                                                \
+        T *loss = op;                                                              \
+        for (int64_t i = 0; i < nbatch * inner; i++) {                             \
+            if (target[i] == ignore_index) continue;                               \
+            const T *l = logp + i / inner * nclass * inner + i % inner;            \
+            double sm = 0;                                                         \
+            for (int64_t c = 0; c < nclass; c++)                                   \
+                sm -= (w ? (double)w[c] : 1.0) * (double)l[c * inner];             \
+            loss[i] = (T)((1 - eps) * (double)loss[i] + eps / (double)nclass * sm);\
+        }                                                                          \
+    }                                                                              \
+    void ad_loss_soft_ce_##SUF(const void *lp, const void *tp, const void *wp,     \
+                               void *op, int64_t nbatch, int64_t nclass,           \
+                               int64_t inner, double eps) {                        \
+        const T *logp = lp, *target = tp, *w = wp;                                 \
+        T *loss = op;                                                              \
+        for (int64_t i = 0; i < nbatch * inner; i++) {                             \
+            int64_t base = i / inner * nclass * inner + i % inner;                 \
+            double s = 0;                                                          \
+            for (int64_t c = 0; c < nclass; c++) {                                 \
+                double t = (double)target[base + c * inner] * (1 - eps) + eps / (double)nclass; \
+                s -= (w ? (double)w[c] : 1.0) * t * (double)logp[base + c * inner]; \
+            }                                                                      \
+            loss[i] = (T)s;                                                        \
+        }                                                                          \
+    }
+DEF_LOSSES(f32, float)
+DEF_LOSSES(f64, double)

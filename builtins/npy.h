@@ -1,0 +1,15 @@
+/* npy.h: reading and writing NumPy .npy files, for load()/save() and tests.
+ * Errors name the file; nothing here trusts a size it read before checking it. */
+#ifndef AD_NPY_H
+#define AD_NPY_H
+
+#include "../vm/tensor.h"
+
+/* Reads 'path' into a new tensor (*out, a new reference). An unopenable or
+ * unreadable file fails with ADDSL_EIO; a malformed one with ADDSL_ERUNTIME. */
+int ad_npy_load(ad_state *S, const char *path, ad_tensor **out);
+/* Writes 't' (borrowed, any layout) as a C-order .npy file laid out exactly
+ * as numpy.save lays it out (version 1.0 unless the header needs 2.0). */
+int ad_npy_save(ad_state *S, const char *path, ad_tensor *t);
+
+#endif

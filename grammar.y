@@ -1,0 +1,211 @@
+/* grammar.y: the Lemon grammar of addsl; builds the syntax tree.
+ * Every node lives in the parse arena, so no symbol needs a %destructor:
+ * a syntax error abandons the stack and the arena frees everything at once. */
+
+%name ad_parser
+%token_prefix TK_
+%token_type { ad_token }
+%extra_context { ad_parse *P }
+%stack_size 2000
+
+%include {
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include "vm/ast.h"
+#define A_ (P->arena)
+static ad_node *mk(ad_parse *P, ad_nkind k, const ad_token *t) { return ad_node_new(P->arena, k, t); }
+static ad_node *bin(ad_parse *P, ad_nkind k, const ad_token *op, ad_node *a, ad_node *b) {
+    ad_node *n = mk(P, k, op); n->op = op->type; n->a = a; n->b = b; return n;
+}
+}
+
+%code {
+size_t ad_parser_size(void) { return sizeof(yyParser); }
+}
+
+%syntax_error {
+    if (!P->error) {
+        P->error = true;
+        P->err_line = yyminor.line;
+        P->err_col = yyminor.col;
+        if (yymajor == 0) snprintf(P->err_msg, sizeof P->err_msg, "unexpected end of input");
+        else if (yymajor == TK_NEWLINE) snprintf(P->err_msg, sizeof P->err_msg, "unexpected end of line");
+        else snprintf(P->err_msg, sizeof P->err_msg, "unexpected '%.*s'", yyminor.len > 40 ? 40 : yyminor.len, yyminor.start);
+    }
+}
+%stack_overflow {
+    P->error = true;
+    snprintf(P->err_msg, sizeof P->err_msg, "expression nested too deeply");
+}
+%parse_failure {
+    P->error = true;
+}
+
+%right ARROW.
+%left OR.
+%left AND.
+%right NOT.
+%nonassoc EQ NE LT LE GT GE.
+%left PLUS MINUS.
+%left STAR SLASH PERCENT AT.
+%right UMINUS.
+%right POW.
+%left DOT.
+%left LPAREN LBRACKET.
+
+%type stmts { ad_node * }
+%type block { ad_node * }
+%type stmt { ad_node * }
+%type if_stmt { ad_node * }
+%type expr { ad_node * }
+%type exprlist { ad_nlist * }
+%type namelist { ad_nlist * }
+%type params { ad_nlist * }
+%type paramlist { ad_nlist * }
+%type param { ad_node * }
+%type args { ad_nlist * }
+%type arglist { ad_nlist * }
+%type arg { ad_node * }
+%type idxlist { ad_nlist * }
+%type idx { ad_node * }
+%type eopt { ad_node * }
+
+program ::= stmts(A). { P->root = A; }
+
+stmts(A) ::= . { A = mk(P, N_BLOCK, NULL); A->list = ad_nlist_new(A_); }
+stmts(A) ::= stmts(B) sep. { A = B; }
+stmts(A) ::= stmts(B) stmt(C) sep. { A = B; A->list = ad_nlist_add(A_, A->list, C); }
+
+sep ::= NEWLINE.
+sep ::= SEMI.
+
+block(A) ::= LBRACE(T) stmts(B) RBRACE. { A = B; A->line = T.line; A->col = T.col; }
+block(A) ::= LBRACE(T) stmts(B) stmt(C) RBRACE. { A = B; A->line = T.line; A->col = T.col; A->list = ad_nlist_add(A_, A->list, C); }
+
+stmt(A) ::= LET NAME(N) ASSIGN expr(E). { A = mk(P, N_LET, &N); ad_node_set_name(A_, A, &N); A->a = E; }
+stmt(A) ::= LET(T) LPAREN namelist(L) RPAREN ASSIGN expr(E). { A = mk(P, N_LETDESTR, &T); A->list = L; A->a = E; }
+stmt(A) ::= LET(T) NAME(N) COMMA namelist(L) ASSIGN expr(E). {
+    A = mk(P, N_LETDESTR, &T);
+    ad_node *n = mk(P, N_NAME, &N); ad_node_set_name(A_, n, &N);
+    ad_nlist *l = ad_nlist_add(A_, NULL, n);
+    for (int i = 0; L && i < L->n; i++) l = ad_nlist_add(A_, l, L->items[i]);
+    A->list = l; A->a = E;
+}
+stmt(A) ::= expr(T) ASSIGN(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = 0; }
+stmt(A) ::= expr(T) ADDEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_PLUS; }
+stmt(A) ::= expr(T) SUBEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_MINUS; }
+stmt(A) ::= expr(T) MULEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_STAR; }
+stmt(A) ::= expr(T) DIVEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_SLASH; }
+stmt(A) ::= FN NAME(N) LPAREN params(L) RPAREN block(B). { A = mk(P, N_FNDEF, &N); ad_node_set_name(A_, A, &N); A->list = L; A->b = B; }
+stmt(A) ::= RETURN(T). { A = mk(P, N_RETURN, &T); }
+stmt(A) ::= RETURN(T) exprlist(L). {
+    A = mk(P, N_RETURN, &T);
+    if (L && L->n == 1) A->a = L->items[0];
+    else { ad_node *t = mk(P, N_TUPLE, &T); t->list = L; A->a = t; }
+}
+stmt(A) ::= if_stmt(B). { A = B; }
+stmt(A) ::= WHILE(T) expr(C) block(B). { A = mk(P, N_WHILE, &T); A->a = C; A->b = B; }
+stmt(A) ::= FOR(T) NAME(N) IN expr(E) block(B). {
+    A = mk(P, N_FOR, &T); A->a = E; A->b = B;
+    ad_node *n = mk(P, N_NAME, &N); ad_node_set_name(A_, n, &N);
+    A->list = ad_nlist_add(A_, NULL, n);
+}
+stmt(A) ::= FOR(T) LPAREN namelist(L) RPAREN IN expr(E) block(B). { A = mk(P, N_FOR, &T); A->a = E; A->b = B; A->list = L; A->op = 1; }
+stmt(A) ::= FOR(T) NAME(N) COMMA namelist(L) IN expr(E) block(B). {
+    A = mk(P, N_FOR, &T); A->a = E; A->b = B; A->op = 1;
+    ad_node *n = mk(P, N_NAME, &N); ad_node_set_name(A_, n, &N);
+    ad_nlist *l = ad_nlist_add(A_, NULL, n);
+    for (int i = 0; L && i < L->n; i++) l = ad_nlist_add(A_, l, L->items[i]);
+    A->list = l;
+}
+stmt(A) ::= BREAK(T). { A = mk(P, N_BREAK, &T); }
+stmt(A) ::= CONTINUE(T). { A = mk(P, N_CONTINUE, &T); }
+stmt(A) ::= NOGRAD(T) block(B). { A = mk(P, N_NOGRAD, &T); A->b = B; }
+stmt(A) ::= block(B). { A = B; }
+stmt(A) ::= expr(E). { A = mk(P, N_EXPRSTMT, NULL); A->line = E->line; A->col = E->col; A->a = E; }
+
+if_stmt(A) ::= IF(T) expr(C) block(B). { A = mk(P, N_IF, &T); A->a = C; A->b = B; }
+if_stmt(A) ::= IF(T) expr(C) block(B) ELSE block(E). { A = mk(P, N_IF, &T); A->a = C; A->b = B; A->c = E; }
+if_stmt(A) ::= IF(T) expr(C) block(B) ELSE if_stmt(E). { A = mk(P, N_IF, &T); A->a = C; A->b = B; A->c = E; }
+
+namelist(A) ::= NAME(N). { ad_node *n = mk(P, N_NAME, &N); ad_node_set_name(A_, n, &N); A = ad_nlist_add(A_, NULL, n); }
+namelist(A) ::= namelist(L) COMMA NAME(N). { ad_node *n = mk(P, N_NAME, &N); ad_node_set_name(A_, n, &N); A = ad_nlist_add(A_, L, n); }
+
+params(A) ::= . { A = ad_nlist_new(A_); }
+params(A) ::= paramlist(L). { A = L; }
+params(A) ::= paramlist(L) COMMA. { A = L; }
+paramlist(A) ::= param(B). { A = ad_nlist_add(A_, NULL, B); }
+paramlist(A) ::= paramlist(L) COMMA param(B). { A = ad_nlist_add(A_, L, B); }
+param(A) ::= NAME(N). { A = mk(P, N_PARAM, &N); ad_node_set_name(A_, A, &N); }
+param(A) ::= NAME(N) ASSIGN expr(E). { A = mk(P, N_PARAM, &N); ad_node_set_name(A_, A, &N); A->a = E; }
+
+exprlist(A) ::= expr(E). { A = ad_nlist_add(A_, NULL, E); }
+exprlist(A) ::= exprlist(L) COMMA expr(E). { A = ad_nlist_add(A_, L, E); }
+
+expr(A) ::= expr(B) OR(O) expr(C). { A = bin(P, N_OR, &O, B, C); }
+expr(A) ::= expr(B) AND(O) expr(C). { A = bin(P, N_AND, &O, B, C); }
+expr(A) ::= NOT(O) expr(B). { A = mk(P, N_NOT, &O); A->a = B; }
+expr(A) ::= expr(B) EQ(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) NE(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) LT(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) LE(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) GT(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) GE(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) PLUS(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) MINUS(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) STAR(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) SLASH(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) PERCENT(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) AT(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) POW(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= MINUS(O) expr(B). [UMINUS] { A = mk(P, N_UNOP, &O); A->op = TK_MINUS; A->a = B; }
+expr(A) ::= PLUS(O) expr(B). [UMINUS] { A = mk(P, N_UNOP, &O); A->op = TK_PLUS; A->a = B; }
+
+expr(A) ::= expr(F) LPAREN(O) args(L) RPAREN. { A = mk(P, N_CALL, &O); A->line = F->line; A->col = F->col; A->a = F; A->list = L; }
+expr(A) ::= expr(B) LBRACKET(O) idxlist(L) RBRACKET. { A = mk(P, N_INDEX, &O); A->a = B; A->list = L; }
+expr(A) ::= expr(B) DOT NAME(N). { A = mk(P, N_ATTR, &N); ad_node_set_name(A_, A, &N); A->a = B; }
+expr(A) ::= expr(B) DOT NAME(N) LPAREN args(L) RPAREN. { A = mk(P, N_METHOD, &N); ad_node_set_name(A_, A, &N); A->a = B; A->list = L; }
+
+expr(A) ::= NUMBER(T). { A = mk(P, N_NUM, &T); A->num = T.num; A->is_int = T.is_int; }
+expr(A) ::= STRING(T). { A = mk(P, N_STR, &T); ad_node_set_string(A_, A, &T); }
+expr(A) ::= TRUE(T). { A = mk(P, N_TRUE, &T); }
+expr(A) ::= FALSE(T). { A = mk(P, N_FALSE, &T); }
+expr(A) ::= NONE(T). { A = mk(P, N_NONE, &T); }
+expr(A) ::= ELLIPSIS(T). { A = mk(P, N_ELLIPSIS, &T); }
+expr(A) ::= NAME(T). { A = mk(P, N_NAME, &T); ad_node_set_name(A_, A, &T); }
+expr(A) ::= LPAREN expr(E) RPAREN. { A = E; }
+expr(A) ::= LPAREN(T) RPAREN. { A = mk(P, N_TUPLE, &T); A->list = ad_nlist_new(A_); }
+expr(A) ::= LPAREN(T) expr(E) COMMA RPAREN. { A = mk(P, N_TUPLE, &T); A->list = ad_nlist_add(A_, NULL, E); }
+expr(A) ::= LPAREN(T) expr(E) COMMA exprlist(L) RPAREN. {
+    A = mk(P, N_TUPLE, &T);
+    ad_nlist *l = ad_nlist_add(A_, NULL, E);
+    for (int i = 0; L && i < L->n; i++) l = ad_nlist_add(A_, l, L->items[i]);
+    A->list = l;
+}
+expr(A) ::= LBRACKET(T) RBRACKET. { A = mk(P, N_LIST, &T); A->list = ad_nlist_new(A_); }
+expr(A) ::= LBRACKET(T) exprlist(L) RBRACKET. { A = mk(P, N_LIST, &T); A->list = L; }
+expr(A) ::= LBRACKET(T) exprlist(L) COMMA RBRACKET. { A = mk(P, N_LIST, &T); A->list = L; }
+expr(A) ::= FN(T) LPAREN params(L) RPAREN ARROW expr(E). [ARROW] {
+    A = mk(P, N_LAMBDA, &T); A->list = L;
+    ad_node *r = mk(P, N_RETURN, &T); r->line = E->line; r->col = E->col; r->a = E;
+    ad_node *b = mk(P, N_BLOCK, &T); b->list = ad_nlist_add(A_, NULL, r);
+    A->b = b;
+}
+expr(A) ::= FN(T) LPAREN params(L) RPAREN block(B). { A = mk(P, N_LAMBDA, &T); A->list = L; A->b = B; }
+
+args(A) ::= . { A = ad_nlist_new(A_); }
+args(A) ::= arglist(L). { A = L; }
+args(A) ::= arglist(L) COMMA. { A = L; }
+arglist(A) ::= arg(B). { A = ad_nlist_add(A_, NULL, B); }
+arglist(A) ::= arglist(L) COMMA arg(B). { A = ad_nlist_add(A_, L, B); }
+arg(A) ::= expr(E). { A = E; }
+arg(A) ::= NAME(N) ASSIGN expr(E). { A = mk(P, N_KWARG, &N); ad_node_set_name(A_, A, &N); A->a = E; }
+
+idxlist(A) ::= idx(B). { A = ad_nlist_add(A_, NULL, B); }
+idxlist(A) ::= idxlist(L) COMMA idx(B). { A = ad_nlist_add(A_, L, B); }
+idx(A) ::= expr(E). { A = E; }
+idx(A) ::= eopt(S) COLON(T) eopt(E). { A = mk(P, N_SLICE, &T); A->a = S; A->b = E; }
+idx(A) ::= eopt(S) COLON(T) eopt(E) COLON eopt(K). { A = mk(P, N_SLICE, &T); A->a = S; A->b = E; A->c = K; }
+eopt(A) ::= . { A = NULL; }
+eopt(A) ::= expr(E). { A = E; }

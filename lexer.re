@@ -1,0 +1,138 @@
+/* lexer.re: the re2c scanner for addsl source text.
+ * Tracks bracket nesting so newlines inside ( ) and [ ] are not statement ends. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar.h"
+#include "vm/lexer.h"
+
+void ad_lex_init(ad_lexer *lx, const char *src, size_t len) {
+    memset(lx, 0, sizeof *lx);
+    lx->src = lx->cur = lx->line_start = src;
+    lx->lim = src + len;
+    lx->line = 1;
+    lx->last_type = TK_NEWLINE;
+}
+
+static int newline_ignored(const ad_lexer *lx) {
+    return lx->depth > 0 && lx->nest[lx->depth - 1] != '{';
+}
+
+static int lex_fail(ad_lexer *lx, ad_token *t, const char *msg) {
+    lx->error = msg;
+    t->type = -1;
+    return -1;
+}
+
+static int open_bracket(ad_lexer *lx, ad_token *t, char c, int type) {
+    if (lx->depth >= AD_LEX_MAX_NEST) return lex_fail(lx, t, "brackets nested too deeply");
+    lx->nest[lx->depth++] = c;
+    return type;
+}
+
+static int close_bracket(ad_lexer *lx, int type) {
+    if (lx->depth > 0) lx->depth--;
+    return type;
+}
+
+/*!re2c
+    re2c:define:YYCTYPE = "unsigned char";
+    re2c:define:YYCURSOR = "lx->cur";
+    re2c:define:YYLIMIT = "lx->lim";
+    re2c:define:YYMARKER = "lx->mar";
+    re2c:yyfill:enable = 0;
+    re2c:eof = 0;
+
+    digits = [0-9]+;
+    ident = [a-zA-Z_][a-zA-Z_0-9]*;
+    exp = [eE] [+-]? digits;
+*/
+
+static int scan(ad_lexer *lx, ad_token *t) {
+    for (;;) {
+        lx->tok = lx->cur;
+        t->start = lx->cur;
+        t->line = lx->line;
+        t->col = (int)(lx->cur - lx->line_start) + 1;
+    /*!re2c
+        $ { return 0; }
+        [ \t\r]+ { continue; }
+        "#" [^\n\x00]* { continue; }
+        "\\" [ \t\r]* "\n" { lx->line++; lx->line_start = lx->cur; continue; }
+        "\n" {
+            lx->line++; lx->line_start = lx->cur;
+            if (newline_ignored(lx)) continue;
+            return TK_NEWLINE;
+        }
+        digits { t->is_int = 1; t->num = strtod(lx->tok, NULL); return TK_NUMBER; }
+        (digits "." [0-9]* | "." digits) exp? | digits exp {
+            t->is_int = 0; t->num = strtod(lx->tok, NULL); return TK_NUMBER;
+        }
+        ["] ([^"\\\n\x00] | "\\" [^\n\x00])* ["] { return TK_STRING; }
+        ["] { return lex_fail(lx, t, "unterminated string"); }
+        "let" { return TK_LET; }
+        "fn" { return TK_FN; }
+        "return" { return TK_RETURN; }
+        "if" { return TK_IF; }
+        "else" { return TK_ELSE; }
+        "while" { return TK_WHILE; }
+        "for" { return TK_FOR; }
+        "in" { return TK_IN; }
+        "break" { return TK_BREAK; }
+        "continue" { return TK_CONTINUE; }
+        "no_grad" { return TK_NOGRAD; }
+        "true" { return TK_TRUE; }
+        "false" { return TK_FALSE; }
+        "none" { return TK_NONE; }
+        "and" { return TK_AND; }
+        "or" { return TK_OR; }
+        "not" { return TK_NOT; }
+        ident { return TK_NAME; }
+        "(" { return open_bracket(lx, t, '(', TK_LPAREN); }
+        ")" { return close_bracket(lx, TK_RPAREN); }
+        "[" { return open_bracket(lx, t, '[', TK_LBRACKET); }
+        "]" { return close_bracket(lx, TK_RBRACKET); }
+        "{" { return open_bracket(lx, t, '{', TK_LBRACE); }
+        "}" { return close_bracket(lx, TK_RBRACE); }
+        "," { return TK_COMMA; }
+        ";" { return TK_SEMI; }
+        ":" { return TK_COLON; }
+        "..." { return TK_ELLIPSIS; }
+        "." { return TK_DOT; }
+        "=>" { return TK_ARROW; }
+        "==" { return TK_EQ; }
+        "!=" { return TK_NE; }
+        "<=" { return TK_LE; }
+        ">=" { return TK_GE; }
+        "<" { return TK_LT; }
+        ">" { return TK_GT; }
+        "=" { return TK_ASSIGN; }
+        "+=" { return TK_ADDEQ; }
+        "-=" { return TK_SUBEQ; }
+        "*=" { return TK_MULEQ; }
+        "/=" { return TK_DIVEQ; }
+        "+" { return TK_PLUS; }
+        "-" { return TK_MINUS; }
+        "**" { return TK_POW; }
+        "*" { return TK_STAR; }
+        "/" { return TK_SLASH; }
+        "%" { return TK_PERCENT; }
+        "@" { return TK_AT; }
+        * { return lex_fail(lx, t, "unexpected character"); }
+    */
+    }
+}
+
+int ad_lex_next(ad_lexer *lx, ad_token *t) {
+    for (;;) {
+        t->is_int = 0;
+        t->num = 0;
+        int type = scan(lx, t);
+        t->len = (int)(lx->cur - t->start);
+        t->type = type;
+        /* Collapse runs of newlines: the grammar only needs one separator. */
+        if (type == TK_NEWLINE && lx->last_type == TK_NEWLINE) continue;
+        if (type > 0) lx->last_type = type;
+        return type;
+    }
+}

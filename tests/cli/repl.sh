@@ -1,0 +1,44 @@
+#!/bin/sh
+# repl.sh: the REPL on a terminal (a pty made by util-linux 'script'): state survives an error, '...' continues.
+# Usage: repl.sh PATH-TO-ADDSL   (skips with 77 without 'script' or 'timeout')
+addsl=${1:?usage: $0 PATH-TO-ADDSL}
+command -v script >/dev/null 2>&1 || { echo "SKIP: no 'script' command"; exit 77; }
+command -v timeout >/dev/null 2>&1 || { echo "SKIP: no 'timeout' command"; exit 77; }
+script -qec true /dev/null </dev/null >/dev/null 2>&1 || { echo "SKIP: 'script' cannot make a pty here"; exit 77; }
+fail=0
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+
+# The lines are typed with pauses, as a person would, so each reaches the line editor.
+feed() {
+    sleep 1
+    for line in 'let x = 2' 'x * 3' 'assert(false, "boom")' 'x' \
+                'fn f(a) {' '    return a * 10' '}' 'f(x) + 1' 'exit(0)'; do
+        printf '%s\n' "$line"
+        sleep 0.3
+    done
+}
+
+# HOME points at the temporary folder so the user's own history is left alone.
+ADDSL_BIN=$addsl HOME=$tmp TERM=dumb
+export ADDSL_BIN HOME TERM
+unset ADDSL_HISTORY
+feed | timeout 30 script -qec '"$ADDSL_BIN"' /dev/null >"$tmp/raw" 2>&1
+rc=$?
+tr -d '\r' <"$tmp/raw" >"$tmp/out"
+
+[ $rc -eq 0 ] || { echo "FAIL: the REPL exited $rc"; fail=1; }
+# expect_line TEXT WHY: TEXT must be a whole line of the session.
+expect_line() {
+    grep -qx -- "$1" "$tmp/out" || { echo "FAIL: no line '$1' ($2)"; fail=1; }
+}
+expect_line 6 "x * 3"
+expect_line 2 "x after an error: the state is kept"
+expect_line 21 "f(x) + 1 after a multi-line definition"
+grep -q boom "$tmp/out" || { echo "FAIL: the error message was not shown"; fail=1; }
+grep -q '^> ' "$tmp/out" || { echo "FAIL: no '> ' prompt"; fail=1; }
+grep -q '^\.\.\. ' "$tmp/out" || { echo "FAIL: no '... ' continuation prompt"; fail=1; }
+grep -q 'x \* 3' "$tmp/.addsl_history" 2>/dev/null || grep -q 'x\\040\*\\0403' "$tmp/.addsl_history" 2>/dev/null ||
+    { echo "FAIL: ~/.addsl_history does not hold the typed lines"; fail=1; }
+[ $fail -eq 0 ] || sed 's/^/  session: /' "$tmp/out"
+exit $fail

@@ -1,0 +1,260 @@
+/* api.c: the public C API of include/addsl.h on top of the compiler and VM.
+ * Every entry point checks its arguments and returns a status; none exits. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addsl.h"
+#include "../builtins/builtins.h"
+#include "../builtins/kernel.h"
+#include "buf.h"
+#include "compile.h"
+#include "heap.h"
+#include "state.h"
+#include "tensor.h"
+#include "vm.h"
+
+static void *default_alloc(void *ud, void *ptr, size_t size) {
+    (void)ud;
+    if (size == 0) { free(ptr); return NULL; }
+    return realloc(ptr, size);
+}
+
+static void default_write(void *ud, const char *text, size_t len, int is_err) {
+    (void)ud;
+    FILE *f = is_err ? stderr : stdout;
+    fwrite(text, 1, len, f);
+    if (is_err) fflush(f);
+}
+
+void addsl_config_init(addsl_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->alloc = default_alloc;
+    cfg->memory_limit = AD_DEFAULT_MEMORY_LIMIT;
+    cfg->max_depth = AD_DEFAULT_MAX_DEPTH;
+    cfg->write = default_write;
+    cfg->interrupt_every = 4096;
+}
+
+static const ad_builtin_def *const builtin_tables[] = {
+    ad_bi_core_defs, ad_bi_elementwise_defs, ad_bi_reduce_defs, ad_bi_linalg_defs,
+    ad_bi_loss_defs, ad_bi_shape_defs, ad_bi_create_defs, ad_bi_tensor_defs, ad_bi_io_defs,
+};
+
+static int define_constants(ad_state *S) {
+    for (int dt = 0; dt < AD_NDTYPES; dt++) {
+        int rc = ad_global_set(S, ad_dtype_name((ad_dtype)dt), ad_dtype_value(dt));
+        if (rc) return rc;
+    }
+    static const char *const float_alias[] = {"float", "double", "long"};
+    (void)float_alias;
+    int rc = ad_global_set(S, "inf", ad_num(__builtin_inf()));
+    if (!rc) rc = ad_global_set(S, "nan", ad_num(__builtin_nan("")));
+    if (!rc) rc = ad_global_set(S, "pi", ad_num(3.14159265358979323846));
+    if (!rc) rc = ad_global_set(S, "e", ad_num(2.71828182845904523536));
+    return rc;
+}
+
+addsl_state *addsl_open(const addsl_config *cfg) {
+    addsl_config c;
+    if (cfg) c = *cfg; else addsl_config_init(&c);
+    if (!c.alloc) c.alloc = default_alloc;
+    if (!c.write) c.write = default_write;
+    if (c.max_depth <= 0) c.max_depth = AD_DEFAULT_MAX_DEPTH;
+    if (!c.interrupt_every) c.interrupt_every = 4096;
+    ad_state *S = c.alloc(c.alloc_ud, NULL, sizeof *S);
+    if (!S) return NULL;
+    memset(S, 0, sizeof *S);
+    S->cfg = c;
+    S->grad_enabled = true;
+    ad_rng_seed(&S->rng, 0);
+    S->heap = ad_heap_new(S);
+    if (!S->heap || ad_globals_init(S) || ad_vm_open(S)) goto fail;
+    S->kernels = ad_kreg_new(S);
+    if (!S->kernels || ad_kernels_register_builtin(S)) goto fail;
+    for (size_t i = 0; i < sizeof builtin_tables / sizeof builtin_tables[0]; i++)
+        if (ad_vm_register(S, builtin_tables[i])) goto fail;
+    if (define_constants(S)) goto fail;
+    if (addsl_set_args(S, 0, NULL)) goto fail;
+    ad_clear_error(S);
+    return S;
+fail:
+    addsl_close(S);
+    return NULL;
+}
+
+void addsl_close(addsl_state *S) {
+    if (!S) return;
+    ad_vm_close(S);
+    ad_globals_free(S);
+    if (S->kernels) ad_kreg_free(S, S->kernels);
+    if (S->heap) ad_heap_free(S, S->heap);
+    S->cfg.alloc(S->cfg.alloc_ud, S, 0);
+}
+
+static int run(addsl_state *S, const char *code, size_t len, const char *name, bool repl) {
+    if (!S || !code || !name) return ADDSL_EARG;
+    ad_clear_error(S);
+    S->interrupted = 0;
+    ad_proto *p = ad_compile(S, code, len, name, repl);
+    if (!p) return S->errcode ? S->errcode : ADDSL_ECOMPILE;
+    int rc = ad_vm_run_main(S, p);
+    ad_proto_decref(S, p);
+    return rc;
+}
+
+int addsl_dostring(addsl_state *S, const char *code, const char *name) {
+    if (!code) return ADDSL_EARG;
+    return run(S, code, strlen(code), name ? name : "<string>", false);
+}
+
+int addsl_dorepl(addsl_state *S, const char *code, const char *name) {
+    if (!code) return ADDSL_EARG;
+    return run(S, code, strlen(code), name ? name : "<stdin>", true);
+}
+
+static int read_file(addsl_state *S, const char *path, char **out, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return ad_error_code(S, ADDSL_EIO, "cannot open '%s': %s", path, strerror(errno));
+    ad_buf b;
+    ad_buf_init(&b, S);
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (ad_buf_add(&b, chunk, n)) break;
+    int err = ferror(f);
+    fclose(f);
+    if (b.failed) { ad_buf_free(&b); return ad_nomem(S); }
+    if (err) { ad_buf_free(&b); return ad_error_code(S, ADDSL_EIO, "cannot read '%s'", path); }
+    if (!b.data) ad_buf_add(&b, "", 0);
+    if (b.failed) { ad_buf_free(&b); return ad_nomem(S); }
+    *out = b.data;
+    *len = b.len;
+    return ADDSL_OK;
+}
+
+int addsl_dofile(addsl_state *S, const char *path) {
+    if (!S || !path) return ADDSL_EARG;
+    ad_clear_error(S);
+    char *src;
+    size_t len;
+    int rc = read_file(S, path, &src, &len);
+    if (rc) return rc;
+    rc = run(S, src, len, path, false);
+    ad_free(S, src);
+    return rc;
+}
+
+int addsl_incomplete(addsl_state *S, const char *code) {
+    (void)S;
+    if (!code) return 0;
+    return ad_compile_incomplete(code, strlen(code));
+}
+
+int addsl_disasm(addsl_state *S, const char *code, const char *name) {
+    if (!S || !code) return ADDSL_EARG;
+    ad_clear_error(S);
+    ad_proto *p = ad_compile(S, code, strlen(code), name ? name : "<string>", false);
+    if (!p) return S->errcode ? S->errcode : ADDSL_ECOMPILE;
+    ad_buf b;
+    ad_buf_init(&b, S);
+    int rc = ad_vm_disasm(S, p, &b);
+    if (!rc && b.data) ad_write(S, b.data, b.len, 0);
+    ad_buf_free(&b);
+    ad_proto_decref(S, p);
+    return rc;
+}
+
+int addsl_set_args(addsl_state *S, int argc, const char *const *argv) {
+    if (!S || argc < 0 || (argc > 0 && !argv)) return ADDSL_EARG;
+    ad_list *l = ad_list_new(S, AD_TLIST, argc);
+    if (!l) return S->errcode;
+    for (int i = 0; i < argc; i++) {
+        if (ad_string_value(S, argv[i], strlen(argv[i]), &l->items[i])) {
+            ad_value_decref(S, ad_list_value(l, AD_TLIST));
+            return S->errcode;
+        }
+    }
+    return ad_global_set(S, "args", ad_list_value(l, AD_TLIST));
+}
+
+const char *addsl_errmsg(addsl_state *S) {
+    if (!S) return "no state";
+    if (S->errcode == ADDSL_OK) return "";
+    return ad_vm_errmsg(S);
+}
+
+int addsl_exit_code(addsl_state *S) { return S ? S->exit_code : 0; }
+
+void addsl_interrupt(addsl_state *S) { if (S) S->interrupted = 1; }
+
+addsl_tensor *addsl_tensor_new(addsl_state *S, addsl_dtype dtype, int ndim, const int64_t *shape) {
+    if (!S || (int)dtype < 0 || (int)dtype >= AD_NDTYPES || ndim < 0 || ndim > AD_MAX_DIMS || (ndim > 0 && !shape)) {
+        if (S) ad_error_code(S, ADDSL_EARG, "addsl_tensor_new: bad arguments");
+        return NULL;
+    }
+    return ad_tensor_zeros(S, (ad_dtype)dtype, ndim, shape);
+}
+
+void *addsl_tensor_data(addsl_tensor *t) { return t ? ad_tensor_data(t) : NULL; }
+int addsl_tensor_ndim(const addsl_tensor *t) { return t ? t->ndim : -1; }
+const int64_t *addsl_tensor_shape(const addsl_tensor *t) { return t ? t->shape : NULL; }
+addsl_dtype addsl_tensor_dtype(const addsl_tensor *t) { return t ? (addsl_dtype)t->dtype : ADDSL_FLOAT32; }
+void addsl_tensor_release(addsl_state *S, addsl_tensor *t) { if (S && t) ad_tensor_decref(S, t); }
+
+int addsl_set_global(addsl_state *S, const char *name, addsl_tensor *t) {
+    if (!S || !name || !t) return ADDSL_EARG;
+    ad_tensor_incref(t);
+    return ad_global_set(S, name, ad_tensor_value(t));
+}
+
+int addsl_get_tensor(addsl_state *S, const char *name, addsl_tensor **out) {
+    if (!S || !name || !out) return ADDSL_EARG;
+    *out = NULL;
+    int slot = ad_global_slot(S, name, false);
+    if (slot < 0 || !S->globals->defined[slot]) return ad_error_code(S, ADDSL_EARG, "no global named '%s'", name);
+    ad_value v = S->globals->values[slot];
+    if (v.t != AD_TTENSOR) return ad_error_code(S, ADDSL_EARG, "global '%s' is a %s, not a tensor", name, ad_type_name(v));
+    ad_tensor_incref(v.u.tensor);
+    *out = v.u.tensor;
+    return ADDSL_OK;
+}
+
+int addsl_call(addsl_state *S, const char *fname, int nargs, addsl_tensor **args, addsl_tensor **result) {
+    if (!S || !fname || nargs < 0 || nargs > 255 || (nargs && !args)) return ADDSL_EARG;
+    if (result) *result = NULL;
+    ad_clear_error(S);
+    int slot = ad_global_slot(S, fname, false);
+    if (slot < 0 || !S->globals->defined[slot]) return ad_error_code(S, ADDSL_EARG, "no function named '%s'", fname);
+    ad_value argv[255];
+    for (int i = 0; i < nargs; i++) {
+        if (!args[i]) return ad_error_code(S, ADDSL_EARG, "addsl_call: argument %d is NULL", i);
+        argv[i] = ad_tensor_value(args[i]);
+    }
+    ad_value fn = S->globals->values[slot];
+    ad_value_incref(fn);
+    ad_value out;
+    int rc = ad_vm_call_value(S, fn, nargs, argv, &out);
+    ad_value_decref(S, fn);
+    if (rc) return rc;
+    if (result) {
+        if (out.t == AD_TTENSOR) { *result = out.u.tensor; return ADDSL_OK; }
+        if (out.t != AD_TNONE) {
+            ad_tensor *t = NULL;
+            rc = ad_tensor_from_value(S, out, -1, &t);
+            ad_value_decref(S, out);
+            if (rc) return rc;
+            *result = t;
+            return ADDSL_OK;
+        }
+    }
+    ad_value_decref(S, out);
+    return ADDSL_OK;
+}
+
+int addsl_register_kernel(addsl_state *S, const char *name, void (*fn)(void), const char *sig) {
+    if (!S || !name || !fn || !sig) return ADDSL_EARG;
+    int id = ad_kreg_add(S, name, fn, sig);
+    return id < 0 ? (S->errcode ? S->errcode : ADDSL_EARG) : ADDSL_OK;
+}

@@ -1,0 +1,86 @@
+/* args.c: argument checking and conversion helpers shared by all builtins.
+ * Each failure names the function and the parameter, as PyTorch does. */
+#include <math.h>
+#include <string.h>
+
+#include "../builtins/builtins.h"
+#include "state.h"
+#include "tensor.h"
+#include "value.h"
+
+static int bad_arg(ad_state *S, const char *fn, const char *pname, const char *want, ad_value v) {
+    return ad_error(S, "%s(): argument '%s' must be %s, not %s", fn, pname, want, ad_type_name(v));
+}
+
+int ad_arg_tensor(ad_state *S, ad_value v, const char *fn, const char *pname, ad_tensor **out) {
+    if (v.t == AD_TTENSOR) { ad_tensor_incref(v.u.tensor); *out = v.u.tensor; return ADDSL_OK; }
+    if (ad_is_number(v) || v.t == AD_TBOOL || ad_is_seq(v)) return ad_tensor_from_value(S, v, -1, out);
+    return bad_arg(S, fn, pname, "a tensor", v);
+}
+
+int ad_arg_int(ad_state *S, ad_value v, const char *fn, const char *pname, int64_t *out) {
+    double x;
+    if (v.t == AD_TBOOL) { *out = v.u.b; return ADDSL_OK; }
+    if (v.t == AD_TTENSOR && v.u.tensor->numel == 1 && !ad_dtype_is_float(v.u.tensor->dtype)) {
+        int rc = ad_tensor_item(S, v.u.tensor, &x);
+        if (rc) return rc;
+        *out = (int64_t)x;
+        return ADDSL_OK;
+    }
+    if (!ad_is_number(v) || v.u.n != floor(v.u.n) || fabs(v.u.n) > 9007199254740992.0)
+        return bad_arg(S, fn, pname, "an integer", v);
+    *out = (int64_t)v.u.n;
+    return ADDSL_OK;
+}
+
+int ad_arg_double(ad_state *S, ad_value v, const char *fn, const char *pname, double *out) {
+    if (ad_is_number(v)) { *out = v.u.n; return ADDSL_OK; }
+    if (v.t == AD_TBOOL) { *out = v.u.b; return ADDSL_OK; }
+    if (v.t == AD_TTENSOR && v.u.tensor->numel == 1) return ad_tensor_item(S, v.u.tensor, out);
+    return bad_arg(S, fn, pname, "a number", v);
+}
+
+int ad_arg_bool(ad_state *S, ad_value v, const char *fn, const char *pname, bool *out) {
+    if (v.t == AD_TBOOL) { *out = v.u.b; return ADDSL_OK; }
+    if (ad_is_number(v)) { *out = v.u.n != 0; return ADDSL_OK; }
+    return bad_arg(S, fn, pname, "a bool", v);
+}
+
+int ad_arg_dtype(ad_state *S, ad_value v, const char *fn, const char *pname, int *out) {
+    if (v.t == AD_TNONE) return ADDSL_OK;
+    if (v.t == AD_TDTYPE) { *out = v.u.dtype; return ADDSL_OK; }
+    return bad_arg(S, fn, pname, "a dtype (float32, float64, int64, bool)", v);
+}
+
+int ad_arg_shape(ad_state *S, ad_value v, const char *fn, const char *pname, int *ndim, int64_t *shape) {
+    if (ad_is_number(v)) {
+        *ndim = 1;
+        return ad_arg_int(S, v, fn, pname, &shape[0]);
+    }
+    if (v.t == AD_TTENSOR && v.u.tensor->ndim <= 1 && !ad_dtype_is_float(v.u.tensor->dtype)) {
+        if (v.u.tensor->numel > AD_MAX_DIMS) return ad_error(S, "%s(): too many dimensions %lld (the limit is %d)", fn, (long long)v.u.tensor->numel, AD_MAX_DIMS);
+        *ndim = (int)v.u.tensor->numel;
+        for (int i = 0; i < *ndim; i++) shape[i] = (int64_t)ad_tensor_get_flat(v.u.tensor, i);
+        return ADDSL_OK;
+    }
+    if (!ad_is_seq(v)) return bad_arg(S, fn, pname, "a list of sizes", v);
+    if (v.u.l->len > AD_MAX_DIMS)
+        return ad_error(S, "%s(): too many dimensions %lld (the limit is %d)", fn, (long long)v.u.l->len, AD_MAX_DIMS);
+    *ndim = (int)v.u.l->len;
+    for (int i = 0; i < *ndim; i++) {
+        int rc = ad_arg_int(S, v.u.l->items[i], fn, pname, &shape[i]);
+        if (rc) return rc;
+    }
+    return ADDSL_OK;
+}
+
+int ad_arg_dims(ad_state *S, ad_value v, const char *fn, const char *pname, int *n, int64_t *dims) {
+    if (v.t == AD_TNONE) { *n = -1; return ADDSL_OK; }
+    return ad_arg_shape(S, v, fn, pname, n, dims);
+}
+
+int ad_arg_str(ad_state *S, ad_value v, const char *fn, const char *pname, const char **out) {
+    if (v.t != AD_TSTR) return bad_arg(S, fn, pname, "a string", v);
+    *out = v.u.s->data;
+    return ADDSL_OK;
+}

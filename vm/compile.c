@@ -1,0 +1,1082 @@
+/* compile.c: the code generator: syntax tree to register bytecode.
+ * A resolver pass first marks locals captured by inner functions, so those
+ * live in cells from their first store and closures share them. */
+#include "compile.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ast.h"
+#include "buf.h"
+#include "grammar.h"
+#include "state.h"
+
+/* ---- resolver: which declarations are captured by an inner function ---- */
+
+typedef struct rbind { const char *name; ad_node *decl; int level; } rbind;
+
+typedef struct resolver {
+    rbind *b;
+    int n, cap;
+    int level;       /* function nesting: 0 is the main chunk */
+    int depth;       /* block nesting inside main: globals live at depth 0 */
+    ad_state *S;
+    bool failed;
+} resolver;
+
+static void r_declare(resolver *R, ad_node *decl, const char *name) {
+    if (R->level == 0 && R->depth == 0) return; /* a global */
+    if (R->n == R->cap) {
+        int cap = R->cap ? R->cap * 2 : 32;
+        rbind *nb = ad_realloc(R->S, R->b, (size_t)cap * sizeof *nb);
+        if (!nb) { R->failed = true; return; }
+        R->b = nb; R->cap = cap;
+    }
+    R->b[R->n].name = name; R->b[R->n].decl = decl; R->b[R->n].level = R->level;
+    R->n++;
+}
+
+static void r_use(resolver *R, const char *name) {
+    for (int i = R->n - 1; i >= 0; i--) {
+        if (strcmp(R->b[i].name, name) == 0) {
+            if (R->b[i].level < R->level) {
+                /* A function's reference to its own name is compiled as SELF, not a capture. */
+                if (!(R->b[i].decl->kind == N_FNDEF && R->b[i].level == R->level - 1 && R->b[i].decl->captured == false && R->b[i].decl->slot == -2))
+                    R->b[i].decl->captured = true;
+            }
+            return;
+        }
+    }
+}
+
+static void r_node(resolver *R, ad_node *n);
+
+static void r_list(resolver *R, ad_nlist *l) {
+    for (int i = 0; l && i < l->n; i++) r_node(R, l->items[i]);
+}
+
+static void r_block(resolver *R, ad_node *blk) {
+    int save = R->n;
+    R->depth++;
+    r_list(R, blk->list);
+    R->depth--;
+    R->n = save;
+}
+
+static void r_function(resolver *R, ad_node *fn, ad_nlist *params, ad_node *body) {
+    for (int i = 0; params && i < params->n; i++) r_node(R, params->items[i]->a); /* defaults: outer scope */
+    int save = R->n, save_depth = R->depth;
+    R->level++;
+    R->depth = 1;
+    if (fn && fn->kind == N_FNDEF) {
+        /* Inside its own body the function refers to itself as SELF. */
+        fn->slot = -2;
+        r_declare(R, fn, fn->str);
+        R->b[R->n - 1].level = R->level - 1;
+    }
+    for (int i = 0; params && i < params->n; i++) r_declare(R, params->items[i], params->items[i]->str);
+    r_list(R, body->list);
+    if (fn && fn->kind == N_FNDEF) fn->slot = -1;
+    R->level--;
+    R->depth = save_depth;
+    R->n = save;
+}
+
+static void r_node(resolver *R, ad_node *n) {
+    if (!n) return;
+    switch (n->kind) {
+    case N_NAME: r_use(R, n->str); break;
+    case N_LET: r_node(R, n->a); r_declare(R, n, n->str); break;
+    case N_LETDESTR:
+        r_node(R, n->a);
+        for (int i = 0; n->list && i < n->list->n; i++) r_declare(R, n->list->items[i], n->list->items[i]->str);
+        break;
+    case N_FNDEF:
+        r_declare(R, n, n->str);
+        r_function(R, n, n->list, n->b);
+        break;
+    case N_LAMBDA: r_function(R, n, n->list, n->b); break;
+    case N_BLOCK: r_block(R, n); break;
+    case N_NOGRAD: r_block(R, n->b); break;
+    case N_WHILE: r_node(R, n->a); r_block(R, n->b); break;
+    case N_IF: r_node(R, n->a); r_block(R, n->b); if (n->c) { if (n->c->kind == N_BLOCK) r_block(R, n->c); else r_node(R, n->c); } break;
+    case N_FOR: {
+        r_node(R, n->a);
+        int save = R->n;
+        R->depth++;
+        for (int i = 0; n->list && i < n->list->n; i++) r_declare(R, n->list->items[i], n->list->items[i]->str);
+        r_block(R, n->b);
+        R->depth--;
+        R->n = save;
+        break;
+    }
+    default:
+        r_node(R, n->a); r_node(R, n->b); r_node(R, n->c); r_list(R, n->list);
+        break;
+    }
+}
+
+/* ---- code generation ---- */
+
+typedef struct lvar {
+    const char *name;
+    int reg;
+    bool cell;
+} lvar;
+
+typedef struct loopinfo {
+    int *breaks; int nbreaks, capbreaks;
+    int *conts; int nconts, capconts;
+    int grad_depth; /* no_grad blocks open when the loop started */
+    struct loopinfo *outer;
+} loopinfo;
+
+typedef struct upname { const char *name; int index; } upname;
+
+typedef struct fstate {
+    struct fstate *parent;
+    struct cstate *C;
+    ad_proto *p;
+    int capcode, capk, capprotos, capupvals;
+    lvar *vars; int nvars, capvars;
+    upname *upnames;
+    int freereg;
+    int depth;            /* block depth; main's globals live at 0 */
+    bool is_main;
+    const char *selfname; /* a named function's own name (compiled as SELF) */
+    loopinfo *loop;
+    int grad_regs[64]; int ngrad;
+    int line, col;
+} fstate;
+
+typedef struct gref { int slot; int line, col; bool method; } gref;
+
+typedef struct cstate {
+    ad_state *S;
+    ad_chunk *chunk;
+    bool repl;
+    bool failed;
+    int err_line, err_col;
+    char err_msg[256];
+    gref *grefs; int ngrefs, capgrefs;
+} cstate;
+
+static void cerror(fstate *fs, int line, int col, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void cerror(fstate *fs, int line, int col, const char *fmt, ...) {
+    cstate *C = fs->C;
+    if (C->failed) return;
+    C->failed = true;
+    C->err_line = line; C->err_col = col;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(C->err_msg, sizeof C->err_msg, fmt, ap);
+    va_end(ap);
+}
+
+static void nomem(fstate *fs) { cerror(fs, fs->line, fs->col, "out of memory"); }
+
+static bool grow(fstate *fs, void **arr, int *cap, int n, size_t elem) {
+    if (n < *cap) return true;
+    int nc = *cap ? *cap * 2 : 16;
+    void *p = ad_realloc(fs->C->S, *arr, (size_t)nc * elem);
+    if (!p) { nomem(fs); return false; }
+    *arr = p; *cap = nc;
+    return true;
+}
+
+static int emit(fstate *fs, ad_instr ins) {
+    ad_proto *p = fs->p;
+    int cap = fs->capcode;
+    if (!grow(fs, (void **)&p->code, &cap, p->ncode, sizeof(ad_instr))) return -1;
+    if (cap != fs->capcode) {
+        int32_t *l = ad_realloc(fs->C->S, p->lines, (size_t)cap * sizeof *l);
+        if (!l) { nomem(fs); return -1; }
+        p->lines = l;
+        fs->capcode = cap;
+    }
+    int col = fs->col > 4095 ? 4095 : fs->col;
+    p->code[p->ncode] = ins;
+    p->lines[p->ncode] = (fs->line << 12) | col;
+    return p->ncode++;
+}
+
+static int emit_abc(fstate *fs, ad_opcode op, int a, int b, int c) { return emit(fs, AD_ABC(op, a, b, c)); }
+static int emit_abx(fstate *fs, ad_opcode op, int a, int bx) { return emit(fs, AD_ABX(op, a, bx)); }
+
+static int emit_jump(fstate *fs, ad_opcode op, int a) { return emit_abx(fs, op, a, 32767); }
+
+static void patch_to(fstate *fs, int at, int target) {
+    if (at < 0 || fs->C->failed) return;
+    int off = target - (at + 1);
+    if (off < -32767 || off > 32768) { cerror(fs, fs->line, fs->col, "function too long (jump out of range)"); return; }
+    ad_instr i = fs->p->code[at];
+    fs->p->code[at] = AD_ABX(AD_OP(i), AD_A(i), off + 32767);
+}
+
+static void patch_here(fstate *fs, int at) { patch_to(fs, at, fs->p->ncode); }
+
+static int add_k(fstate *fs, ad_value v) {
+    ad_proto *p = fs->p;
+    for (int i = 0; i < p->nk; i++) {
+        ad_value k = p->k[i];
+        if (k.t == v.t && ((ad_is_number(v) && k.u.n == v.u.n && signbit(k.u.n) == signbit(v.u.n)) ||
+                           (v.t == AD_TSTR && ad_values_equal(k, v)))) {
+            ad_value_decref(fs->C->S, v);
+            return i;
+        }
+    }
+    if (p->nk >= AD_MAXBX) { ad_value_decref(fs->C->S, v); cerror(fs, fs->line, fs->col, "too many constants in one function"); return 0; }
+    if (!grow(fs, (void **)&p->k, &fs->capk, p->nk, sizeof(ad_value))) { ad_value_decref(fs->C->S, v); return 0; }
+    p->k[p->nk] = v;
+    return p->nk++;
+}
+
+static int add_kstr(fstate *fs, const char *s, size_t len) {
+    ad_value v;
+    if (ad_string_value(fs->C->S, s, len, &v)) { nomem(fs); return 0; }
+    return add_k(fs, v);
+}
+
+static int reserve(fstate *fs, int n) {
+    int r = fs->freereg;
+    fs->freereg += n;
+    if (fs->freereg > AD_MAX_REGS) {
+        cerror(fs, fs->line, fs->col, "function or expression too complex (more than %d registers)", AD_MAX_REGS);
+        fs->freereg = r;
+        return 0;
+    }
+    if (fs->freereg > fs->p->nregs) fs->p->nregs = fs->freereg;
+    return r;
+}
+
+static void setpos(fstate *fs, const ad_node *n) {
+    if (n && n->line) { fs->line = n->line; fs->col = n->col; }
+}
+
+/* Variables. */
+static int find_local(fstate *fs, const char *name) {
+    for (int i = fs->nvars - 1; i >= 0; i--)
+        if (strcmp(fs->vars[i].name, name) == 0) return i;
+    return -1;
+}
+
+static void add_local(fstate *fs, const char *name, int reg, bool cell) {
+    if (!grow(fs, (void **)&fs->vars, &fs->capvars, fs->nvars, sizeof(lvar))) return;
+    fs->vars[fs->nvars].name = name;
+    fs->vars[fs->nvars].reg = reg;
+    fs->vars[fs->nvars].cell = cell;
+    fs->nvars++;
+}
+
+static int find_upval(fstate *fs, const char *name);
+
+static int add_upval(fstate *fs, const char *name, bool instack, int index) {
+    ad_proto *p = fs->p;
+    for (int i = 0; i < p->nupvals; i++)
+        if (strcmp(fs->upnames[i].name, name) == 0) return i;
+    if (p->nupvals >= 255) { cerror(fs, fs->line, fs->col, "too many captured variables"); return 0; }
+    int cap = fs->capupvals;
+    if (!grow(fs, (void **)&p->upvals, &cap, p->nupvals, sizeof(ad_upvaldesc))) return 0;
+    if (cap != fs->capupvals) {
+        upname *u = ad_realloc(fs->C->S, fs->upnames, (size_t)cap * sizeof *u);
+        if (!u) { nomem(fs); return 0; }
+        fs->upnames = u;
+        fs->capupvals = cap;
+    }
+    p->upvals[p->nupvals].instack = instack;
+    p->upvals[p->nupvals].index = (uint8_t)index;
+    fs->upnames[p->nupvals].name = name;
+    fs->upnames[p->nupvals].index = index;
+    return p->nupvals++;
+}
+
+/* Upvalue index of 'name' in fs, capturing it through enclosing functions; -1 if not found. */
+static int find_upval(fstate *fs, const char *name) {
+    fstate *up = fs->parent;
+    if (!up) return -1;
+    for (int i = 0; i < fs->p->nupvals; i++)
+        if (strcmp(fs->upnames[i].name, name) == 0) return i;
+    int li = find_local(up, name);
+    if (li >= 0) {
+        if (!up->vars[li].cell) return -1; /* resolver guarantees captured locals are cells */
+        return add_upval(fs, name, true, up->vars[li].reg);
+    }
+    if (up->selfname && strcmp(up->selfname, name) == 0) return -1;
+    int ui = find_upval(up, name);
+    if (ui < 0) return -1;
+    return add_upval(fs, name, false, ui);
+}
+
+typedef enum { V_LOCAL, V_CELL, V_UPVAL, V_SELF, V_GLOBAL } vkind;
+typedef struct vref { vkind kind; int index; } vref;
+
+static void note_global(fstate *fs, int slot, bool method) {
+    cstate *C = fs->C;
+    if (C->ngrefs == C->capgrefs) {
+        int cap = C->capgrefs ? C->capgrefs * 2 : 64;
+        gref *g = ad_realloc(C->S, C->grefs, (size_t)cap * sizeof *g);
+        if (!g) { nomem(fs); return; }
+        C->grefs = g; C->capgrefs = cap;
+    }
+    C->grefs[C->ngrefs].slot = slot;
+    C->grefs[C->ngrefs].line = fs->line;
+    C->grefs[C->ngrefs].col = fs->col;
+    C->grefs[C->ngrefs].method = method;
+    C->ngrefs++;
+}
+
+static vref resolve(fstate *fs, const char *name, bool method) {
+    vref r;
+    int li = find_local(fs, name);
+    if (li >= 0) { r.kind = fs->vars[li].cell ? V_CELL : V_LOCAL; r.index = fs->vars[li].reg; return r; }
+    if (fs->selfname && strcmp(fs->selfname, name) == 0) { r.kind = V_SELF; r.index = 0; return r; }
+    int ui = find_upval(fs, name);
+    if (ui >= 0) { r.kind = V_UPVAL; r.index = ui; return r; }
+    r.kind = V_GLOBAL;
+    r.index = ad_global_slot(fs->C->S, name, true);
+    if (r.index < 0) { nomem(fs); r.index = 0; return r; }
+    if (r.index > AD_MAXBX) { cerror(fs, fs->line, fs->col, "too many global names"); r.index = 0; return r; }
+    note_global(fs, r.index, method);
+    return r;
+}
+
+static void load_var(fstate *fs, vref v, int dst) {
+    switch (v.kind) {
+    case V_LOCAL: if (v.index != dst) emit_abc(fs, OP_MOVE, dst, v.index, 0); break;
+    case V_CELL: emit_abc(fs, OP_GETCELL, dst, v.index, 0); break;
+    case V_UPVAL: emit_abc(fs, OP_GETUPVAL, dst, v.index, 0); break;
+    case V_SELF: emit_abc(fs, OP_SELF, dst, 0, 0); break;
+    case V_GLOBAL: emit_abx(fs, OP_GETGLOBAL, dst, v.index); break;
+    }
+}
+
+static void expr(fstate *fs, ad_node *n, int dst);
+static void block(fstate *fs, ad_node *b);
+static void stmt(fstate *fs, ad_node *n);
+
+/* A register holding n's value: a plain local's own register, or a new temporary. */
+static int expr_any(fstate *fs, ad_node *n) {
+    if (n->kind == N_NAME) {
+        int li = find_local(fs, n->str);
+        if (li >= 0 && !fs->vars[li].cell) return fs->vars[li].reg;
+    }
+    int r = reserve(fs, 1);
+    expr(fs, n, r);
+    return r;
+}
+
+static void expr_list(fstate *fs, ad_nlist *l, int base) {
+    for (int i = 0; l && i < l->n; i++) expr(fs, l->items[i], base + i);
+}
+
+static ad_opcode binop_code(int tk) {
+    switch (tk) {
+    case TK_PLUS: return OP_ADD; case TK_MINUS: return OP_SUB; case TK_STAR: return OP_MUL;
+    case TK_SLASH: return OP_DIV; case TK_PERCENT: return OP_MOD; case TK_POW: return OP_POW;
+    case TK_AT: return OP_MATMUL; case TK_EQ: return OP_EQ; case TK_NE: return OP_NE;
+    case TK_LT: return OP_LT; case TK_LE: return OP_LE; case TK_GT: return OP_GT;
+    default: return OP_GE;
+    }
+}
+
+static void compile_function(fstate *fs, ad_node *fn, const char *name, ad_nlist *params, ad_node *body, int dst);
+
+/* Arguments of a call at base+1...; returns the CALL's B and C (positional+kw, kw). */
+static void call_args(fstate *fs, ad_nlist *args, int base, int first, int *nargs, int *nkw, int *kwk) {
+    int n = args ? args->n : 0;
+    int total = first + n, kw = 0;
+    bool seen_kw = false;
+    reserve(fs, n);
+    for (int i = 0; i < n; i++) {
+        ad_node *a = args->items[i];
+        if (a->kind == N_KWARG) { seen_kw = true; kw++; expr(fs, a->a, base + 1 + first + i); }
+        else {
+            if (seen_kw) { cerror(fs, a->line, a->col, "positional argument follows keyword argument"); return; }
+            expr(fs, a, base + 1 + first + i);
+        }
+    }
+    *kwk = -1;
+    if (kw) {
+        ad_list *names = ad_list_new(fs->C->S, AD_TTUPLE, kw);
+        if (!names) { nomem(fs); return; }
+        int j = 0;
+        for (int i = 0; i < n; i++) {
+            ad_node *a = args->items[i];
+            if (a->kind != N_KWARG) continue;
+            for (int q = 0; q < j; q++)
+                if (strcmp(names->items[q].u.s->data, a->str) == 0) {
+                    cerror(fs, a->line, a->col, "keyword argument '%s' repeated", a->str);
+                    ad_value_decref(fs->C->S, ad_list_value(names, AD_TTUPLE));
+                    return;
+                }
+            if (ad_string_value(fs->C->S, a->str, a->len, &names->items[j])) { nomem(fs); ad_value_decref(fs->C->S, ad_list_value(names, AD_TTUPLE)); return; }
+            j++;
+        }
+        ad_value v = ad_list_value(names, AD_TTUPLE);
+        ad_proto *p = fs->p;
+        if (p->nk >= AD_MAXBX || !grow(fs, (void **)&p->k, &fs->capk, p->nk, sizeof(ad_value))) { ad_value_decref(fs->C->S, v); return; }
+        p->k[p->nk] = v;
+        *kwk = p->nk++;
+    }
+    if (total > 255) cerror(fs, fs->line, fs->col, "too many arguments in one call");
+    *nargs = total; *nkw = kw;
+}
+
+static void emit_call(fstate *fs, int base, int nargs, int nkw, int kwk) {
+    emit_abc(fs, OP_CALL, base, nargs, nkw);
+    if (nkw) emit_abx(fs, OP_EXTRAARG, 0, kwk);
+}
+
+static void expr_call(fstate *fs, ad_node *n, int dst) {
+    int save = fs->freereg;
+    int base = reserve(fs, 1);
+    int nargs = 0, nkw = 0, kwk = -1;
+    if (n->kind == N_METHOD) {
+        setpos(fs, n);
+        load_var(fs, resolve(fs, n->str, true), base);
+        reserve(fs, 1);
+        expr(fs, n->a, base + 1);
+        call_args(fs, n->list, base, 1, &nargs, &nkw, &kwk);
+    } else {
+        expr(fs, n->a, base);
+        call_args(fs, n->list, base, 0, &nargs, &nkw, &kwk);
+    }
+    setpos(fs, n);
+    emit_call(fs, base, nargs, nkw, kwk);
+    if (dst != base) emit_abc(fs, OP_MOVE, dst, base, 0);
+    fs->freereg = save;
+}
+
+static void expr_index_operands(fstate *fs, ad_node *n, int base) {
+    expr(fs, n->a, base);
+    reserve(fs, n->list->n);
+    for (int i = 0; i < n->list->n; i++) {
+        ad_node *ix = n->list->items[i];
+        int r = base + 1 + i;
+        if (ix->kind == N_SLICE) {
+            int save = fs->freereg;
+            int t = reserve(fs, 3);
+            ad_node *parts[3] = {ix->a, ix->b, ix->c};
+            for (int k = 0; k < 3; k++) {
+                if (parts[k]) expr(fs, parts[k], t + k);
+                else emit_abc(fs, OP_LOADNONE, t + k, 0, 0);
+            }
+            setpos(fs, ix);
+            emit_abc(fs, OP_NEWSLICE, r, t, 0);
+            fs->freereg = save;
+        } else {
+            expr(fs, ix, r);
+        }
+    }
+}
+
+static void expr_index(fstate *fs, ad_node *n, int dst) {
+    int save = fs->freereg;
+    int base = reserve(fs, 1);
+    if (n->list->n > 254) { cerror(fs, n->line, n->col, "too many indices"); return; }
+    expr_index_operands(fs, n, base);
+    setpos(fs, n);
+    emit_abc(fs, OP_INDEX, dst, base, n->list->n);
+    fs->freereg = save;
+}
+
+static void expr_seq(fstate *fs, ad_node *n, int dst) {
+    int save = fs->freereg;
+    int cnt = n->list ? n->list->n : 0;
+    if (cnt > 200) {
+        /* Long literals: build in pieces to stay within the register window. */
+        cerror(fs, n->line, n->col, "list literal too long (more than 200 items); build it with a loop");
+        return;
+    }
+    int base = reserve(fs, cnt);
+    expr_list(fs, n->list, base);
+    setpos(fs, n);
+    emit_abc(fs, n->kind == N_LIST ? OP_NEWLIST : OP_NEWTUPLE, dst, base, cnt);
+    fs->freereg = save;
+}
+
+static void expr(fstate *fs, ad_node *n, int dst) {
+    if (fs->C->failed) return;
+    int sl = fs->line, sc = fs->col;
+    setpos(fs, n);
+    switch (n->kind) {
+    case N_NUM:
+        if (n->is_int && n->num >= -32767 && n->num <= 32768 && n->num == floor(n->num))
+            emit_abx(fs, OP_LOADINT, dst, (int)n->num + 32767);
+        else
+            emit_abx(fs, OP_LOADK, dst, add_k(fs, n->is_int ? ad_int(n->num) : ad_num(n->num)));
+        break;
+    case N_STR: emit_abx(fs, OP_LOADK, dst, add_kstr(fs, n->str, n->len)); break;
+    case N_TRUE: emit_abc(fs, OP_LOADTRUE, dst, 0, 0); break;
+    case N_FALSE: emit_abc(fs, OP_LOADFALSE, dst, 0, 0); break;
+    case N_NONE: emit_abc(fs, OP_LOADNONE, dst, 0, 0); break;
+    case N_ELLIPSIS: { ad_value e; e.t = AD_TELLIPSIS; e.u.n = 0; emit_abx(fs, OP_LOADK, dst, add_k(fs, e)); break; }
+    case N_NAME: load_var(fs, resolve(fs, n->str, false), dst); break;
+    case N_LIST: case N_TUPLE: expr_seq(fs, n, dst); break;
+    case N_BINOP: {
+        int save = fs->freereg;
+        int a = expr_any(fs, n->a);
+        int b = expr_any(fs, n->b);
+        setpos(fs, n);
+        emit_abc(fs, binop_code(n->op), dst, a, b);
+        fs->freereg = save;
+        break;
+    }
+    case N_UNOP: {
+        int save = fs->freereg;
+        int a = expr_any(fs, n->a);
+        setpos(fs, n);
+        if (n->op == TK_MINUS) emit_abc(fs, OP_UNM, dst, a, 0);
+        else if (a != dst) emit_abc(fs, OP_MOVE, dst, a, 0);
+        fs->freereg = save;
+        break;
+    }
+    case N_NOT: {
+        int save = fs->freereg;
+        int a = expr_any(fs, n->a);
+        setpos(fs, n);
+        emit_abc(fs, OP_NOT, dst, a, 0);
+        fs->freereg = save;
+        break;
+    }
+    case N_AND: case N_OR: {
+        expr(fs, n->a, dst);
+        int j = emit_jump(fs, n->kind == N_AND ? OP_JMPIFNOT : OP_JMPIF, dst);
+        expr(fs, n->b, dst);
+        patch_here(fs, j);
+        break;
+    }
+    case N_CALL: case N_METHOD: expr_call(fs, n, dst); break;
+    case N_INDEX: expr_index(fs, n, dst); break;
+    case N_ATTR: {
+        int attr = ad_attr_lookup(n->str);
+        if (attr < 0) { cerror(fs, n->line, n->col, "unknown attribute '%s' (for a method, call it: x.%s())", n->str, n->str); break; }
+        int save = fs->freereg;
+        int a = expr_any(fs, n->a);
+        setpos(fs, n);
+        emit_abc(fs, OP_GETATTR, dst, a, attr);
+        fs->freereg = save;
+        break;
+    }
+    case N_LAMBDA: compile_function(fs, NULL, "<lambda>", n->list, n->b, dst); break;
+    case N_KWARG: cerror(fs, n->line, n->col, "keyword argument outside a call"); break;
+    case N_SLICE: cerror(fs, n->line, n->col, "a slice is only allowed inside [ ]"); break;
+    default: cerror(fs, n->line, n->col, "not an expression"); break;
+    }
+    fs->line = sl; fs->col = sc;
+}
+
+/* ---- statements ---- */
+
+static bool at_global_scope(fstate *fs) { return fs->is_main && fs->depth == 0; }
+
+static void declare_global(fstate *fs, const char *name, int *slot) {
+    *slot = ad_global_slot(fs->C->S, name, true);
+    if (*slot < 0) { nomem(fs); *slot = 0; return; }
+    if (*slot > AD_MAXBX) { cerror(fs, fs->line, fs->col, "too many global names"); *slot = 0; return; }
+    fs->C->S->globals->declared[*slot] = true;
+}
+
+/* Binds 'name' to the value now in register 'reg' (which becomes the local's home). */
+static void bind_new(fstate *fs, ad_node *decl, const char *name, int reg) {
+    if (at_global_scope(fs)) {
+        int slot;
+        declare_global(fs, name, &slot);
+        emit_abx(fs, OP_SETGLOBAL, reg, slot);
+        return;
+    }
+    if (decl->captured) emit_abc(fs, OP_NEWCELL, reg, reg, 0);
+    add_local(fs, name, reg, decl->captured);
+}
+
+static void store_var(fstate *fs, ad_node *target, int src) {
+    vref v = resolve(fs, target->str, false);
+    switch (v.kind) {
+    case V_LOCAL: if (v.index != src) emit_abc(fs, OP_MOVE, v.index, src, 0); break;
+    case V_CELL: emit_abc(fs, OP_SETCELL, v.index, src, 0); break;
+    case V_UPVAL: emit_abc(fs, OP_SETUPVAL, src, v.index, 0); break;
+    case V_SELF: cerror(fs, target->line, target->col, "cannot assign to function '%s' inside its own body", target->str); break;
+    case V_GLOBAL: emit_abx(fs, OP_SETGLOBAL, src, v.index); break;
+    }
+}
+
+static void stmt_assign(fstate *fs, ad_node *n) {
+    ad_node *t = n->a;
+    int save = fs->freereg;
+    if (t->kind == N_NAME) {
+        int r = reserve(fs, 1);
+        if (n->op) {
+            expr(fs, t, r);
+            int b = expr_any(fs, n->b);
+            setpos(fs, n);
+            emit_abc(fs, binop_code(n->op), r, r, b);
+        } else {
+            expr(fs, n->b, r);
+        }
+        setpos(fs, n);
+        store_var(fs, t, r);
+    } else if (t->kind == N_INDEX) {
+        int base = reserve(fs, 1);
+        expr_index_operands(fs, t, base);
+        int v = reserve(fs, 1);
+        if (n->op) {
+            setpos(fs, t);
+            emit_abc(fs, OP_INDEX, v, base, t->list->n);
+            int b = expr_any(fs, n->b);
+            setpos(fs, n);
+            emit_abc(fs, binop_code(n->op), v, v, b);
+        } else {
+            expr(fs, n->b, v);
+        }
+        setpos(fs, n);
+        emit_abc(fs, OP_SETINDEX, base, t->list->n, v);
+    } else if (t->kind == N_ATTR) {
+        int attr = ad_attr_lookup(t->str);
+        if (attr < 0) { cerror(fs, t->line, t->col, "unknown attribute '%s'", t->str); return; }
+        int obj = reserve(fs, 1);
+        expr(fs, t->a, obj);
+        int v = reserve(fs, 1);
+        if (n->op) {
+            emit_abc(fs, OP_GETATTR, v, obj, attr);
+            int b = expr_any(fs, n->b);
+            setpos(fs, n);
+            emit_abc(fs, binop_code(n->op), v, v, b);
+        } else {
+            expr(fs, n->b, v);
+        }
+        setpos(fs, n);
+        emit_abc(fs, OP_SETATTR, obj, attr, v);
+    } else {
+        cerror(fs, t->line, t->col, "cannot assign to this expression");
+    }
+    fs->freereg = save;
+}
+
+static void enter_block(fstate *fs, int *nvars, int *freereg) { *nvars = fs->nvars; *freereg = fs->freereg; fs->depth++; }
+static void leave_block(fstate *fs, int nvars, int freereg) { fs->nvars = nvars; fs->freereg = freereg; fs->depth--; }
+
+static void block(fstate *fs, ad_node *b) {
+    int nv, fr;
+    enter_block(fs, &nv, &fr);
+    for (int i = 0; b->list && i < b->list->n && !fs->C->failed; i++) stmt(fs, b->list->items[i]);
+    leave_block(fs, nv, fr);
+}
+
+static bool add_jump(fstate *fs, int **arr, int *n, int *cap, int at) {
+    if (!grow(fs, (void **)arr, cap, *n, sizeof(int))) return false;
+    (*arr)[(*n)++] = at;
+    return true;
+}
+
+static void loop_begin(fstate *fs, loopinfo *L) {
+    memset(L, 0, sizeof *L);
+    L->outer = fs->loop;
+    L->grad_depth = fs->ngrad;
+    fs->loop = L;
+}
+
+static void loop_end(fstate *fs, loopinfo *L, int cont_target, int break_target) {
+    for (int i = 0; i < L->nconts; i++) patch_to(fs, L->conts[i], cont_target);
+    for (int i = 0; i < L->nbreaks; i++) patch_to(fs, L->breaks[i], break_target);
+    ad_free(fs->C->S, L->conts);
+    ad_free(fs->C->S, L->breaks);
+    fs->loop = L->outer;
+}
+
+/* Leaving no_grad blocks early (break, continue, return) restores grad mode. */
+static void restore_grad_to(fstate *fs, int depth) {
+    for (int i = fs->ngrad - 1; i >= depth; i--) emit_abc(fs, OP_GRADRESTORE, fs->grad_regs[i], 0, 0);
+}
+
+static void stmt_for(fstate *fs, ad_node *n) {
+    int nv, fr;
+    enter_block(fs, &nv, &fr);
+    loopinfo L;
+    ad_node *it = n->a;
+    bool is_range = false;
+    if (it->kind == N_CALL && it->a->kind == N_NAME && strcmp(it->a->str, "range") == 0 &&
+        it->list && it->list->n >= 1 && it->list->n <= 3 && n->list->n == 1 && n->op == 0) {
+        is_range = find_local(fs, "range") < 0;
+        for (int i = 0; i < it->list->n; i++) if (it->list->items[i]->kind == N_KWARG) is_range = false;
+    }
+    ad_node *var = n->list->items[0];
+    if (is_range) {
+        int base = reserve(fs, 4);
+        ad_nlist *a = it->list;
+        if (a->n == 1) { emit_abx(fs, OP_LOADINT, base, 32767); expr(fs, a->items[0], base + 1); }
+        else { expr(fs, a->items[0], base); expr(fs, a->items[1], base + 1); }
+        if (a->n == 3) expr(fs, a->items[2], base + 2);
+        else emit_abx(fs, OP_LOADINT, base + 2, 32767 + 1);
+        setpos(fs, it);
+        int prep = emit_jump(fs, OP_FORPREP, base);
+        int body = fs->p->ncode;
+        loop_begin(fs, &L);
+        int nv2, fr2;
+        enter_block(fs, &nv2, &fr2);
+        if (var->captured) { int c = reserve(fs, 1); emit_abc(fs, OP_NEWCELL, c, base + 3, 0); add_local(fs, var->str, c, true); }
+        else add_local(fs, var->str, base + 3, false);
+        block(fs, n->b);
+        leave_block(fs, nv2, fr2);
+        int cont = fs->p->ncode;
+        setpos(fs, it);
+        int back = emit_jump(fs, OP_FORLOOP, base);
+        patch_to(fs, back, body);
+        patch_here(fs, prep);
+        loop_end(fs, &L, cont, fs->p->ncode);
+    } else {
+        int nvars = n->list->n;
+        int base = reserve(fs, 3);
+        expr(fs, it, base);
+        setpos(fs, it);
+        emit_abc(fs, OP_ITERPREP, base, 0, 0);
+        int top = fs->p->ncode;
+        int next = emit_jump(fs, OP_ITERNEXT, base);
+        loop_begin(fs, &L);
+        int nv2, fr2;
+        enter_block(fs, &nv2, &fr2);
+        if (n->op == 1) {
+            int vb = reserve(fs, nvars);
+            emit_abc(fs, OP_UNPACK, vb, base + 2, nvars);
+            for (int i = 0; i < nvars; i++) {
+                ad_node *v = n->list->items[i];
+                if (v->captured) emit_abc(fs, OP_NEWCELL, vb + i, vb + i, 0);
+                add_local(fs, v->str, vb + i, v->captured);
+            }
+        } else if (var->captured) {
+            int c = reserve(fs, 1);
+            emit_abc(fs, OP_NEWCELL, c, base + 2, 0);
+            add_local(fs, var->str, c, true);
+        } else {
+            add_local(fs, var->str, base + 2, false);
+        }
+        block(fs, n->b);
+        leave_block(fs, nv2, fr2);
+        int back = emit_jump(fs, OP_JMP, 0);
+        patch_to(fs, back, top);
+        patch_here(fs, next);
+        loop_end(fs, &L, top, fs->p->ncode);
+    }
+    leave_block(fs, nv, fr);
+}
+
+static void stmt(fstate *fs, ad_node *n) {
+    if (fs->C->failed) return;
+    setpos(fs, n);
+    int save = fs->freereg;
+    switch (n->kind) {
+    case N_LET: {
+        int r = reserve(fs, 1);
+        expr(fs, n->a, r);
+        setpos(fs, n);
+        bind_new(fs, n, n->str, r);
+        if (at_global_scope(fs)) fs->freereg = save;
+        return;
+    }
+    case N_LETDESTR: {
+        int cnt = n->list->n;
+        int src = reserve(fs, 1);
+        expr(fs, n->a, src);
+        int base = reserve(fs, cnt);
+        setpos(fs, n);
+        emit_abc(fs, OP_UNPACK, base, src, cnt);
+        if (!at_global_scope(fs)) {
+            /* Move the items down over the source temporary so locals stay packed. */
+            for (int i = 0; i < cnt; i++) emit_abc(fs, OP_MOVE, src + i, base + i, 0);
+            fs->freereg = src + cnt;
+        }
+        for (int i = 0; i < cnt; i++) {
+            ad_node *v = n->list->items[i];
+            bind_new(fs, v, v->str, at_global_scope(fs) ? base + i : src + i);
+        }
+        if (at_global_scope(fs)) fs->freereg = save;
+        return;
+    }
+    case N_FNDEF: {
+        if (at_global_scope(fs)) {
+            int slot;
+            declare_global(fs, n->str, &slot);
+            int r = reserve(fs, 1);
+            compile_function(fs, n, n->str, n->list, n->b, r);
+            emit_abx(fs, OP_SETGLOBAL, r, slot);
+            fs->freereg = save;
+        } else {
+            int r = reserve(fs, 1);
+            compile_function(fs, n, n->str, n->list, n->b, r);
+            bind_new(fs, n, n->str, r);
+        }
+        return;
+    }
+    case N_ASSIGN: stmt_assign(fs, n); break;
+    case N_EXPRSTMT: {
+        int r = reserve(fs, 1);
+        expr(fs, n->a, r);
+        if (fs->C->repl && at_global_scope(fs)) emit_abc(fs, OP_ECHO, r, 0, 0);
+        break;
+    }
+    case N_RETURN: {
+        if (fs->is_main && fs->parent == NULL && false) break;
+        int r = 0;
+        if (n->a) { r = reserve(fs, 1); expr(fs, n->a, r); }
+        setpos(fs, n);
+        restore_grad_to(fs, 0);
+        emit_abc(fs, OP_RETURN, r, n->a ? 1 : 0, 0);
+        break;
+    }
+    case N_IF: {
+        int save2 = fs->freereg;
+        int c = expr_any(fs, n->a);
+        fs->freereg = save2;
+        int jf = emit_jump(fs, OP_JMPIFNOT, c);
+        block(fs, n->b);
+        if (n->c) {
+            int je = emit_jump(fs, OP_JMP, 0);
+            patch_here(fs, jf);
+            if (n->c->kind == N_BLOCK) block(fs, n->c); else stmt(fs, n->c);
+            patch_here(fs, je);
+        } else {
+            patch_here(fs, jf);
+        }
+        break;
+    }
+    case N_WHILE: {
+        loopinfo L;
+        int top = fs->p->ncode;
+        int save2 = fs->freereg;
+        int c = expr_any(fs, n->a);
+        fs->freereg = save2;
+        int jf = emit_jump(fs, OP_JMPIFNOT, c);
+        loop_begin(fs, &L);
+        block(fs, n->b);
+        int back = emit_jump(fs, OP_JMP, 0);
+        patch_to(fs, back, top);
+        patch_here(fs, jf);
+        loop_end(fs, &L, top, fs->p->ncode);
+        break;
+    }
+    case N_FOR: stmt_for(fs, n); break;
+    case N_BREAK: case N_CONTINUE: {
+        loopinfo *L = fs->loop;
+        if (!L) { cerror(fs, n->line, n->col, "'%s' outside a loop", n->kind == N_BREAK ? "break" : "continue"); break; }
+        restore_grad_to(fs, L->grad_depth);
+        int j = emit_jump(fs, OP_JMP, 0);
+        if (n->kind == N_BREAK) add_jump(fs, &L->breaks, &L->nbreaks, &L->capbreaks, j);
+        else add_jump(fs, &L->conts, &L->nconts, &L->capconts, j);
+        break;
+    }
+    case N_NOGRAD: {
+        if (fs->ngrad >= 64) { cerror(fs, n->line, n->col, "no_grad blocks nested too deeply"); break; }
+        int r = reserve(fs, 1);
+        emit_abc(fs, OP_GRADOFF, r, 0, 0);
+        fs->grad_regs[fs->ngrad++] = r;
+        block(fs, n->b);
+        fs->ngrad--;
+        emit_abc(fs, OP_GRADRESTORE, r, 0, 0);
+        break;
+    }
+    case N_BLOCK: block(fs, n); break;
+    default: cerror(fs, n->line, n->col, "not a statement"); break;
+    }
+    fs->freereg = save;
+}
+
+/* ---- functions ---- */
+
+static ad_proto *proto_new(ad_state *S, ad_chunk *chunk, const char *name, int line) {
+    ad_proto *p = ad_calloc(S, 1, sizeof *p);
+    if (!p) return NULL;
+    p->refcount = 1;
+    size_t n = strlen(name);
+    p->name = ad_malloc(S, n + 1);
+    if (!p->name) { ad_free(S, p); return NULL; }
+    memcpy(p->name, name, n + 1);
+    p->chunk = chunk;
+    chunk->refcount++;
+    p->line = line;
+    return p;
+}
+
+static void fs_free(fstate *fs) {
+    ad_free(fs->C->S, fs->vars);
+    ad_free(fs->C->S, fs->upnames);
+}
+
+static void compile_function(fstate *fs, ad_node *fn, const char *name, ad_nlist *params, ad_node *body, int dst) {
+    cstate *C = fs->C;
+    ad_state *S = C->S;
+    int np = params ? params->n : 0;
+    if (np > 200) { cerror(fs, fs->line, fs->col, "too many parameters"); return; }
+    /* Defaults are evaluated where the function is defined, into R[base+1...]. */
+    int save = fs->freereg;
+    int base = reserve(fs, 1);
+    int nd = 0;
+    bool seen_default = false;
+    for (int i = 0; i < np; i++) {
+        ad_node *p = params->items[i];
+        if (p->a) { seen_default = true; int r = reserve(fs, 1); expr(fs, p->a, r); nd++; }
+        else if (seen_default) { cerror(fs, p->line, p->col, "parameter '%s' without a default follows one with a default", p->str); return; }
+        for (int j = 0; j < i; j++)
+            if (strcmp(params->items[j]->str, p->str) == 0) { cerror(fs, p->line, p->col, "duplicate parameter '%s'", p->str); return; }
+    }
+    if (C->failed) return;
+    fstate child;
+    memset(&child, 0, sizeof child);
+    child.parent = fs;
+    child.C = C;
+    child.line = fs->line; child.col = fs->col;
+    child.depth = 1;
+    child.selfname = (fn && fn->kind == N_FNDEF) ? fn->str : NULL;
+    child.p = proto_new(S, C->chunk, name, fs->line);
+    if (!child.p) { nomem(fs); return; }
+    ad_proto *p = child.p;
+    p->nparams = np;
+    p->ndefaults = nd;
+    p->pnames = ad_calloc(S, (size_t)(np ? np : 1), sizeof(char *));
+    if (!p->pnames) { nomem(fs); ad_proto_decref(S, p); return; }
+    for (int i = 0; i < np; i++) {
+        size_t len = strlen(params->items[i]->str);
+        p->pnames[i] = ad_malloc(S, len + 1);
+        if (!p->pnames[i]) { nomem(fs); ad_proto_decref(S, p); return; }
+        memcpy(p->pnames[i], params->items[i]->str, len + 1);
+    }
+    reserve(&child, np);
+    for (int i = 0; i < np; i++) {
+        ad_node *pn = params->items[i];
+        if (pn->captured) emit_abc(&child, OP_NEWCELL, i, i, 0);
+        add_local(&child, pn->str, i, pn->captured);
+    }
+    for (int i = 0; body->list && i < body->list->n && !C->failed; i++) stmt(&child, body->list->items[i]);
+    emit_abc(&child, OP_RETURN, 0, 0, 0);
+    fs_free(&child);
+    if (C->failed) { ad_proto_decref(S, p); return; }
+    /* Attach to the parent. */
+    ad_proto *pp = fs->p;
+    if (pp->nprotos >= AD_MAXBX) { cerror(fs, fs->line, fs->col, "too many functions"); ad_proto_decref(S, p); return; }
+    if (!grow(fs, (void **)&pp->protos, &fs->capprotos, pp->nprotos, sizeof(ad_proto *))) { ad_proto_decref(S, p); return; }
+    int idx = pp->nprotos;
+    pp->protos[pp->nprotos++] = p;
+    emit_abx(fs, OP_CLOSURE, base, idx);
+    for (int i = 0; i < p->nupvals; i++)
+        emit_abx(fs, OP_EXTRAARG, p->upvals[i].instack, p->upvals[i].index);
+    if (dst != base) emit_abc(fs, OP_MOVE, dst, base, 0);
+    fs->freereg = save;
+}
+
+/* ---- entry points ---- */
+
+void ad_format_location(ad_buf *b, const char *name, const char *src, size_t len,
+                        int line, int col, const char *msg) {
+    ad_buf_printf(b, "%s:%d:%d: error: %s\n", name, line, col, msg);
+    if (!src || line < 1) return;
+    const char *p = src, *end = src + len;
+    for (int l = 1; l < line && p < end; l++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) { p = end; break; }
+        p = nl + 1;
+    }
+    if (p >= end && line > 1) return;
+    const char *e = memchr(p, '\n', (size_t)(end - p));
+    if (!e) e = end;
+    if (e > p && e[-1] == '\r') e--;
+    ad_buf_add(b, p, (size_t)(e - p));
+    ad_buf_puts(b, "\n");
+    for (int i = 1; i < col && p + i - 1 < e; i++) ad_buf_add(b, p[i - 1] == '\t' ? "\t" : " ", 1);
+    ad_buf_puts(b, "^\n");
+}
+
+static void set_compile_error(ad_state *S, const char *name, const char *src, size_t len, int line, int col, const char *msg) {
+    ad_buf b;
+    ad_buf_init(&b, S);
+    ad_format_location(&b, name, src, len, line, col, msg);
+    if (b.failed) ad_nomem(S);
+    else ad_vm_set_errmsg(S, ADDSL_ECOMPILE, b.data);
+    ad_buf_free(&b);
+}
+
+static ad_chunk *chunk_new(ad_state *S, const char *src, size_t len, const char *name) {
+    ad_chunk *c = ad_calloc(S, 1, sizeof *c);
+    if (!c) return NULL;
+    c->refcount = 1;
+    size_t nl = strlen(name);
+    c->name = ad_malloc(S, nl + 1);
+    c->src = ad_malloc(S, len + 1);
+    if (!c->name || !c->src) { ad_free(S, c->name); ad_free(S, c->src); ad_free(S, c); return NULL; }
+    memcpy(c->name, name, nl + 1);
+    memcpy(c->src, src, len);
+    c->src[len] = '\0';
+    c->len = len;
+    return c;
+}
+
+static bool check_globals(cstate *C) {
+    ad_globals *G = C->S->globals;
+    for (int i = 0; i < C->ngrefs; i++) {
+        gref *g = &C->grefs[i];
+        if (G->declared[g->slot] || G->defined[g->slot]) continue;
+        C->failed = true;
+        C->err_line = g->line; C->err_col = g->col;
+        snprintf(C->err_msg, sizeof C->err_msg, g->method ? "unknown method '%.200s'" : "undefined name '%.200s'", G->names[g->slot]);
+        return false;
+    }
+    return true;
+}
+
+ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name, bool repl) {
+    ad_arena arena;
+    ad_arena_init(&arena, S);
+    ad_parse P;
+    memset(&P, 0, sizeof P);
+    P.arena = &arena;
+    if (!ad_parse_source(&P, src, len)) {
+        if (arena.failed) ad_nomem(S);
+        else set_compile_error(S, name, src, len, P.err_line, P.err_col, P.err_msg);
+        ad_arena_free(&arena);
+        return NULL;
+    }
+    resolver R;
+    memset(&R, 0, sizeof R);
+    R.S = S;
+    r_node(&R, P.root);
+    ad_free(S, R.b);
+    if (R.failed) { ad_arena_free(&arena); ad_nomem(S); return NULL; }
+
+    ad_chunk *chunk = chunk_new(S, src, len, name);
+    if (!chunk) { ad_arena_free(&arena); return NULL; }
+    cstate C;
+    memset(&C, 0, sizeof C);
+    C.S = S; C.chunk = chunk; C.repl = repl;
+    fstate fs;
+    memset(&fs, 0, sizeof fs);
+    fs.C = &C;
+    fs.is_main = true;
+    fs.line = 1; fs.col = 1;
+    fs.p = proto_new(S, chunk, "<main>", 1);
+    ad_chunk_decref(S, chunk);
+    if (!fs.p) { ad_arena_free(&arena); return NULL; }
+    /* The top-level block's statements run at global scope (depth 0). */
+    for (int i = 0; P.root->list && i < P.root->list->n && !C.failed; i++) stmt(&fs, P.root->list->items[i]);
+    emit_abc(&fs, OP_RETURN, 0, 0, 0);
+    if (!C.failed) check_globals(&C);
+    fs_free(&fs);
+    ad_free(S, C.grefs);
+    ad_arena_free(&arena);
+    if (C.failed) {
+        if (strcmp(C.err_msg, "out of memory") == 0) ad_nomem(S);
+        else set_compile_error(S, name, src, len, C.err_line, C.err_col, C.err_msg);
+        ad_proto_decref(S, fs.p);
+        return NULL;
+    }
+    return fs.p;
+}
+
+int ad_compile_incomplete(const char *src, size_t len) {
+    ad_lexer lx;
+    ad_lex_init(&lx, src, len);
+    ad_token t;
+    for (;;) {
+        int type = ad_lex_next(&lx, &t);
+        if (type < 0) return lx.error && strcmp(lx.error, "unterminated string") == 0 ? 0 : 0;
+        if (type == 0) break;
+    }
+    return lx.depth > 0;
+}

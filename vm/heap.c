@@ -1,0 +1,243 @@
+/* heap.c: the tensor heap: size-class pooled storage with live-byte accounting
+ * and the memory limit, plus a small-object pool for tensor headers. */
+#include "heap.h"
+
+#include <string.h>
+
+#include "state.h"
+
+/* Tunables that only this file sees. */
+#define HEAP_ALIGN 64                 /* storage blocks start on a cache line */
+#define HDR_GRAIN 64                  /* header pool rounds sizes to this */
+#define HDR_CLASSES 8                 /* header sizes up to 8 * 64 = 512 bytes */
+#define HDR_MAX_FREE 4096             /* cached headers kept per size */
+
+/* Every storage block is preceded by this record (inside the slack left for
+ * alignment), so release needs nothing but the pointer and the granted size,
+ * and close can free blocks the program never returned. */
+typedef struct blk {
+    void *raw;                /* what the system allocator returned */
+    struct blk *prev, *next;  /* list of live blocks, or free list (next only) */
+    size_t nbytes;            /* bytes requested by the current owner */
+} blk;
+
+/* Same idea for headers; 32 bytes keeps the header 16-byte aligned. */
+typedef struct hdr {
+    struct hdr *prev, *next;
+    uint32_t cls;             /* HDR_CLASSES: not pooled */
+    uint32_t pad0;
+    uint64_t pad1;
+} hdr;
+
+#define BLK_PREFIX (((sizeof(blk) + HEAP_ALIGN - 1) / HEAP_ALIGN) * HEAP_ALIGN)
+
+struct ad_heap {
+    blk *free_list[AD_HEAP_MAX_CLASS + 1];
+    uint32_t free_count[AD_HEAP_MAX_CLASS + 1];
+    blk live;                 /* sentinel of the live block ring */
+    hdr *hfree[HDR_CLASSES];
+    uint32_t hfree_count[HDR_CLASSES];
+    hdr hlive;                /* sentinel of the live header ring */
+    ad_heap_stats st;
+};
+
+static blk *blk_of(void *p) { return (blk *)((char *)p - sizeof(blk)); }
+static void *blk_data(blk *b) { return (char *)b + sizeof(blk); }
+
+static void ring_add(blk *head, blk *b) {
+    b->next = head->next; b->prev = head;
+    head->next->prev = b; head->next = b;
+}
+static void ring_del(blk *b) { b->prev->next = b->next; b->next->prev = b->prev; }
+
+static void hring_add(hdr *head, hdr *h) {
+    h->next = head->next; h->prev = head;
+    head->next->prev = h; head->next = h;
+}
+static void hring_del(hdr *h) { h->prev->next = h->next; h->next->prev = h->prev; }
+
+struct ad_heap *ad_heap_new(ad_state *S) {
+    struct ad_heap *h = ad_calloc(S, 1, sizeof *h);
+    if (!h) return NULL;
+    h->live.prev = h->live.next = &h->live;
+    h->hlive.prev = h->hlive.next = &h->hlive;
+    return h;
+}
+
+/* Size class of a request: the smallest power of two holding it, or -1 when
+ * the request is too large to pool. */
+static int size_class(size_t n) {
+    if (n <= ((size_t)1 << AD_HEAP_MIN_CLASS)) return AD_HEAP_MIN_CLASS;
+    int c = 64 - __builtin_clzll((unsigned long long)(n - 1));
+    return c <= AD_HEAP_MAX_CLASS ? c : -1;
+}
+
+static size_t granted_size(size_t n, int cls) {
+    if (cls >= 0) return (size_t)1 << cls;
+    return (n + HEAP_ALIGN - 1) & ~(size_t)(HEAP_ALIGN - 1);
+}
+
+/* A fresh aligned block from the system; NULL without setting an error. */
+static blk *system_block(ad_state *S, size_t granted) {
+    size_t total;
+    if (__builtin_add_overflow(granted, BLK_PREFIX + HEAP_ALIGN, &total)) return NULL;
+    void *raw = S->cfg.alloc(S->cfg.alloc_ud, NULL, total);
+    if (!raw) return NULL;
+    uintptr_t a = ((uintptr_t)raw + sizeof(blk) + HEAP_ALIGN - 1) & ~(uintptr_t)(HEAP_ALIGN - 1);
+    blk *b = blk_of((void *)a);
+    b->raw = raw;
+    return b;
+}
+
+static void pool_trim(struct ad_heap *h, ad_state *S) {
+    for (int c = 0; c <= AD_HEAP_MAX_CLASS; c++) {
+        blk *b = h->free_list[c];
+        while (b) {
+            blk *n = b->next;
+            ad_free(S, b->raw);
+            b = n;
+        }
+        h->free_list[c] = NULL;
+        h->free_count[c] = 0;
+    }
+    h->st.pooled_bytes = 0;
+}
+
+void ad_heap_trim(ad_state *S) {
+    if (S->heap) pool_trim(S->heap, S);
+}
+
+static int limit_error(ad_state *S, size_t nbytes) {
+    return ad_error_code(S, ADDSL_ENOMEM,
+                         "out of memory: tensor heap limit of %zu bytes reached "
+                         "(live %zu bytes, requested %zu bytes)",
+                         S->cfg.memory_limit, S->heap->st.live_bytes, nbytes);
+}
+
+/* A block from the free list of 'cls', or NULL. */
+static blk *pool_take(struct ad_heap *h, int cls) {
+    if (cls < 0 || !h->free_list[cls]) return NULL;
+    blk *b = h->free_list[cls];
+    h->free_list[cls] = b->next;
+    h->free_count[cls]--;
+    h->st.pooled_bytes -= (size_t)1 << cls;
+    h->st.pool_hits++;
+    return b;
+}
+
+/* Pooled blocks are not live, but they are memory the process holds: before
+ * the heap grows past the limit it gives the cache back first. */
+static blk *system_take(ad_state *S, size_t granted) {
+    struct ad_heap *h = S->heap;
+    size_t lim = S->cfg.memory_limit;
+    if (lim && h->st.pooled_bytes && h->st.live_bytes + h->st.pooled_bytes + granted > lim)
+        pool_trim(h, S);
+    blk *b = system_block(S, granted);
+    if (!b && h->st.pooled_bytes) {
+        pool_trim(h, S);
+        b = system_block(S, granted);
+    }
+    if (b) h->st.system_allocs++;
+    return b;
+}
+
+void *ad_heap_alloc(ad_state *S, size_t nbytes, size_t *granted) {
+    struct ad_heap *h = S->heap;
+    size_t lim = S->cfg.memory_limit;
+    if (lim && (nbytes > lim || h->st.live_bytes > lim - nbytes)) {
+        limit_error(S, nbytes);
+        return NULL;
+    }
+    int cls = size_class(nbytes);
+    size_t g = granted_size(nbytes, cls);
+    blk *b = pool_take(h, cls);
+    if (!b) b = system_take(S, g);
+    if (!b) { ad_nomem(S); return NULL; }
+    b->nbytes = nbytes;
+    ring_add(&h->live, b);
+    h->st.live_bytes += nbytes;
+    if (h->st.live_bytes > h->st.peak_bytes) h->st.peak_bytes = h->st.live_bytes;
+    *granted = g;
+    return blk_data(b);
+}
+
+void ad_heap_release(ad_state *S, void *block, size_t granted) {
+    if (!block) return;
+    struct ad_heap *h = S->heap;
+    blk *b = blk_of(block);
+    ring_del(b);
+    h->st.live_bytes -= b->nbytes;
+    int cls = size_class(granted);
+    if (cls >= 0 && granted == ((size_t)1 << cls) && h->free_count[cls] < AD_HEAP_MAX_FREE_PER_CLASS) {
+        b->next = h->free_list[cls];
+        h->free_list[cls] = b;
+        h->free_count[cls]++;
+        h->st.pooled_bytes += granted;
+        return;
+    }
+    ad_free(S, b->raw);
+}
+
+void ad_heap_stats_get(ad_state *S, ad_heap_stats *out) {
+    if (S->heap) *out = S->heap->st;
+    else memset(out, 0, sizeof *out);
+}
+
+void ad_heap_set_limit(ad_state *S, size_t limit) { S->cfg.memory_limit = limit; }
+
+void *ad_heap_alloc_header(ad_state *S, size_t size) {
+    struct ad_heap *h = S->heap;
+    size_t c = size ? (size - 1) / HDR_GRAIN : 0;
+    hdr *x;
+    if (c < HDR_CLASSES && h->hfree[c]) {
+        x = h->hfree[c];
+        h->hfree[c] = x->next;
+        h->hfree_count[c]--;
+    } else {
+        size_t n = c < HDR_CLASSES ? (c + 1) * HDR_GRAIN : size;
+        if (n > SIZE_MAX - sizeof(hdr)) { ad_nomem(S); return NULL; }
+        x = ad_malloc(S, sizeof(hdr) + n);
+        if (!x) return NULL;
+        x->cls = c < HDR_CLASSES ? (uint32_t)c : HDR_CLASSES;
+    }
+    hring_add(&h->hlive, x);
+    return x + 1;
+}
+
+void ad_heap_release_header(ad_state *S, void *p) {
+    if (!p) return;
+    struct ad_heap *h = S->heap;
+    hdr *x = (hdr *)p - 1;
+    hring_del(x);
+    uint32_t c = x->cls;
+    if (c < HDR_CLASSES && h->hfree_count[c] < HDR_MAX_FREE) {
+        x->next = h->hfree[c];
+        h->hfree[c] = x;
+        h->hfree_count[c]++;
+        return;
+    }
+    ad_free(S, x);
+}
+
+/* Frees the pools and whatever is still live: after close nothing of the
+ * heap survives, even if a tensor reference was leaked. */
+void ad_heap_free(ad_state *S, struct ad_heap *h) {
+    if (!h) return;
+    pool_trim(h, S);
+    while (h->live.next != &h->live) {
+        blk *b = h->live.next;
+        ring_del(b);
+        ad_free(S, b->raw);
+    }
+    for (int c = 0; c < HDR_CLASSES; c++) {
+        hdr *x = h->hfree[c];
+        while (x) { hdr *n = x->next; ad_free(S, x); x = n; }
+    }
+    while (h->hlive.next != &h->hlive) {
+        hdr *x = h->hlive.next;
+        hring_del(x);
+        ad_free(S, x);
+    }
+    ad_free(S, h);
+    if (S->heap == h) S->heap = NULL;
+}

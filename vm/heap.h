@@ -1,0 +1,36 @@
+/* heap.h: the tensor heap: storage pooled by power-of-two size class, live
+ * byte accounting and the memory limit. Tensor headers are pooled too. */
+#ifndef AD_HEAP_H
+#define AD_HEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct addsl_state ad_state;
+
+typedef struct ad_heap_stats {
+    size_t live_bytes;      /* bytes of storage handed out and not yet returned */
+    size_t peak_bytes;
+    size_t pooled_bytes;    /* bytes held in free lists */
+    uint64_t system_allocs; /* calls to the underlying allocator for storage */
+    uint64_t pool_hits;     /* storage requests served from a free list */
+} ad_heap_stats;
+
+struct ad_heap *ad_heap_new(ad_state *S);
+void ad_heap_free(ad_state *S, struct ad_heap *h);  /* releases every pooled block */
+
+/* A block of at least 'nbytes' (64-byte aligned). On the memory limit it fails
+ * with "out of memory: tensor heap limit of N bytes reached (...)"; returns NULL. */
+void *ad_heap_alloc(ad_state *S, size_t nbytes, size_t *granted);
+void ad_heap_release(ad_state *S, void *block, size_t granted);
+/* Accounts external (host) memory against nothing but keeps stats consistent. */
+void ad_heap_stats_get(ad_state *S, ad_heap_stats *out);
+void ad_heap_set_limit(ad_state *S, size_t limit);
+/* Frees every pooled block (e.g. after a memory-limit error). */
+void ad_heap_trim(ad_state *S);
+
+/* Tensor header pool (struct ad_tensor), so an op allocates nothing new in a loop. */
+void *ad_heap_alloc_header(ad_state *S, size_t size);
+void ad_heap_release_header(ad_state *S, void *hdr);
+
+#endif

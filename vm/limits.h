@@ -1,0 +1,18 @@
+/* limits.h: every tunable and hard limit of addsl in one place.
+ * Change a number here, not at its point of use. */
+#ifndef AD_LIMITS_H
+#define AD_LIMITS_H
+
+#define AD_MAX_DIMS 16              /* tensor rank limit */
+#define AD_MAX_REGS 250             /* registers per function frame */
+#define AD_DEFAULT_MAX_DEPTH 200    /* script call depth before "stack overflow" */
+#define AD_DEFAULT_MEMORY_LIMIT ((size_t)4 << 30)  /* bytes of tensor storage */
+#define AD_MAX_STRING ((size_t)1 << 30)            /* bytes in one string */
+#define AD_MAX_LIST ((int64_t)1 << 28)             /* elements in one list */
+#define AD_OMP_THRESHOLD 32768      /* elements before a kernel goes parallel */
+#define AD_HEAP_MIN_CLASS 6         /* smallest pooled block: 64 bytes */
+#define AD_HEAP_MAX_CLASS 40        /* blocks up to 2^40 bytes are pooled */
+#define AD_HEAP_MAX_FREE_PER_CLASS 64 /* cached blocks kept per size class */
+#define AD_ERRMSG_MAX 1024          /* bytes of one error message */
+
+#endif

@@ -1,0 +1,71 @@
+/* state.h: the interpreter state every module hangs off, and its error and
+ * allocation primitives. There is no global mutable state anywhere else. */
+#ifndef AD_STATE_H
+#define AD_STATE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addsl.h"
+#include "limits.h"
+#include "value.h"
+
+struct ad_heap;
+struct ad_kreg;
+struct ad_vm;
+struct ad_globals;
+
+/* Internal status codes are the public ones. */
+#define AD_OK ADDSL_OK
+
+typedef struct ad_rng {
+    uint64_t s[4]; /* xoshiro256** state */
+    int has_spare; double spare; /* Box-Muller second sample */
+} ad_rng;
+
+struct addsl_state {
+    addsl_config cfg;
+    struct ad_heap *heap;
+    struct ad_kreg *kernels;   /* libffi kernel registry */
+    struct ad_vm *vm;          /* frames, registers, call depth */
+    struct ad_globals *globals;/* global slots by name (compile-time resolved) */
+    ad_rng rng;
+    int errcode;
+    char errmsg[AD_ERRMSG_MAX];
+    int exit_code;
+    volatile int interrupted;  /* set by addsl_interrupt, polled by the VM */
+    bool grad_enabled;         /* false inside no_grad { } */
+    void *ad_state_ext;        /* autograd/forward-AD state (later issues) */
+};
+
+/* Sets the error message and returns 'code' (ADDSL_ERUNTIME unless told). */
+int ad_error(ad_state *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ad_error_code(ad_state *S, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int ad_verror(ad_state *S, int code, const char *fmt, va_list ap);
+/* Sets the preallocated out-of-memory message; returns ADDSL_ENOMEM. */
+int ad_nomem(ad_state *S);
+void ad_clear_error(ad_state *S);
+
+/* The state's allocator. ad_malloc and ad_realloc set ENOMEM on failure. */
+void *ad_malloc(ad_state *S, size_t n);
+void *ad_calloc(ad_state *S, size_t count, size_t size); /* zeroed, overflow-checked */
+void *ad_realloc(ad_state *S, void *p, size_t n);
+void ad_free(ad_state *S, void *p);
+
+/* Checked size arithmetic: false on overflow. */
+static inline bool ad_mul_ok(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+/* Random numbers from the state's generator (manual_seed sets it). */
+void ad_rng_seed(ad_rng *r, uint64_t seed);
+uint64_t ad_rng_next(ad_rng *r);
+double ad_rng_uniform(ad_rng *r);  /* [0, 1) */
+double ad_rng_normal(ad_rng *r);
+
+/* Writes through the configured output callback. */
+void ad_write(ad_state *S, const char *text, size_t len, int is_err);
+
+#endif

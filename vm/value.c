@@ -1,0 +1,197 @@
+/* value.c: lifetime, equality, truth and printing of VM values.
+ * Objects are refcounted; the last decref frees children first. */
+#include "value.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "state.h"
+#include "tensor.h"
+#include "vm.h"
+
+void ad_value_incref(ad_value v) {
+    if (v.t == AD_TTENSOR) ad_tensor_incref(v.u.tensor);
+    else if (ad_is_obj(v)) v.u.o->refcount++;
+}
+
+static void list_free(ad_state *S, ad_list *l) {
+    for (int64_t i = 0; i < l->len; i++) ad_value_decref(S, l->items[i]);
+    ad_free(S, l->items);
+    ad_free(S, l);
+}
+
+void ad_value_decref(ad_state *S, ad_value v) {
+    if (!ad_is_obj(v)) return;
+    if (v.t == AD_TTENSOR) { ad_tensor_decref(S, v.u.tensor); return; }
+    if (--v.u.o->refcount > 0) return;
+    switch (v.t) {
+    case AD_TSTR: ad_free(S, v.u.s); break;
+    case AD_TLIST: case AD_TTUPLE: list_free(S, v.u.l); break;
+    case AD_TSLICE:
+        ad_value_decref(S, v.u.sl->start); ad_value_decref(S, v.u.sl->stop);
+        ad_value_decref(S, v.u.sl->step); ad_free(S, v.u.sl); break;
+    case AD_TCELL: ad_value_decref(S, v.u.cell->v); ad_free(S, v.u.cell); break;
+    case AD_TFUNC: ad_vm_closure_free(S, v.u.fn); break;
+    case AD_TBUILTIN: ad_vm_builtin_free(S, v.u.bi); break;
+    default: break;
+    }
+}
+
+ad_str *ad_str_new(ad_state *S, const char *data, size_t len) {
+    if (len > AD_MAX_STRING) { ad_error(S, "string too long (%zu bytes; the limit is %zu)", len, (size_t)AD_MAX_STRING); return NULL; }
+    ad_str *s = ad_malloc(S, sizeof *s + len + 1);
+    if (!s) return NULL;
+    s->hdr.refcount = 1;
+    s->len = len;
+    if (len) memcpy(s->data, data, len);
+    s->data[len] = '\0';
+    return s;
+}
+
+int ad_string_value(ad_state *S, const char *data, size_t len, ad_value *out) {
+    ad_str *s = ad_str_new(S, data, len);
+    if (!s) return S->errcode;
+    out->t = AD_TSTR; out->u.s = s;
+    return ADDSL_OK;
+}
+
+ad_list *ad_list_new(ad_state *S, ad_vtype kind, int64_t len) {
+    (void)kind;
+    if (len < 0 || len > AD_MAX_LIST) { ad_error(S, "list too long (%lld items; the limit is %lld)", (long long)len, (long long)AD_MAX_LIST); return NULL; }
+    ad_list *l = ad_malloc(S, sizeof *l);
+    if (!l) return NULL;
+    l->hdr.refcount = 1;
+    l->len = len; l->cap = len;
+    l->items = NULL;
+    if (len) {
+        l->items = ad_calloc(S, (size_t)len, sizeof(ad_value));
+        if (!l->items) { ad_free(S, l); return NULL; }
+        for (int64_t i = 0; i < len; i++) l->items[i] = ad_none();
+    }
+    return l;
+}
+
+int ad_list_push(ad_state *S, ad_list *l, ad_value v) {
+    if (l->len == l->cap) {
+        if (l->len >= AD_MAX_LIST) { ad_value_decref(S, v); return ad_error(S, "list too long (the limit is %lld items)", (long long)AD_MAX_LIST); }
+        int64_t cap = l->cap ? l->cap * 2 : 4;
+        ad_value *p = ad_realloc(S, l->items, (size_t)cap * sizeof *p);
+        if (!p) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+        l->items = p; l->cap = cap;
+    }
+    l->items[l->len++] = v;
+    return ADDSL_OK;
+}
+
+const char *ad_type_name(ad_value v) {
+    switch (v.t) {
+    case AD_TNONE: return "none";
+    case AD_TBOOL: return "bool";
+    case AD_TINT: case AD_TNUM: return "number";
+    case AD_TDTYPE: return "dtype";
+    case AD_TELLIPSIS: return "ellipsis";
+    case AD_TSTR: return "string";
+    case AD_TLIST: return "list";
+    case AD_TTUPLE: return "tuple";
+    case AD_TSLICE: return "slice";
+    case AD_TTENSOR: return "tensor";
+    case AD_TFUNC: return "function";
+    case AD_TBUILTIN: return "builtin";
+    case AD_TCELL: return "cell";
+    }
+    return "?";
+}
+
+bool ad_truthy(ad_value v) {
+    switch (v.t) {
+    case AD_TNONE: return false;
+    case AD_TBOOL: return v.u.b;
+    case AD_TINT: case AD_TNUM: return v.u.n != 0;
+    case AD_TSTR: return v.u.s->len != 0;
+    case AD_TLIST: case AD_TTUPLE: return v.u.l->len != 0;
+    default: return true;
+    }
+}
+
+bool ad_values_equal(ad_value a, ad_value b) {
+    if (ad_is_number(a) && ad_is_number(b)) return a.u.n == b.u.n;
+    if (ad_is_number(a) && b.t == AD_TBOOL) return a.u.n == (double)b.u.b;
+    if (a.t == AD_TBOOL && ad_is_number(b)) return (double)a.u.b == b.u.n;
+    if (a.t != b.t) {
+        if (ad_is_seq(a) && ad_is_seq(b)) return false;
+        return false;
+    }
+    switch (a.t) {
+    case AD_TNONE: case AD_TELLIPSIS: return true;
+    case AD_TBOOL: return a.u.b == b.u.b;
+    case AD_TDTYPE: return a.u.dtype == b.u.dtype;
+    case AD_TSTR: return a.u.s->len == b.u.s->len && memcmp(a.u.s->data, b.u.s->data, a.u.s->len) == 0;
+    case AD_TLIST: case AD_TTUPLE:
+        if (a.u.l->len != b.u.l->len) return false;
+        for (int64_t i = 0; i < a.u.l->len; i++)
+            if (!ad_values_equal(a.u.l->items[i], b.u.l->items[i])) return false;
+        return true;
+    default: return a.u.o == b.u.o;
+    }
+}
+
+/* Shortest text that reads back as the same double; integral values have no fraction. */
+int ad_format_number(char *out, size_t n, double x) {
+    if (isnan(x)) return snprintf(out, n, "nan");
+    if (isinf(x)) return snprintf(out, n, x > 0 ? "inf" : "-inf");
+    if (x == floor(x) && fabs(x) < 1e16) return snprintf(out, n, "%.0f", x == 0 ? 0.0 : x);
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, n, "%.*g", prec, x);
+        if (strtod(out, NULL) == x) break;
+    }
+    return (int)strlen(out);
+}
+
+static int format_seq(ad_state *S, ad_value v, ad_buf *b) {
+    bool tuple = v.t == AD_TTUPLE;
+    ad_buf_puts(b, tuple ? "(" : "[");
+    for (int64_t i = 0; i < v.u.l->len; i++) {
+        if (i) ad_buf_puts(b, ", ");
+        int rc = ad_value_format(S, v.u.l->items[i], b, true);
+        if (rc) return rc;
+    }
+    if (tuple && v.u.l->len == 1) ad_buf_puts(b, ",");
+    return ad_buf_puts(b, tuple ? ")" : "]");
+}
+
+static int format_quoted(ad_buf *b, const ad_str *s) {
+    ad_buf_puts(b, "\"");
+    for (size_t i = 0; i < s->len; i++) {
+        char c = s->data[i];
+        switch (c) {
+        case '\n': ad_buf_puts(b, "\\n"); break;
+        case '\t': ad_buf_puts(b, "\\t"); break;
+        case '"': ad_buf_puts(b, "\\\""); break;
+        case '\\': ad_buf_puts(b, "\\\\"); break;
+        default: ad_buf_add(b, &c, 1);
+        }
+    }
+    return ad_buf_puts(b, "\"");
+}
+
+int ad_value_format(ad_state *S, ad_value v, ad_buf *b, bool quote_str) {
+    char num[64];
+    switch (v.t) {
+    case AD_TNONE: return ad_buf_puts(b, "none");
+    case AD_TBOOL: return ad_buf_puts(b, v.u.b ? "true" : "false");
+    case AD_TINT: case AD_TNUM: ad_format_number(num, sizeof num, v.u.n); return ad_buf_puts(b, num);
+    case AD_TDTYPE: return ad_buf_puts(b, ad_dtype_name((ad_dtype)v.u.dtype));
+    case AD_TELLIPSIS: return ad_buf_puts(b, "...");
+    case AD_TSTR: return quote_str ? format_quoted(b, v.u.s) : ad_buf_add(b, v.u.s->data, v.u.s->len);
+    case AD_TLIST: case AD_TTUPLE: return format_seq(S, v, b);
+    case AD_TSLICE: return ad_buf_puts(b, "<slice>");
+    case AD_TTENSOR: return ad_tensor_format(S, v.u.tensor, b);
+    case AD_TFUNC: return ad_buf_printf(b, "<function %s>", ad_vm_closure_name(v.u.fn));
+    case AD_TBUILTIN: return ad_buf_printf(b, "<builtin %s>", v.u.bi->name);
+    case AD_TCELL: return ad_buf_puts(b, "<cell>");
+    }
+    return ADDSL_OK;
+}

@@ -1,0 +1,144 @@
+/* value.h: tagged values of the VM and the refcounted objects behind them.
+ * Numbers are unboxed doubles; everything else heavier is a refcounted pointer. */
+#ifndef AD_VALUE_H
+#define AD_VALUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct addsl_state ad_state;
+typedef struct ad_tensor ad_tensor;
+
+typedef enum {
+    AD_TNONE,
+    AD_TBOOL,
+    AD_TINT,      /* a number written or computed as an integer (exact to 2^53) */
+    AD_TNUM,      /* any other number (a double) */
+    AD_TDTYPE,    /* float32, float64, int64, bool */
+    AD_TELLIPSIS, /* the '...' of an index */
+    /* kinds at or after AD_TSTR hold a refcounted object */
+    AD_TSTR,
+    AD_TLIST,
+    AD_TTUPLE,
+    AD_TSLICE,
+    AD_TTENSOR,
+    AD_TFUNC,     /* a script closure */
+    AD_TBUILTIN,  /* a C function */
+    AD_TCELL      /* captured variable (internal, never user-visible) */
+} ad_vtype;
+
+typedef struct ad_obj {
+    int64_t refcount;
+} ad_obj;
+
+typedef struct ad_value {
+    ad_vtype t;
+    union {
+        bool b;
+        double n;   /* AD_TINT and AD_TNUM */
+        int dtype;  /* AD_TDTYPE: an ad_dtype */
+        ad_obj *o;
+        struct ad_str *s;
+        struct ad_list *l; /* AD_TLIST and AD_TTUPLE */
+        struct ad_slice *sl;
+        ad_tensor *tensor;
+        struct ad_closure *fn;
+        struct ad_builtin *bi;
+        struct ad_cell *cell;
+    } u;
+} ad_value;
+
+typedef struct ad_str {
+    ad_obj hdr;
+    size_t len;
+    char data[]; /* NUL-terminated */
+} ad_str;
+
+typedef struct ad_list {
+    ad_obj hdr;
+    int64_t len, cap;
+    ad_value *items;
+} ad_list;
+
+typedef struct ad_slice {
+    ad_obj hdr;
+    ad_value start, stop, step; /* each none or a number */
+} ad_slice;
+
+typedef struct ad_cell {
+    ad_obj hdr;
+    ad_value v;
+} ad_cell;
+
+/* A C builtin receives its parameters bound in declaration order (defaults
+ * filled in) or, for a variadic builtin, the raw positional arguments. It
+ * borrows argv, writes a new reference to *out and returns 0, or returns an
+ * error code after ad_error(). */
+typedef int (*ad_cfunc)(ad_state *S, ad_value *argv, int argc, ad_value *out);
+
+typedef struct ad_builtin_def {
+    const char *name;
+    ad_cfunc fn;
+    /* "self, dim=none, keepdim=false": names and defaults (none, true, false,
+     * numbers, dtype names, strings in double quotes); "*" alone: variadic. */
+    const char *params;
+} ad_builtin_def;
+
+typedef struct ad_builtin {
+    ad_obj hdr;
+    const char *name;
+    ad_cfunc fn;
+    int nparams;          /* -1: variadic */
+    const char **pnames;  /* nparams names */
+    ad_value *defaults;   /* nparams values; AD_TNONE with required[i] set means required */
+    bool *required;
+} ad_builtin;
+
+/* Constructors of immediate values. */
+static inline ad_value ad_none(void) { ad_value v; v.t = AD_TNONE; v.u.n = 0; return v; }
+static inline ad_value ad_bool(bool b) { ad_value v; v.t = AD_TBOOL; v.u.n = 0; v.u.b = b; return v; }
+static inline ad_value ad_int(double n) { ad_value v; v.t = AD_TINT; v.u.n = n; return v; }
+static inline ad_value ad_num(double n) { ad_value v; v.t = AD_TNUM; v.u.n = n; return v; }
+static inline ad_value ad_dtype_value(int dt) { ad_value v; v.t = AD_TDTYPE; v.u.n = 0; v.u.dtype = dt; return v; }
+/* Steals the caller's reference to 't'. */
+static inline ad_value ad_tensor_value(ad_tensor *t) { ad_value v; v.t = AD_TTENSOR; v.u.tensor = t; return v; }
+
+static inline bool ad_is_number(ad_value v) { return v.t == AD_TINT || v.t == AD_TNUM; }
+static inline bool ad_is_obj(ad_value v) { return v.t >= AD_TSTR; }
+static inline bool ad_is_seq(ad_value v) { return v.t == AD_TLIST || v.t == AD_TTUPLE; }
+
+void ad_value_incref(ad_value v);
+void ad_value_decref(ad_state *S, ad_value v);
+
+/* Objects: each returns a new reference, or sets an error and fails. */
+ad_str *ad_str_new(ad_state *S, const char *data, size_t len);
+int ad_string_value(ad_state *S, const char *data, size_t len, ad_value *out);
+/* A list or tuple of 'len' none items (AD_TLIST or AD_TTUPLE). */
+ad_list *ad_list_new(ad_state *S, ad_vtype kind, int64_t len);
+int ad_list_push(ad_state *S, ad_list *l, ad_value v); /* steals v, even on failure */
+static inline ad_value ad_list_value(ad_list *l, ad_vtype kind) { ad_value v; v.t = kind; v.u.l = l; return v; }
+
+const char *ad_type_name(ad_value v);
+bool ad_truthy(ad_value v);
+/* Structural equality for numbers, strings, none, bools, dtypes, lists, tuples. */
+bool ad_values_equal(ad_value a, ad_value b);
+
+/* Text of a value as print() shows it (strings unquoted when 'quote_str' is false). */
+struct ad_buf;
+int ad_value_format(ad_state *S, ad_value v, struct ad_buf *b, bool quote_str);
+
+/* Argument helpers for builtins: each checks the kind and, on a mismatch,
+ * raises "FN(): argument 'PNAME' must be ..." and returns an error code. */
+int ad_arg_tensor(ad_state *S, ad_value v, const char *fn, const char *pname, ad_tensor **out); /* new ref; numbers and nested lists become tensors */
+int ad_arg_int(ad_state *S, ad_value v, const char *fn, const char *pname, int64_t *out);
+int ad_arg_double(ad_state *S, ad_value v, const char *fn, const char *pname, double *out);
+int ad_arg_bool(ad_state *S, ad_value v, const char *fn, const char *pname, bool *out);
+int ad_arg_dtype(ad_state *S, ad_value v, const char *fn, const char *pname, int *out); /* none leaves *out unchanged */
+/* A shape: a list/tuple of ints (or one int). */
+int ad_arg_shape(ad_state *S, ad_value v, const char *fn, const char *pname, int *ndim, int64_t *shape);
+/* A list of dims or one dim (not normalized); none gives *n = -1. */
+int ad_arg_dims(ad_state *S, ad_value v, const char *fn, const char *pname, int *n, int64_t *dims);
+int ad_arg_str(ad_state *S, ad_value v, const char *fn, const char *pname, const char **out);
+
+#endif
