@@ -19,7 +19,7 @@
 #define HISTORY_SIZE 1000
 #define HISTORY_FILE ".addsl_history"
 #define READ_CHUNK 65536
-#define UTF8_MAX_BYTES 4       /* <limits.h> is shadowed by vm/limits.h under -Ivm */
+#define UTF8_MAX_BYTES 4       /* bytes in one UTF-8 encoded character */
 #define DEPTH_MAX 1000000000
 
 /* The one global of the program: the state a SIGINT should stop. A lock-free

@@ -273,6 +273,7 @@ static int bi_arange(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 static void linspace_fill(ad_tensor *t, double a, double b, int64_t n) {
     int64_t half = n / 2;
+    if (n == 1) { ad_tensor_set_flat(t, 0, a); return; }
     if (t->dtype == AD_FLOAT32) { /* torch steps in float for float32 output */
         float fa = (float)a, fb = (float)b, step = n > 1 ? (fb - fa) / (float)(n - 1) : 0.0f;
         for (int64_t i = 0; i < n; i++)

@@ -232,7 +232,8 @@ static bool any_negative_i64(const ad_tensor *t) {
 static int check_values(ad_state *S, const ew_binop *op, ad_dtype cdt, const ew_ops *o) {
     if (cdt != AD_INT64) return AD_OK;
     if ((op->flags & EW_INT_DIV) && any_zero_i64(o->t[1])) return ad_error(S, "ZeroDivisionError");
-    if (op == &BIN_pow && any_negative_i64(o->t[1]))
+    /* torch refuses only a negative Python-scalar exponent; tensors give 0. */
+    if (op == &BIN_pow && o->v[1].t != AD_TTENSOR && any_negative_i64(o->t[1]))
         return ad_error(S, "Integers to negative integer powers are not allowed.");
     return AD_OK;
 }
@@ -493,8 +494,15 @@ static int bi_clamp_min(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 static int bi_clamp_max(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc; return clamp_any(S, "clamp_max", argv[0], ad_none(), argv[1], out);
 }
+/* hardtanh casts its bounds to the input's dtype instead of promoting. */
 static int bi_hardtanh(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc; return clamp_any(S, "hardtanh", argv[0], argv[1], argv[2], out);
+    (void)argc;
+    ad_value lo = argv[1], hi = argv[2];
+    if (argv[0].t == AD_TTENSOR && !ad_dtype_is_float(argv[0].u.tensor->dtype)) {
+        if (ad_is_number(lo)) lo = ad_int(trunc(lo.u.n));
+        if (ad_is_number(hi)) hi = ad_int(trunc(hi.u.n));
+    }
+    return clamp_any(S, "hardtanh", argv[0], lo, hi, out);
 }
 
 /* ---- ternary ops ---- */

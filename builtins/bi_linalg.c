@@ -186,6 +186,16 @@ static ad_tensor *dot_product(ad_state *S, ad_tensor *a, ad_tensor *b) {
 static ad_tensor *matmul_nd(ad_state *S, ad_tensor *a, ad_tensor *b) {
     int na = a->ndim, nb = b->ndim, nbatch;
     int64_t M = a->shape[na - 2], K = a->shape[na - 1], N = b->shape[nb - 1];
+    int64_t bshape[AD_MAX_DIMS], ea[AD_MAX_DIMS], eb[AD_MAX_DIMS];
+    if (ad_broadcast_shapes(S, na - 2, a->shape, nb - 2, b->shape, &nbatch, bshape)) return NULL;
+    if (b->shape[nb - 2] != K && nb > 2) {
+        int64_t nbat = 1;
+        for (int i = 0; i < nbatch; i++) nbat *= bshape[i];
+        ad_error(S, "Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] "
+                 "but got: [%lld, %lld].", (long long)nbat, (long long)K, (long long)nbat,
+                 (long long)b->shape[nb - 2]);
+        return NULL;
+    }
     if (b->shape[nb - 2] != K) {
         ad_error(S, "mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
                  (long long)(a->numel / (K ? K : 1)), (long long)K, (long long)b->shape[nb - 2],
@@ -205,8 +215,6 @@ static ad_tensor *matmul_nd(ad_state *S, ad_tensor *a, ad_tensor *b) {
         ad_tensor_decref(S, c);
         return r;
     }
-    int64_t bshape[AD_MAX_DIMS], ea[AD_MAX_DIMS], eb[AD_MAX_DIMS];
-    if (ad_broadcast_shapes(S, na - 2, a->shape, nb - 2, b->shape, &nbatch, bshape)) return NULL;
     if (nbatch + 2 > AD_MAX_DIMS) { ad_error(S, "matmul: too many dimensions"); return NULL; }
     memcpy(ea, bshape, sizeof(int64_t) * (size_t)nbatch);
     memcpy(eb, bshape, sizeof(int64_t) * (size_t)nbatch);
@@ -470,15 +478,15 @@ static int bi_addr(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 /* Checks A is a float batch of square matrices; 'fn' is torch's "linalg.x". */
 static int check_square(ad_state *S, const ad_tensor *a, const char *fn) {
-    if (!ad_dtype_is_float(a->dtype))
-        return ad_error(S, "%s: Expected a floating point or complex tensor as input. Got %s", fn,
-                        torch_name(a->dtype));
     if (a->ndim < 2)
         return ad_error(S, "%s: The input tensor A must have at least 2 dimensions.", fn);
     int64_t r = a->shape[a->ndim - 2], c = a->shape[a->ndim - 1];
     if (r != c)
         return ad_error(S, "%s: A must be batches of square matrices, but they are %lld by %lld matrices",
                         fn, (long long)r, (long long)c);
+    if (!ad_dtype_is_float(a->dtype))
+        return ad_error(S, "%s: Expected a floating point or complex tensor as input. Got %s", fn,
+                        torch_name(a->dtype));
     if (r > INT32_MAX / 2) return ad_error(S, "%s: matrix too large", fn);
     return ADDSL_OK;
 }

@@ -48,7 +48,8 @@ static int bi_item(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     double x;
     int rc = self_arg(S, argv, "item", &t);
     if (rc) return rc;
-    rc = ad_tensor_item(S, t, &x);
+    rc = t->numel == 1 ? ad_tensor_item(S, t, &x)
+                       : ad_error(S, "only one element tensors can be converted to Python scalars");
     if (!rc) *out = t->dtype == AD_BOOL ? ad_bool(x != 0.0) : t->dtype == AD_INT64 ? ad_int(x) : ad_num(x);
     ad_tensor_decref(S, t);
     return rc;
@@ -285,6 +286,9 @@ static int bi_copy_(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 /* A scalar for fill_/masked_fill: a number, bool or 0-d tensor. */
 static int scalar_arg(ad_state *S, ad_value v, const char *fn, const char *what, double *x) {
+    if (v.t == AD_TTENSOR && v.u.tensor->ndim != 0 && strcmp(fn, "fill_") == 0)
+        return ad_error(S, "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.",
+                        v.u.tensor->ndim);
     if (v.t == AD_TTENSOR && v.u.tensor->ndim != 0)
         return ad_error(S, "%s only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).",
                         what, v.u.tensor->ndim);
@@ -423,7 +427,7 @@ static int isclose_tensor(ad_state *S, ad_value *argv, const char *fn, ad_tensor
     if ((rc = ad_arg_bool(S, argv[4], fn, "equal_nan", &o.equal_nan))) return rc;
     if ((rc = two_tensors(S, argv, fn, &a, &b))) return rc;
     if (a->dtype != b->dtype)
-        rc = ad_error(S, "%s did not match %s", torch_type_name(b->dtype), torch_type_name(a->dtype));
+        rc = ad_error(S, "%s did not match %s", torch_type_name(a->dtype), torch_type_name(b->dtype));
     if (!rc) rc = ad_broadcast_shapes(S, a->ndim, a->shape, b->ndim, b->shape, &n, shape);
     if (!rc && (!(ea = ad_tensor_expand(S, a, n, shape)) || !(eb = ad_tensor_expand(S, b, n, shape))))
         rc = S->errcode;

@@ -5,16 +5,6 @@
 
 #include <string.h>
 
-/* With -Ivm on the command line <limits.h> resolves to vm/limits.h, which
- * lacks the C limits ffi.h tests; supply them from the compiler's own. */
-#include <limits.h>
-#ifndef SCHAR_MAX
-#define SCHAR_MAX __SCHAR_MAX__
-#define SHRT_MAX __SHRT_MAX__
-#define INT_MAX __INT_MAX__
-#define LONG_MAX __LONG_MAX__
-#define LLONG_MAX __LONG_LONG_MAX__
-#endif
 #include <ffi.h>
 
 #include "state.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <tgmath.h>
 
-#include "limits.h"
+#include "ad_limits.h"
 
 /* Elements handed to one SLEEF block call: small enough to stay in L1/L2,
  * large enough that the per-block dispatch is free. */
@@ -127,7 +127,7 @@ static double ad_erfinv(double y) {
     return x;
 }
 
-/* Digamma by reflection (x < 0), upward recurrence to x >= 6, then the
+/* Digamma by reflection (x < 0), upward recurrence to x >= 10, then the
  * asymptotic series; poles give -inf at 0 (signed like torch) and nan below. */
 static double ad_digamma(double x) {
     if (x == 0) return signbit(x) ? INFINITY : -INFINITY;
@@ -136,9 +136,9 @@ static double ad_digamma(double x) {
         return ad_digamma(1 - x) - AD_PI / tan(AD_PI * x);
     }
     double acc = 0;
-    while (x < 6) { acc -= 1 / x; x += 1; }
+    while (x < 10) { acc -= 1 / x; x += 1; }
     double f = 1 / (x * x);
-    double series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132)))));
+    double series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132 - f * (691.0 / 32760))))));
     return acc + log(x) - 0.5 / x - series;
 }
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "kernels_reduce.h"
-#include "limits.h"
+#include "ad_limits.h"
 
 /* Columns reduced together in the strided case: their accumulators stay in
  * registers/L1 while successive rows stream past. */

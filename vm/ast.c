@@ -123,7 +123,7 @@ bool ad_parse_source(ad_parse *P, const char *src, size_t len) {
         if (type == 0) {
             /* A final separator lets the last statement end without a newline. */
             ad_token nl = t; nl.type = TK_NEWLINE;
-            if (lx.last_type != TK_NEWLINE) ad_parser(parser, TK_NEWLINE, nl);
+            if (lx.last_type != TK_NEWLINE && lx.depth == 0) ad_parser(parser, TK_NEWLINE, nl);
             if (!P->error) ad_parser(parser, 0, t);
             if (P->error && P->err_msg[0] == '\0') {
                 char buf[64];

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "addsl.h"
-#include "limits.h"
+#include "ad_limits.h"
 #include "value.h"
 
 struct ad_heap;

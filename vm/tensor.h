@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "limits.h"
+#include "ad_limits.h"
 
 typedef struct addsl_state ad_state;
 struct ad_buf;

@@ -15,7 +15,7 @@
 #define PRINT_LINEWIDTH 80
 #define PRINT_PREFIX "tensor("
 #define PRINT_INDENT 7         /* strlen(PRINT_PREFIX) */
-#define REQUIRES_GRAD_SUFFIX "requires_grad=True"
+#define REQUIRES_GRAD_SUFFIX "requires_grad=true" /* addsl spelling, like dtype=float64 */
 #define TORCH_DTYPE_PREFIX 6   /* strlen("torch.") */
 #define ELEM_MAX 64            /* longest text of one element */
 

@@ -284,11 +284,20 @@ static int raise_error(ad_state *S, int floor, int code) {
     } else {
         ad_buf_puts(&b, vm->errbuf ? vm->errbuf : S->errmsg);
     }
+    int prev_line = -1, prev_col = -1, repeats = 0;
+    const ad_proto *prev = NULL;
     for (int i = vm->nframes - 1; i >= floor; i--) {
         int line, col;
         frame_pos(&vm->frames[i], &line, &col);
-        ad_buf_printf(&b, "  %s:%d:%d: in %s\n", vm->frames[i].fn->p->chunk->name, line, col, vm->frames[i].fn->p->name);
+        const ad_proto *p = vm->frames[i].fn->p;
+        /* Deep recursion would print the same frame hundreds of times. */
+        if (p == prev && line == prev_line && col == prev_col) { repeats++; continue; }
+        if (repeats) ad_buf_printf(&b, "  [previous frame repeated %d more times]\n", repeats);
+        repeats = 0;
+        prev = p; prev_line = line; prev_col = col;
+        ad_buf_printf(&b, "  %s:%d:%d: in %s\n", p->chunk->name, line, col, p->name);
     }
+    if (repeats) ad_buf_printf(&b, "  [previous frame repeated %d more times]\n", repeats);
     while (vm->nframes > floor) pop_frame(S);
     if (b.failed) { ad_buf_free(&b); vm->err_located = false; return ad_nomem(S); }
     if (b.len && b.data[b.len - 1] == '\n') b.data[--b.len] = '\0';

@@ -28,7 +28,6 @@ expect 0 -e 'exit(0)'
 expect 2 --no-such-option
 expect 2 -e
 expect 2 "$tmp/missing.ad"
-expect 2 --disasm
 expect 2 --memory-limit
 expect 2 --memory-limit 12Q -e '1'
 expect 2 --max-depth 0 -e '1'

@@ -21,6 +21,7 @@ static int lex_all(const char *src, int *types, int max, ad_token *toks) {
 }
 
 int main(void) {
+    plan(21);
     int ty[64];
     ad_token tk[64];
 

@@ -187,7 +187,7 @@ static void test_print(ad_state *S) {
                 "tensor([0.5000,   -inf], dtype=float64)", "float64 with inf");
     ad_tensor *rg = from(S, AD_FLOAT32, 1, (int64_t[]){2}, (double[]){1, 2});
     rg->requires_grad = true;
-    check_print(S, rg, "tensor([1., 2.], requires_grad=True)", "requires_grad");
+    check_print(S, rg, "tensor([1., 2.], requires_grad=true)", "requires_grad");
     ad_tensor *big = ad_tensor_zeros(S, AD_INT64, 1, (int64_t[]){2000});
     for (int64_t i = 0; i < 2000; i++) ad_tensor_set_flat(big, i, (double)i);
     check_print(S, big, "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])", "summarized");

@@ -1,4 +1,4 @@
-/* limits.h: every tunable and hard limit of addsl in one place.
+/* ad_limits.h: every tunable and hard limit of addsl in one place.
  * Change a number here, not at its point of use. */
 #ifndef AD_LIMITS_H
 #define AD_LIMITS_H

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# run.sh: the one entry point of the addsl benchmarks; prints addsl vs C / PyTorch side by side.
+# Usage: ADDSL=/path/to/addsl bench/run.sh   (default: ./addsl in the current directory)
+set -u
+
+BENCH=$(cd "$(dirname "$0")" && pwd)
+ADDSL=${ADDSL:-./addsl}
+case $ADDSL in /*) ;; *) ADDSL="$PWD/$ADDSL" ;; esac
+PY=/usr/bin/python3
+STARTUP_RUNS=${STARTUP_RUNS:-30}
+
+if [ ! -x "$ADDSL" ]; then
+    echo "run.sh: no addsl binary at $ADDSL (set ADDSL=...)" >&2
+    exit 2
+fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/addsl-bench.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+
+declare -A R   # measurement name -> seconds
+
+# Reads "NAME VALUE" lines into R, prefixing each name with $1.
+collect() {
+    local prefix=$1 name value
+    while read -r name value; do
+        [ -n "$name" ] && R["$prefix$name"]=$value
+    done
+}
+
+echo "== building C baselines (cc -O2) in $TMP" >&2
+CC=${CC:-cc}
+$CC -O2 -o "$TMP/mul" "$BENCH/mul.c" || exit 1
+$CC -O2 $(pkg-config --cflags openblas) -o "$TMP/sgemm" "$BENCH/sgemm.c" \
+    $(pkg-config --libs openblas) || exit 1
+
+echo "== addsl scripts" >&2
+for s in perop mul tanh matmul; do
+    "$ADDSL" "$BENCH/$s.ad" > "$TMP/$s.out" || { echo "run.sh: $s.ad failed" >&2; exit 1; }
+    collect addsl_ < "$TMP/$s.out"
+done
+
+echo "== C baselines" >&2
+"$TMP/mul" | collect c_
+"$TMP/sgemm" | collect c_
+
+TORCH=0
+if [ -x "$PY" ] && "$PY" -c 'import torch' 2>/dev/null; then
+    TORCH=1
+    echo "== PyTorch" >&2
+    "$PY" "$BENCH/torch_bench.py" > "$TMP/torch.out" || { echo "run.sh: torch_bench.py failed" >&2; exit 1; }
+    collect torch_ < "$TMP/torch.out"
+else
+    echo "torch: not available"
+fi
+
+# Median wall time of a command, in seconds: hyperfine if present, else a date loop.
+startup_time() {
+    if command -v hyperfine > /dev/null; then
+        hyperfine -N --warmup 5 --runs "$STARTUP_RUNS" --export-json "$TMP/hf.json" \
+            "$1" > /dev/null 2>&1 || return 1
+        sed -n 's/^ *"median": *\([0-9.eE+-]*\),*$/\1/p' "$TMP/hf.json" | head -n 1
+    else
+        local i t0 t1
+        for i in 1 2 3; do sh -c "$1" > /dev/null 2>&1; done
+        for i in $(seq "$STARTUP_RUNS"); do
+            t0=$(date +%s%N); sh -c "$1" > /dev/null 2>&1; t1=$(date +%s%N)
+            echo $((t1 - t0))
+        done | sort -n | awk '{ a[NR] = $1 } END { printf "%.9f\n", a[int((NR + 1) / 2)] / 1e9 }'
+    fi
+}
+
+echo "== start-up" >&2
+R[addsl_startup]=$(startup_time "$ADDSL -e 1")
+if [ $TORCH = 1 ]; then
+    R[torch_startup]=$(startup_time "$PY -c 'import torch'")
+fi
+TOOL=$(command -v hyperfine > /dev/null && echo hyperfine || echo "date loop")
+
+# row ID LABEL UNIT ADDSL_SECONDS BASE_NAME BASE_SECONDS MAX_RATIO
+# The ratio is addsl time / baseline time (below 1: addsl is faster); MAX_RATIO is the
+# target (- for rows given for information).
+row() {
+    awk -v id="$1" -v label="$2" -v unit="$3" -v a="$4" -v bn="$5" -v b="$6" -v max="$7" '
+    BEGIN {
+        s = (unit == "us") ? 1e6 : 1e3
+        if (a == "" ) { a = "nan" }
+        if (b == "" ) { printf "%-3s %-36s %10.3f %-9s %10s %8s %8s %s\n", id, label, a * s, bn, "-", "-", "-", ""; exit }
+        ratio = a / b
+        tgt = (max == "-") ? "-" : sprintf("<=%.2f", max)
+        ok = (max == "-") ? "" : (ratio <= max ? "MET" : "MISSED")
+        printf "%-3s %-36s %10.3f %-9s %10.3f %8.3f %8s %s\n", id, label, a * s, bn, b * s, ratio, tgt, ok
+    }'
+}
+
+perop() { awk -v t="$1" 'BEGIN { if (t != "") printf "%.12g", t / 2 }'; }
+
+echo
+echo "addsl: $ADDSL ($("$ADDSL" --version 2>/dev/null | head -n 1))"
+echo "cores: $(nproc)  openblas threads: ${R[c_blas_threads]:-?}  torch threads: ${R[torch_torch_threads]:--}"
+echo "times are medians; ratio = addsl time / baseline time (below 1: addsl faster)"
+echo
+printf "%-3s %-36s %10s %-9s %10s %8s %8s %s\n" "#" "benchmark (unit)" "addsl" "baseline" "base" "ratio" "target" ""
+row 1  "per op, y = x*1.5 + x on [4] (us)" us "$(perop "${R[addsl_perop_iter]}")" torch "$(perop "${R[torch_perop_iter]:-}")" 0.10
+row 1b "loop overhead per iteration (us)"  us "${R[addsl_empty_iter]}" torch "${R[torch_empty_iter]:-}" -
+row 2  "mul 1e7 f32, fresh result (ms)"    ms "${R[addsl_mul]}" C-malloc "${R[c_mul_c_alloc]}" 1.25
+row 2b "mul 1e7 f32 (ms)"                  ms "${R[addsl_mul]}" C-reuse "${R[c_mul_c_prealloc]}" 1.25
+row 2c "mul 1e7 f32 (ms)"                  ms "${R[addsl_mul]}" torch "${R[torch_mul]:-}" -
+row 3  "tanh 1e7 f32 (ms)"                 ms "${R[addsl_tanh]}" torch "${R[torch_tanh]:-}" 0.50
+row 4  "matmul 1000x1000 f32 (ms)"         ms "${R[addsl_matmul]}" cblas "${R[c_matmul_c]}" 1.111
+row 4b "matmul 1000x1000 f32 (ms)"         ms "${R[addsl_matmul]}" torch "${R[torch_matmul]:-}" -
+row 5  "start-up, -e 1 vs import torch (ms)" ms "${R[addsl_startup]}" torch "${R[torch_startup]:-}" -
+awk -v t="${R[addsl_startup]}" 'BEGIN { printf "    start-up target: addsl under 10 ms: %s (%s, %s runs)\n", (t < 0.010 ? "MET" : "MISSED"), "'"$TOOL"'", '"$STARTUP_RUNS"' }'

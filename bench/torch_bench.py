@@ -1,0 +1,61 @@
+# torch_bench.py: the PyTorch side of bench/run.sh, the same work as the bench/*.ad scripts.
+# Prints "NAME SECONDS" lines (medians after a warm-up), or "torch: not available".
+import os
+import statistics
+import sys
+import time
+
+REPS = 7
+N = 100000
+
+try:
+    import torch
+except Exception:
+    print("torch: not available")
+    sys.exit(0)
+
+
+def median_of(f, *args):
+    f(*args)
+    return statistics.median(f(*args) for _ in range(REPS))
+
+
+def ops_loop(x, n):
+    t0 = time.perf_counter()
+    for _ in range(n):
+        y = x * 1.5 + x
+    return time.perf_counter() - t0
+
+
+def empty_loop(x, n):
+    t0 = time.perf_counter()
+    for _ in range(n):
+        y = x
+    return time.perf_counter() - t0
+
+
+def timed(f, *args):
+    t0 = time.perf_counter()
+    f(*args)
+    return time.perf_counter() - t0
+
+
+def main():
+    # torch here defaults to one thread; give it every core, as addsl and OpenBLAS get.
+    threads = int(os.environ.get("BENCH_TORCH_THREADS", os.cpu_count() or 1))
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    print("torch_threads", torch.get_num_threads())
+    x = torch.randn(4)
+    print("perop_iter", median_of(ops_loop, x, N) / N)
+    print("empty_iter", median_of(empty_loop, x, N) / N)
+    a = torch.randn(10_000_000)
+    b = torch.randn(10_000_000)
+    print("mul", median_of(timed, torch.mul, a, b))
+    print("tanh", median_of(timed, torch.tanh, a))
+    m1 = torch.randn(1000, 1000)
+    m2 = torch.randn(1000, 1000)
+    print("matmul", median_of(timed, torch.matmul, m1, m2))
+
+
+main()
