@@ -138,18 +138,32 @@ static int64_t numel_of(const ew_ops *o) {
     return n;
 }
 
-/* Runs kernel 'kid' of shape (out, a, sa, [b, sb, [c, sc,]] n [, p]) over the operands. */
-static void ew_run(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const double *param) {
+/* Calls kernel 'kid' of shape (out, a, sa, [b, sb, [c, sc,]] n [, p]) on
+ * elements [lo, lo + len) of the operands. */
+static void ew_call(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const double *param, int64_t lo, int64_t len) {
     ad_karg a[AD_KERNEL_MAX_ARGS];
     int k = 0;
-    a[k++].p = ad_tensor_data(out);
+    a[k++].p = (char *)ad_tensor_data(out) + (size_t)lo * ad_dtype_size(out->dtype);
     for (int i = 0; i < o->n; i++) {
-        a[k++].p = ad_tensor_data(o->t[i]);
+        a[k++].p = (char *)ad_tensor_data(o->t[i]) + (size_t)(lo * o->s[i]) * ad_dtype_size(o->t[i]->dtype);
         a[k++].i64 = o->s[i];
     }
-    a[k++].i64 = numel_of(o);
+    a[k++].i64 = len;
     if (param) a[k++].f64 = *param;
     ad_kreg_call(S, kid, a, NULL);
+}
+
+/* Large calls are split into chunks run by the OpenMP team; small ones run
+ * inline without touching OpenMP at all. */
+static void ew_run(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const double *param) {
+    int64_t n = numel_of(o);
+    if (n <= AD_OMP_THRESHOLD) { ew_call(S, kid, out, o, param, 0, n); return; }
+    int64_t nchunks = (n + AD_OMP_THRESHOLD - 1) / AD_OMP_THRESHOLD;
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t lo = c * AD_OMP_THRESHOLD;
+        ew_call(S, kid, out, o, param, lo, n - lo < AD_OMP_THRESHOLD ? n - lo : AD_OMP_THRESHOLD);
+    }
 }
 
 static int finish(ad_state *S, ew_ops *o, ad_tensor *res, ad_value *out) {

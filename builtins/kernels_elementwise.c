@@ -18,10 +18,12 @@
 #define AD_SELU_SCALE 1.0507009873554804934193349852946
 #define AD_SOFTPLUS_THRESHOLD 20
 
-/* One loop over n elements with 'i' in scope; parallel only past the threshold
- * so small tensors never pay for waking the thread team. */
+/* One vectorisable loop over n elements with 'i' in scope. Parallelism is
+ * the caller's (bi_elementwise.c splits large calls into chunks): an OpenMP
+ * region here, even one disabled by an if clause, costs a team set-up and
+ * futex traffic on every call, which dominated small-tensor ops. */
 #define AD_EW_FOR(n) \
-    _Pragma("omp parallel for simd if (parallel: n > AD_OMP_THRESHOLD)") \
+    _Pragma("omp simd") \
     for (int64_t i = 0; i < n; i++)
 
 /* ---- SLEEF-backed unary functions ---- */
@@ -31,7 +33,8 @@ typedef void (*ad_ew_blk)(void *out, const void *x, int64_t n);
 /* Splits n elements into blocks for 'f', in parallel past the threshold. */
 static void ad_ew_blocks(ad_ew_blk f, void *out, const void *x, int64_t n, size_t esize) {
     int64_t nb = (n + AD_EW_BLOCK - 1) / AD_EW_BLOCK;
-#pragma omp parallel for schedule(static) if (n > AD_OMP_THRESHOLD)
+    if (n <= AD_OMP_THRESHOLD) { f(out, x, n); return; }
+#pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < nb; b++) {
         int64_t lo = b * AD_EW_BLOCK, len = n - lo < AD_EW_BLOCK ? n - lo : AD_EW_BLOCK;
         f((char *)out + (size_t)lo * esize, (const char *)x + (size_t)lo * esize, len);
