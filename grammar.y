@@ -70,6 +70,9 @@ size_t ad_parser_size(void) { return sizeof(yyParser); }
 %type idxlist { ad_nlist * }
 %type idx { ad_node * }
 %type eopt { ad_node * }
+%type opouts { ad_nlist * }
+%type opentries { ad_nlist * }
+%type opentry { ad_node * }
 
 program ::= stmts(A). { P->root = A; }
 
@@ -122,6 +125,19 @@ stmt(A) ::= FOR(T) NAME(N) COMMA namelist(L) IN expr(E) block(B). {
 stmt(A) ::= BREAK(T). { A = mk(P, N_BREAK, &T); }
 stmt(A) ::= CONTINUE(T). { A = mk(P, N_CONTINUE, &T); }
 stmt(A) ::= NOGRAD(T) block(B). { A = mk(P, N_NOGRAD, &T); A->b = B; }
+stmt(A) ::= ANOMALY(T) block(B). { A = mk(P, N_ANOMALY, &T); A->b = B; }
+stmt(A) ::= OP NAME(N) LPAREN params(L) RPAREN opouts(O) LBRACE opentries(E) RBRACE. {
+    A = mk(P, N_OPDEF, &N); ad_node_set_name(A_, A, &N); A->list = L; A->list2 = O; A->list3 = E;
+}
+stmt(A) ::= OP NAME(N) LPAREN params(L) RPAREN opouts(O) LBRACE opentries(E) opentry(F) RBRACE. {
+    A = mk(P, N_OPDEF, &N); ad_node_set_name(A_, A, &N); A->list = L; A->list2 = O; A->list3 = ad_nlist_add(A_, E, F);
+}
+opouts(A) ::= . { A = NULL; }
+opouts(A) ::= RARROW LPAREN namelist(L) RPAREN. { A = L; }
+opentries(A) ::= . { A = ad_nlist_new(A_); }
+opentries(A) ::= opentries(B) sep. { A = B; }
+opentries(A) ::= opentries(B) opentry(C) sep. { A = ad_nlist_add(A_, B, C); }
+opentry(A) ::= namelist(L) COLON expr(E). { A = mk(P, N_OPENTRY, NULL); A->line = L->items[0]->line; A->col = L->items[0]->col; A->list = L; A->a = E; }
 stmt(A) ::= block(B). { A = B; }
 stmt(A) ::= expr(E). { A = mk(P, N_EXPRSTMT, NULL); A->line = E->line; A->col = E->col; A->a = E; }
 

@@ -81,6 +81,8 @@ static int scan(ad_lexer *lx, ad_token *t) {
         "break" { return TK_BREAK; }
         "continue" { return TK_CONTINUE; }
         "no_grad" { return TK_NOGRAD; }
+        "detect_anomaly" { return TK_ANOMALY; }
+        "op" { return TK_OP; }
         "true" { return TK_TRUE; }
         "false" { return TK_FALSE; }
         "none" { return TK_NONE; }
@@ -100,6 +102,7 @@ static int scan(ad_lexer *lx, ad_token *t) {
         "..." { return TK_ELLIPSIS; }
         "." { return TK_DOT; }
         "=>" { return TK_ARROW; }
+        "->" { return TK_RARROW; }
         "==" { return TK_EQ; }
         "!=" { return TK_NE; }
         "<=" { return TK_LE; }

@@ -5,8 +5,9 @@ set -u
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
 ADDSL=${ADDSL:-./addsl}
-ADDSL="$(cd "$(dirname "$ADDSL")" 2>/dev/null && pwd)/$(basename "$ADDSL")"
-PY=/usr/bin/python3
+[ -d "$(dirname "$ADDSL")" ] && ADDSL="$(cd "$(dirname "$ADDSL")" && pwd -P)/$(basename "$ADDSL")"
+PY=${BENCH_PYTHON:-/usr/bin/python3}
+ROUNDS=${ROUNDS:-3}                     # interleaved rounds of every benchmark
 STARTUP_RUNS=${STARTUP_RUNS:-50}        # addsl -e 1 runs
 TORCH_STARTUP_RUNS=${TORCH_STARTUP_RUNS:-10}  # import torch takes about a second each
 
@@ -18,15 +19,22 @@ fi
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/addsl-bench.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 
-declare -A R   # measurement name -> seconds
+declare -A R   # measurement name -> seconds, one value per round
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 
-# Reads "NAME VALUE" lines into R, prefixing each name with $1.
+# Reads "NAME VALUE" lines, appending each value to R[$1NAME].
 collect() {
     local prefix=$1 name value
     while read -r name value; do
-        [ -n "$name" ] && R["$prefix$name"]=$value
+        [ -n "$name" ] && R["$prefix$name"]+="$value "
     done
+}
+
+# The median over rounds of R[$1], empty if never measured.
+med() {
+    local v=${R[$1]:-}
+    [ -z "$v" ] && return 0
+    printf '%s\n' $v | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
 }
 
 echo "== building C baselines (cc -O2) in $TMP" >&2
@@ -35,46 +43,59 @@ $CC -O2 -o "$TMP/mul" "$BENCH/mul.c" || exit 1
 $CC -O2 $(pkg-config --cflags openblas) -o "$TMP/sgemm" "$BENCH/sgemm.c" \
     $(pkg-config --libs openblas) || exit 1
 
-echo "== addsl scripts" >&2
-for s in perop mul tanh matmul; do
-    "$ADDSL" "$BENCH/$s.ad" > "$TMP/$s.out" || { echo "run.sh: $s.ad failed" >&2; exit 1; }
-    collect addsl_ < "$TMP/$s.out"
-done
-
-echo "== C baselines" >&2
-collect c_ < <("$TMP/mul")
-collect c_ < <("$TMP/sgemm")
-
 TORCH=0
 if [ -x "$PY" ] && "$PY" -c 'import torch' 2>/dev/null; then
     TORCH=1
-    echo "== PyTorch" >&2
-    "$PY" "$BENCH/torch_bench.py" > "$TMP/torch.out" || { echo "run.sh: torch_bench.py failed" >&2; exit 1; }
-    collect torch_ < "$TMP/torch.out"
 else
     echo "torch: not available"
 fi
 
-# Median wall time of command $1 over $2 runs, in seconds: hyperfine if present, else a date loop.
+for round in $(seq "$ROUNDS"); do
+    echo "== round $round of $ROUNDS: addsl scripts" >&2
+    for s in perop mul tanh matmul; do
+        "$ADDSL" "$BENCH/$s.ad" > "$TMP/$s.out" || { echo "run.sh: $s.ad failed" >&2; exit 1; }
+        collect addsl_ < "$TMP/$s.out"
+    done
+
+    # Again with sleeping OpenMP workers: on a busy machine, spinning idle workers
+    # steal the core the main thread needs (see RESULTS.md).
+    for s in mul tanh; do
+        OMP_WAIT_POLICY=passive "$ADDSL" "$BENCH/$s.ad" > "$TMP/$s.passive.out" || exit 1
+        collect addslp_ < "$TMP/$s.passive.out"
+    done
+
+    echo "== C baselines" >&2
+    collect c_ < <("$TMP/mul")
+    collect c_ < <("$TMP/sgemm")
+
+    if [ $TORCH = 1 ]; then
+        echo "== PyTorch" >&2
+        "$PY" "$BENCH/torch_bench.py" > "$TMP/torch.out" || { echo "run.sh: torch_bench.py failed" >&2; exit 1; }
+        collect torch_ < "$TMP/torch.out"
+    fi
+done
+
+# Median and minimum wall time of command $1 over $2 runs, in seconds: hyperfine if present, else a date loop.
 startup_time() {
     if command -v hyperfine > /dev/null; then
         hyperfine -N --warmup 5 --runs "$2" --export-json "$TMP/hf.json" \
             "$1" > /dev/null 2>&1 || return 1
-        sed -n 's/^ *"median": *\([0-9.eE+-]*\),*$/\1/p' "$TMP/hf.json" | head -n 1
+        echo "$(sed -n 's/^ *"median": *\([0-9.eE+-]*\),*$/\1/p' "$TMP/hf.json" | head -n 1)" \
+             "$(sed -n 's/^ *"min": *\([0-9.eE+-]*\),*$/\1/p' "$TMP/hf.json" | head -n 1)"
     else
         local i t0 t1
         for i in 1 2 3; do sh -c "$1" > /dev/null 2>&1; done
         for i in $(seq "$2"); do
             t0=$(date +%s%N); sh -c "$1" > /dev/null 2>&1; t1=$(date +%s%N)
             echo $((t1 - t0))
-        done | sort -n | awk '{ a[NR] = $1 } END { printf "%.9f\n", a[int((NR + 1) / 2)] / 1e9 }'
+        done | sort -n | awk '{ a[NR] = $1 } END { printf "%.9f %.9f\n", a[int((NR + 1) / 2)] / 1e9, a[1] / 1e9 }'
     fi
 }
 
 echo "== start-up" >&2
-R[addsl_startup]=$(startup_time "$ADDSL -e 1" "$STARTUP_RUNS")
+read -r R[addsl_startup] R[addsl_startup_min] < <(startup_time "$ADDSL -e 1" "$STARTUP_RUNS")
 if [ $TORCH = 1 ]; then
-    R[torch_startup]=$(startup_time "$PY -c 'import torch'" "$TORCH_STARTUP_RUNS")
+    read -r R[torch_startup] R[torch_startup_min] < <(startup_time "$PY -c 'import torch'" "$TORCH_STARTUP_RUNS")
 fi
 TOOL=$(command -v hyperfine > /dev/null && echo hyperfine || echo "date loop")
 
@@ -98,18 +119,21 @@ perop() { awk -v t="$1" 'BEGIN { if (t != "") printf "%.12g", t / 2 }'; }
 
 echo
 echo "addsl: $ADDSL ($("$ADDSL" --version 2>/dev/null | head -n 1))"
-echo "cores: $(nproc)  openblas threads: ${R[c_blas_threads]:-?}  torch threads: ${R[torch_torch_threads]:--}"
+echo "cores: $(nproc)  openblas threads: $(med c_blas_threads)  torch threads: $(med torch_torch_threads)"
 echo "load average before the run: $LOAD0  after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "times are medians; ratio = addsl time / baseline time (below 1: addsl faster)"
+echo "times are medians ($ROUNDS rounds, each the median of 7 runs); ratio = addsl time / baseline time (below 1: addsl faster)"
 echo
 printf "%-3s %-36s %10s %-9s %10s %8s %8s %s\n" "#" "benchmark (unit)" "addsl" "baseline" "base" "ratio" "target" ""
-row 1  "per op, y = x*1.5 + x on [4] (us)" us "$(perop "${R[addsl_perop_iter]}")" torch "$(perop "${R[torch_perop_iter]:-}")" 0.10
-row 1b "loop overhead per iteration (us)"  us "${R[addsl_empty_iter]}" torch "${R[torch_empty_iter]:-}" -
-row 2  "mul 1e7 f32 (ms)"                  ms "${R[addsl_mul]}" C-loop "${R[c_mul_c_prealloc]}" 1.25
-row 2b "mul 1e7 f32 (ms)"                  ms "${R[addsl_mul]}" C+malloc "${R[c_mul_c_alloc]}" -
-row 2c "mul 1e7 f32 (ms)"                  ms "${R[addsl_mul]}" torch "${R[torch_mul]:-}" -
-row 3  "tanh 1e7 f32 (ms)"                 ms "${R[addsl_tanh]}" torch "${R[torch_tanh]:-}" 0.50
-row 4  "matmul 1000x1000 f32 (ms)"         ms "${R[addsl_matmul]}" cblas "${R[c_matmul_c]}" 1.111
-row 4b "matmul 1000x1000 f32 (ms)"         ms "${R[addsl_matmul]}" torch "${R[torch_matmul]:-}" -
-row 5  "start-up, -e 1 vs import torch (ms)" ms "${R[addsl_startup]}" torch "${R[torch_startup]:-}" -
-awk -v t="${R[addsl_startup]}" 'BEGIN { printf "    start-up target: addsl under 10 ms: %s (%s, %s and %s runs)\n", (t < 0.010 ? "MET" : "MISSED"), "'"$TOOL"'", '"$STARTUP_RUNS"', '"$TORCH_STARTUP_RUNS"' }'
+row 1  "per op, y = x*1.5 + x on [4] (us)" us "$(perop "$(med addsl_perop_iter)")" torch "$(perop "$(med torch_perop_iter)")" 0.10
+row 1b "loop overhead per iteration (us)"  us "$(med addsl_empty_iter)" torch "$(med torch_empty_iter)" -
+row 2  "mul 1e7 f32 (ms)"                  ms "$(med addsl_mul)" C-loop "$(med c_mul_c_prealloc)" 1.25
+row 2b "mul 1e7 f32 (ms)"                  ms "$(med addsl_mul)" C+malloc "$(med c_mul_c_alloc)" -
+row 2c "mul 1e7 f32 (ms)"                  ms "$(med addsl_mul)" torch "$(med torch_mul)" -
+row 2p "mul 1e7 f32, OMP passive (ms)"     ms "$(med addslp_mul)" C-loop "$(med c_mul_c_prealloc)" -
+row 3  "tanh 1e7 f32 (ms)"                 ms "$(med addsl_tanh)" torch "$(med torch_tanh)" 0.50
+row 3p "tanh 1e7 f32, OMP passive (ms)"    ms "$(med addslp_tanh)" torch "$(med torch_tanh)" -
+row 4  "matmul 1000x1000 f32 (ms)"         ms "$(med addsl_matmul)" cblas "$(med c_matmul_c)" 1.111
+row 4b "matmul 1000x1000 f32 (ms)"         ms "$(med addsl_matmul)" torch "$(med torch_matmul)" -
+row 5  "start-up, -e 1 vs import torch (ms)" ms "$(med addsl_startup)" torch "$(med torch_startup)" -
+row 5b "start-up, fastest run (ms)"        ms "$(med addsl_startup_min)" torch "$(med torch_startup_min)" -
+awk -v t="$(med addsl_startup)" 'BEGIN { printf "    start-up target: addsl under 10 ms: %s (%s, %s and %s runs)\n", (t < 0.010 ? "MET" : "MISSED"), "'"$TOOL"'", '"$STARTUP_RUNS"', '"$TORCH_STARTUP_RUNS"' }'

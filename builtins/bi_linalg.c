@@ -166,7 +166,10 @@ static ad_tensor *dot_product(ad_state *S, ad_tensor *a, ad_tensor *b) {
                  (long long)a->numel, (long long)b->numel, (long long)a->numel, (long long)b->numel);
         return NULL;
     }
-    if (a->numel > INT32_MAX) { ad_error(S, "dot: vectors longer than %d are not supported", INT32_MAX); return NULL; }
+    if (a->numel > INT32_MAX) {
+        ad_error(S, "dot: vectors longer than %d are not supported", INT32_MAX);
+        return NULL;
+    }
     ad_tensor *ac = a->numel > 1 && a->strides[0] <= 0 ? ad_tensor_clone(S, a) : a;
     ad_tensor *bc = b->numel > 1 && b->strides[0] <= 0 ? ad_tensor_clone(S, b) : b;
     ad_tensor *o = ac && bc ? ad_tensor_empty(S, a->dtype, 0, NULL) : NULL;
@@ -344,8 +347,10 @@ static int bi_bmm(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 /* mat @ vec as an N = 1 gemm; 'self' (1-D or broadcastable) for addmv. */
 static ad_tensor *mv(ad_state *S, ad_tensor *m, ad_tensor *v, ad_tensor *self, double alpha,
                      double beta) {
-    if (m->ndim != 2 || v->ndim != 1)
-        { ad_error(S, "vector + matrix @ vector expected, got 1, %d, %d", m->ndim, v->ndim); return NULL; }
+    if (m->ndim != 2 || v->ndim != 1) {
+        ad_error(S, "vector + matrix @ vector expected, got 1, %d, %d", m->ndim, v->ndim);
+        return NULL;
+    }
     if (m->shape[1] != v->shape[0]) {
         ad_error(S, "size mismatch, got input (%lld), mat (%lldx%lld), vec (%lld)",
                  (long long)m->shape[0], (long long)m->shape[0], (long long)m->shape[1],
@@ -354,7 +359,8 @@ static ad_tensor *mv(ad_state *S, ad_tensor *m, ad_tensor *v, ad_tensor *self, d
     }
     if (check_dtypes(S, m, v)) return NULL;
     ad_tensor *col = ad_tensor_unsqueeze(S, v, 1), *s2 = NULL, *c = NULL;
-    if (col && self) s2 = self->ndim >= 1 ? ad_tensor_unsqueeze(S, self, self->ndim) : (ad_tensor_incref(self), self);
+    if (col && self && self->ndim >= 1) s2 = ad_tensor_unsqueeze(S, self, self->ndim);
+    else if (col && self) { ad_tensor_incref(self); s2 = self; }
     if (col && (s2 || !self)) c = product(S, m, col, s2, alpha, beta);
     ad_tensor_decref(S, col);
     ad_tensor_decref(S, s2);
@@ -620,8 +626,8 @@ static int bi_slogdet(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 static ad_tensor *solve(ad_state *S, ad_tensor *a, ad_tensor *b) {
     if (check_square(S, a, "linalg.solve")) return NULL;
     if (a->dtype != b->dtype) {
-        ad_error(S, "linalg.solve: Expected A and B to have the same dtype, but found A of type %s and B of type %s instead",
-                 torch_name(a->dtype), torch_name(b->dtype));
+        ad_error(S, "linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                 "%s and B of type %s instead", torch_name(a->dtype), torch_name(b->dtype));
         return NULL;
     }
     int n = (int)a->shape[a->ndim - 1];
@@ -634,8 +640,9 @@ static ad_tensor *solve(ad_state *S, ad_tensor *a, ad_tensor *b) {
     int64_t bsh[AD_MAX_DIMS], shp[AD_MAX_DIMS];
     int nbd;
     if (bm->shape[bm->ndim - 2] != n) {
-        ad_error(S, "linalg.solve: Incompatible shapes of A and B for the equation AX = B (%lldx%lld and %lldx%lld)",
-                 (long long)n, (long long)n, (long long)bm->shape[bm->ndim - 2], (long long)bm->shape[bm->ndim - 1]);
+        ad_error(S, "linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                 "(%lldx%lld and %lldx%lld)", (long long)n, (long long)n,
+                 (long long)bm->shape[bm->ndim - 2], (long long)bm->shape[bm->ndim - 1]);
         goto done;
     }
     if (ad_broadcast_shapes(S, a->ndim - 2, a->shape, bm->ndim - 2, bm->shape, &nbd, bsh)) goto done;

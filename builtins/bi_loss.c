@@ -93,13 +93,14 @@ static int loss_dtype(ad_state *S, const ad_tensor *x, const ad_tensor *t, const
 /* (input, target, reduction, param): input and target broadcast, as torch does (with a warning). */
 static int pointwise(ad_state *S, ad_value *argv, bool has_param, int kind, const char *fn,
                      ad_value *out) {
-    int mode, nd;
+    int mode = RED_MEAN, nd = 0;
     double param = 0;
     int64_t shape[AD_MAX_DIMS];
     ad_tensor *x, *t, *xc = NULL, *tc = NULL, *loss = NULL;
     ad_dtype dt;
     int rc = reduction_arg(S, argv[2], fn, &mode);
-    if (!rc && has_param) rc = ad_arg_double(S, argv[3], fn, kind == AD_LOSS_HUBER ? "delta" : "beta", &param);
+    if (!rc && has_param)
+        rc = ad_arg_double(S, argv[3], fn, kind == AD_LOSS_HUBER ? "delta" : "beta", &param);
     if (!rc && kind == AD_LOSS_SMOOTH_L1 && param < 0)
         rc = ad_error(S, "smooth_l1_loss does not support negative values for beta.");
     if (!rc && kind == AD_LOSS_HUBER && param <= 0)
@@ -421,8 +422,8 @@ static ad_tensor *soft_ce(ad_state *S, ad_tensor *logp, ad_tensor *target, ad_va
  * label_smoothing=0.0): log_softmax over the class dim, then nll or soft targets. */
 static int bi_cross_entropy(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    double eps;
-    int mode;
+    double eps = 0;
+    int mode = RED_MEAN;
     ad_tensor *x, *t = NULL;
     int rc = ad_arg_double(S, argv[5], "cross_entropy", "label_smoothing", &eps);
     if (!rc && (eps < 0 || eps > 1))

@@ -399,8 +399,17 @@ static int bi_amin(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return amax_amin(S, argv, false, "amin", out);
 }
 
+/* torch.max(a, b) with a tensor 'b' is torch.maximum: defer to that builtin. */
+static int binary_extreme(ad_state *S, ad_value *argv, bool is_max, ad_value *out) {
+    const char *name = is_max ? "maximum" : "minimum";
+    for (const ad_builtin_def *d = ad_bi_elementwise_defs; d->name; d++)
+        if (!strcmp(d->name, name)) return d->fn(S, argv, 2, out);
+    return ad_error(S, "%s is not available", name);
+}
+
 /* max(t) is a 0-d tensor; max(t, dim) the tuple (values, indices). */
 static int max_min(ad_state *S, ad_value *argv, bool is_max, const char *fn, ad_value *out) {
+    if (argv[1].t == AD_TTENSOR) return binary_extreme(S, argv, is_max, out);
     if (argv[1].t == AD_TNONE) {
         ad_tensor *t;
         int rc = ad_arg_tensor(S, argv[0], fn, "input", &t);

@@ -565,8 +565,13 @@ static int bi_chunk(FN_ARGS) {
     if (!rc) rc = ad_normalize_dim(S, dim, t->ndim, &d);
     if (!rc) {
         int64_t len = t->shape[d], size = (len + chunks - 1) / chunks;
-        if (size == 0 && len == 0) size = 0;
-        rc = split_even(S, t, d, size, out);
+        if (len == 0) { /* torch gives 'chunks' empty pieces here */
+            int64_t *sizes = chunks <= AD_MAX_LIST ? ad_calloc(S, (size_t)chunks, sizeof *sizes) : NULL;
+            rc = sizes ? split_sizes(S, t, d, (int)chunks, sizes, out) : ad_error(S, "chunk: too many chunks");
+            ad_free(S, sizes);
+        } else {
+            rc = split_even(S, t, d, size, out);
+        }
     }
     ad_tensor_decref(S, t);
     return rc;
@@ -751,9 +756,11 @@ static int tri_op(ad_state *S, ad_value *argv, const char *fn, bool lower, ad_va
     int64_t k;
     int rc = ad_arg_int(S, argv[1], fn, "diagonal", &k);
     if (rc || (rc = ad_arg_tensor(S, argv[0], fn, "self", &t))) return rc;
-    if (t->ndim < 2) {
+    if (t->ndim < 2) { /* torch reports the missing row dim as out of range */
+        int d;
+        rc = ad_normalize_dim(S, -2, t->ndim, &d);
         ad_tensor_decref(S, t);
-        return ad_error(S, "%s: input tensor must have at least 2 dimensions", fn);
+        return rc ? rc : ad_error(S, "%s: input tensor must have at least 2 dimensions", fn);
     }
     ad_tensor *r = ad_tensor_clone(S, t);
     ad_tensor_decref(S, t);
@@ -826,7 +833,7 @@ static int bi_diag(FN_ARGS) {
         r = dv ? ad_tensor_clone(S, dv) : NULL;
         ad_tensor_decref(S, dv);
     } else {
-        rc = ad_error(S, "diag(): Supports 1D or 2D tensors. Got %dD", t->ndim);
+        rc = ad_error(S, "matrix or a vector expected");
     }
     ad_tensor_decref(S, t);
     return rc ? rc : ret_tensor(S, r, out);
@@ -1046,7 +1053,7 @@ static int bi_masked_select(FN_ARGS) {
     int rc = ad_arg_tensor(S, argv[0], "masked_select", "self", &t);
     if (rc) return rc;
     if ((rc = ad_arg_tensor(S, argv[1], "masked_select", "mask", &mask))) { ad_tensor_decref(S, t); return rc; }
-    if (mask->dtype != AD_BOOL) rc = ad_error(S, "masked_select: expected BoolTensor for mask");
+    if (mask->dtype != AD_BOOL) rc = ad_error(S, "masked_select: expected BoolTensor or ByteTensor for mask");
     if (!rc) rc = ad_broadcast_shapes(S, t->ndim, t->shape, mask->ndim, mask->shape, &n, shape);
     if (!rc && (!(et = ad_tensor_expand(S, t, n, shape)) || !(em = ad_tensor_expand(S, mask, n, shape))))
         rc = S->errcode;

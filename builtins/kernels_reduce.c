@@ -13,6 +13,19 @@
 /* A single long row is cut into this many fixed blocks to reduce in parallel. */
 #define ROW_BLOCKS 64
 
+/* Runs the for statement given as the argument on the OpenMP team only when
+ * 'par': a parallel region, even one disabled by an if clause, costs a team
+ * set-up and futex traffic on every call, which small tensors must not pay. */
+#define PAR_FOR(par, ...)                                                          \
+    do {                                                                           \
+        if (par) {                                                                 \
+            _Pragma("omp parallel for schedule(static)")                           \
+            __VA_ARGS__                                                            \
+        } else {                                                                   \
+            __VA_ARGS__                                                            \
+        }                                                                          \
+    } while (0)
+
 /* Float sums accumulate in double (torch's CPU acc_type); integer sums and
  * products go through uint64_t so overflow wraps as in torch instead of being UB. */
 
@@ -52,16 +65,14 @@
             return;                                                                \
         }                                                                          \
         if (inner == 1) {                                                          \
-            _Pragma("omp parallel for if (par) schedule(static)")                  \
-            for (int64_t r = 0; r < outer; r++) {                                  \
+            PAR_FOR(par, for (int64_t r = 0; r < outer; r++) {                     \
                 ACC a = ROWFN(x + r * n, n);                                       \
                 o[r] = FIN(a);                                                     \
-            }                                                                      \
+            });                                                                    \
             return;                                                                \
         }                                                                          \
         const int64_t nch = (inner + CHUNK - 1) / CHUNK;                           \
-        _Pragma("omp parallel for if (par) schedule(static)")                      \
-        for (int64_t task = 0; task < outer * nch; task++) {                       \
+        PAR_FOR(par, for (int64_t task = 0; task < outer * nch; task++) {          \
             int64_t ob = task / nch, i0 = task % nch * CHUNK;                      \
             int64_t m = inner - i0 < CHUNK ? inner - i0 : CHUNK;                   \
             ACC a[CHUNK];                                                          \
@@ -73,7 +84,7 @@
                 for (int64_t j = 0; j < m; j++) a[j] = STEP(a[j], row[j]);         \
             }                                                                      \
             for (int64_t j = 0; j < m; j++) o[ob * inner + i0 + j] = FIN(a[j]);    \
-        }                                                                          \
+        });                                                                        \
     }
 
 #define ADD(a, v) ((a) + (v))
@@ -124,11 +135,10 @@ DEF_REDUCE(ad_red_all_b8, uint8_t, int, rowall_b8, 1, AND, SAME)
 DEF_REDUCE(ad_red_any_b8, uint8_t, int, rowany_b8, 0, OR, SAME)
 
 /* The remaining kernels walk one "line" (n elements 'inner' apart) per
- * output; LINES opens that loop with 'xl' at the line's first element. */
-#define LINES(T)                                                                   \
-    const int par = outer * n * inner >= AD_OMP_THRESHOLD;                         \
-    _Pragma("omp parallel for if (par) schedule(static)")                          \
-    for (int64_t line = 0; line < outer * inner; line++)
+ * output; PAR_LINES runs its block once per line with 'line' in scope. */
+#define PAR_LINES(...)                                                             \
+    PAR_FOR(outer * n * inner >= AD_OMP_THRESHOLD,                                 \
+            for (int64_t line = 0; line < outer * inner; line++) __VA_ARGS__)
 
 #define LINE_BASE(line) ((line) / inner * n * inner + (line) % inner)
 
@@ -153,13 +163,13 @@ DEF_LINEMAX(linemax_f64, double)
                                 int64_t n, int64_t inner) {                        \
         const T *x = xp;                                                           \
         T *o = op;                                                                 \
-        LINES(T) {                                                                 \
+        PAR_LINES({                                                                \
             const T *xl = x + LINE_BASE(line);                                     \
             double m = linemax_##SUF(xl, n, inner), s = 0;                         \
             if (isinf(m)) m = 0;                                                   \
             for (int64_t k = 0; k < n; k++) s += EXP_##SUF((double)xl[k * inner] - m); \
             o[line] = (T)(log(s) + m);                                             \
-        }                                                                          \
+        });                                                                        \
     }
 DEF_LOGSUMEXP(f32, float)
 DEF_LOGSUMEXP(f64, double)
@@ -169,7 +179,7 @@ DEF_LOGSUMEXP(f64, double)
                               int64_t inner) {                                     \
         const T *x = xp;                                                           \
         T *o = op;                                                                 \
-        LINES(T) {                                                                 \
+        PAR_LINES({                                                                \
             int64_t b = LINE_BASE(line);                                           \
             double m = linemax_##SUF(x + b, n, inner), s = 0;                      \
             for (int64_t k = 0; k < n; k++) {                                      \
@@ -178,19 +188,19 @@ DEF_LOGSUMEXP(f64, double)
                 s += e;                                                            \
             }                                                                      \
             for (int64_t k = 0; k < n; k++) o[b + k * inner] = (T)(o[b + k * inner] / s); \
-        }                                                                          \
+        });                                                                        \
     }                                                                              \
     void ad_red_logsoftmax_##SUF(const void *xp, void *op, int64_t outer,          \
                                  int64_t n, int64_t inner) {                       \
         const T *x = xp;                                                           \
         T *o = op;                                                                 \
-        LINES(T) {                                                                 \
+        PAR_LINES({                                                                \
             int64_t b = LINE_BASE(line);                                           \
             double m = linemax_##SUF(x + b, n, inner), s = 0;                      \
             for (int64_t k = 0; k < n; k++) s += EXP_##SUF((double)x[b + k * inner] - m); \
             double lse = m + log(s);                                               \
             for (int64_t k = 0; k < n; k++) o[b + k * inner] = (T)((double)x[b + k * inner] - lse); \
-        }                                                                          \
+        });                                                                        \
     }
 DEF_SOFTMAX(f32, float)
 DEF_SOFTMAX(f64, double)
@@ -222,7 +232,7 @@ DEF_SOFTMAX(f64, double)
                            int64_t inner, double ord) {                            \
         const T *x = xp;                                                           \
         T *o = op;                                                                 \
-        LINES(T) o[line] = (T)normline_##SUF(x + LINE_BASE(line), n, inner, ord);  \
+        PAR_LINES({ o[line] = (T)normline_##SUF(x + LINE_BASE(line), n, inner, ord); }); \
     }
 DEF_NORM(f32, float)
 DEF_NORM(f64, double)
@@ -236,7 +246,7 @@ DEF_NORM(f64, double)
         T *v = vp, *mo = mp;                                                       \
         double dof = (double)n - correction;                                       \
         if (dof < 0) dof = 0;                                                      \
-        LINES(T) {                                                                 \
+        PAR_LINES({                                                                \
             const T *xl = x + LINE_BASE(line);                                     \
             double mean = 0, ss = 0;                                               \
             for (int64_t k = 0; k < n; k++) mean += xl[k * inner];                 \
@@ -248,7 +258,7 @@ DEF_NORM(f64, double)
             double r = ss / dof;                                                   \
             v[line] = (T)(take_sqrt ? sqrt(r) : r);                                \
             if (mo) mo[line] = (T)mean;                                            \
-        }                                                                          \
+        });                                                                        \
     }
 DEF_VAR(f32, float)
 DEF_VAR(f64, double)
@@ -263,8 +273,7 @@ DEF_VAR(f64, double)
         int64_t *idx = ip;                                                         \
         const int par = outer * n * inner >= AD_OMP_THRESHOLD;                     \
         const int64_t nch = (inner + CHUNK - 1) / CHUNK;                           \
-        _Pragma("omp parallel for if (par) schedule(static)")                      \
-        for (int64_t task = 0; task < outer * nch; task++) {                      \
+        PAR_FOR(par, for (int64_t task = 0; task < outer * nch; task++) {          \
             int64_t ob = task / nch, i0 = task % nch * CHUNK;                      \
             int64_t m = inner - i0 < CHUNK ? inner - i0 : CHUNK;                   \
             const T *base = x + ob * n * inner + i0;                               \
@@ -285,7 +294,7 @@ DEF_VAR(f64, double)
                 if (vals) vals[ob * inner + i0 + j] = best[j];                     \
                 idx[ob * inner + i0 + j] = bi[j];                                  \
             }                                                                      \
-        }                                                                          \
+        });                                                                        \
     }
 DEF_ARGEXT(ad_red_max_f32, float, >)
 DEF_ARGEXT(ad_red_max_f64, double, >)
@@ -298,14 +307,14 @@ DEF_ARGEXT(ad_red_min_i64, int64_t, <)
     void NAME(const void *xp, void *op, int64_t outer, int64_t n, int64_t inner) { \
         const T *x = xp;                                                           \
         T *o = op;                                                                 \
-        LINES(T) {                                                                 \
+        PAR_LINES({                                                                \
             int64_t b = LINE_BASE(line);                                           \
             ACC a = INIT;                                                          \
             for (int64_t k = 0; k < n; k++) {                                      \
                 a = STEP(a, x[b + k * inner]);                                     \
                 o[b + k * inner] = (T)a;                                           \
             }                                                                      \
-        }                                                                          \
+        });                                                                        \
     }
 DEF_SCAN(ad_red_cumsum_f32, float, double, 0.0, ADD)
 DEF_SCAN(ad_red_cumsum_f64, double, double, 0.0, ADD)
@@ -380,8 +389,7 @@ void ad_red_gemm_i64(const void *ap, const void *bp, void *cp, int64_t m, int64_
     const int64_t asr = trans_a ? 1 : lda, asc = trans_a ? lda : 1;
     const int64_t bsr = trans_b ? 1 : ldb, bsc = trans_b ? ldb : 1;
     const int par = m * n * k >= AD_OMP_THRESHOLD;
-    #pragma omp parallel for if (par) schedule(static)
-    for (int64_t i = 0; i < m; i++) {
+    PAR_FOR(par, for (int64_t i = 0; i < m; i++) {
         uint64_t *ci = (uint64_t *)(c + i * ldc);
         for (int64_t j = 0; j < n; j++) ci[j] = be ? be * ci[j] : 0;
         for (int64_t p = 0; p < k; p++) {
@@ -389,7 +397,7 @@ void ad_red_gemm_i64(const void *ap, const void *bp, void *cp, int64_t m, int64_
             const int64_t *bp_row = b + p * bsr;
             for (int64_t j = 0; j < n; j++) ci[j] += aip * (uint64_t)bp_row[j * bsc];
         }
-    }
+    });
 }
 
 void ad_red_dot_f32(const void *a, int64_t stride_a, const void *b, int64_t stride_b,
@@ -433,9 +441,8 @@ static inline double pointwise_loss(double d, int32_t kind, double param) {
         const T *x = xp, *t = tp;                                                  \
         T *o = op;                                                                 \
         const int par = n >= AD_OMP_THRESHOLD;                                     \
-        _Pragma("omp parallel for if (par) schedule(static)")                      \
-        for (int64_t i = 0; i < n; i++)                                            \
-            o[i] = (T)pointwise_loss((double)x[i] - (double)t[i], kind, param);    \
+        PAR_FOR(par, for (int64_t i = 0; i < n; i++)                               \
+            o[i] = (T)pointwise_loss((double)x[i] - (double)t[i], kind, param););  \
     }                                                                              \
     int64_t ad_loss_bce_##SUF(const void *xp, const void *tp, const void *wp,      \
                               void *op, int64_t n) {                               \
@@ -455,14 +462,13 @@ static inline double pointwise_loss(double d, int32_t kind, double param) {
         const T *x = xp, *t = tp, *w = wp, *pw = pwp;                              \
         T *o = op;                                                                 \
         const int par = n >= AD_OMP_THRESHOLD;                                     \
-        _Pragma("omp parallel for if (par) schedule(static)")                      \
-        for (int64_t i = 0; i < n; i++) {                                          \
+        PAR_FOR(par, for (int64_t i = 0; i < n; i++) {                             \
             double xi = x[i], ti = t[i];                                           \
             double sp = log1p(exp(-fabs(xi))) + fmax(-xi, 0.0); /* -log_sigmoid */ \
             double lw = pw ? 1 + (pw[i] - 1.0) * ti : 1.0;                         \
             double l = (1 - ti) * xi + lw * sp;                                    \
             o[i] = (T)(w ? l * w[i] : l);                                          \
-        }                                                                          \
+        });                                                                        \
     }                                                                              \
     int64_t ad_loss_nll_##SUF(const void *lp, const void *tp, const void *wp,      \
                               void *op, void *wsp, int64_t nbatch, int64_t nclass, \
@@ -492,7 +498,7 @@ static inline double pointwise_loss(double d, int32_t kind, double param) {
             double sm = 0;                                                         \
             for (int64_t c = 0; c < nclass; c++)                                   \
                 sm -= (w ? (double)w[c] : 1.0) * (double)l[c * inner];             \
-            loss[i] = (T)((1 - eps) * (double)loss[i] + eps / (double)nclass * sm);\
+            loss[i] = (T)((1 - eps) * (double)loss[i] + eps / (double)nclass * sm); \
         }                                                                          \
     }                                                                              \
     void ad_loss_soft_ce_##SUF(const void *lp, const void *tp, const void *wp,     \

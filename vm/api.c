@@ -10,7 +10,9 @@
 #include "../builtins/kernel.h"
 #include "buf.h"
 #include "compile.h"
+#include "autograd.h"
 #include "heap.h"
+#include "op.h"
 #include "state.h"
 #include "tensor.h"
 #include "vm.h"
@@ -40,7 +42,28 @@ void addsl_config_init(addsl_config *cfg) {
 static const ad_builtin_def *const builtin_tables[] = {
     ad_bi_core_defs, ad_bi_elementwise_defs, ad_bi_reduce_defs, ad_bi_linalg_defs,
     ad_bi_loss_defs, ad_bi_shape_defs, ad_bi_create_defs, ad_bi_tensor_defs, ad_bi_io_defs,
+    ad_bi_autograd_defs, ad_bi_autograd_index_defs,
 };
+
+extern const char *const ad_lib_names[];
+extern const char *const ad_lib_sources[];
+extern const size_t ad_lib_count;
+
+/* Compiles and runs the embedded op library (the lib directory's .ad files). */
+static int load_library(ad_state *S) {
+    for (size_t i = 0; i < ad_lib_count; i++) {
+        ad_proto *p = ad_compile(S, ad_lib_sources[i], strlen(ad_lib_sources[i]), ad_lib_names[i], false);
+        int rc = p ? ad_vm_run_main(S, p) : (S->errcode ? S->errcode : ADDSL_ECOMPILE);
+        ad_proto_decref(S, p);
+        if (rc) {
+            const char *m = ad_vm_errmsg(S);
+            ad_write(S, m, strlen(m), 1);
+            ad_write(S, "\n", 1, 1);
+            return rc;
+        }
+    }
+    return ad_ops_bind_operators(S);
+}
 
 static int define_constants(ad_state *S) {
     for (int dt = 0; dt < AD_NDTYPES; dt++) {
@@ -76,6 +99,7 @@ addsl_state *addsl_open(const addsl_config *cfg) {
     for (size_t i = 0; i < sizeof builtin_tables / sizeof builtin_tables[0]; i++)
         if (ad_vm_register(S, builtin_tables[i])) goto fail;
     if (define_constants(S)) goto fail;
+    if (load_library(S)) goto fail;
     if (addsl_set_args(S, 0, NULL)) goto fail;
     ad_clear_error(S);
     return S;
@@ -86,6 +110,7 @@ fail:
 
 void addsl_close(addsl_state *S) {
     if (!S) return;
+    ad_ops_unbind_operators(S);
     ad_vm_close(S);
     ad_globals_free(S);
     if (S->kernels) ad_kreg_free(S, S->kernels);

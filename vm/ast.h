@@ -17,7 +17,8 @@ typedef enum {
     N_SLICE, N_ELLIPSIS, N_ATTR, N_LAMBDA, N_KWARG, N_PARAM,
     /* statements */
     N_LET, N_LETDESTR, N_ASSIGN, N_FNDEF, N_RETURN, N_IF, N_WHILE, N_FOR,
-    N_BREAK, N_CONTINUE, N_NOGRAD, N_BLOCK, N_EXPRSTMT
+    N_BREAK, N_CONTINUE, N_NOGRAD, N_BLOCK, N_EXPRSTMT,
+    N_OPDEF, N_OPENTRY, N_ANOMALY
 } ad_nkind;
 
 typedef struct ad_nlist {
@@ -31,11 +32,14 @@ typedef struct ad_node {
     int op;                 /* N_BINOP/N_UNOP/N_ASSIGN: a TK_ code (0: plain '=') */
     struct ad_node *a, *b, *c;
     ad_nlist *list;
+    ad_nlist *list2;        /* N_OPDEF: output names; N_OPENTRY: unused */
+    ad_nlist *list3;        /* N_OPDEF: entries */
     const char *str;        /* names (NUL-terminated copy) and string contents (unescaped) */
     size_t len;
     double num;
     bool is_int;
     /* filled by the resolver */
+    void *info;             /* N_OPDEF: its ad_opinfo (vm/compile_op.c) */
     bool captured;          /* a declaration captured by an inner function */
     int slot;
 } ad_node;

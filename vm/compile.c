@@ -9,6 +9,7 @@
 
 #include "ast.h"
 #include "buf.h"
+#include "compile_op.h"
 #include "grammar.h"
 #include "state.h"
 
@@ -97,6 +98,16 @@ static void r_node(resolver *R, ad_node *n) {
         r_function(R, n, n->list, n->b);
         break;
     case N_LAMBDA: r_function(R, n, n->list, n->b); break;
+    case N_OPDEF: {
+        ad_opinfo *in = n->info;
+        for (int i = 0; i < in->nparams; i++) r_node(R, in->params[i]->a);
+        r_node(R, in->forward);
+        for (int i = 0; i < in->nvjp; i++) r_node(R, in->vjp[i]);
+        for (int i = 0; i < in->njvp; i++) r_node(R, in->jvp[i]);
+        r_declare(R, n, n->str);
+        break;
+    }
+    case N_ANOMALY: r_block(R, n->b); break;
     case N_BLOCK: r_block(R, n); break;
     case N_NOGRAD: r_block(R, n->b); break;
     case N_WHILE: r_node(R, n->a); r_block(R, n->b); break;
@@ -146,7 +157,7 @@ typedef struct fstate {
     bool is_main;
     const char *selfname; /* a named function's own name (compiled as SELF) */
     loopinfo *loop;
-    int grad_regs[64]; int ngrad;
+    int grad_regs[64]; bool grad_is_anomaly[64]; int ngrad;
     int line, col;
 } fstate;
 
@@ -686,7 +697,8 @@ static void loop_end(fstate *fs, loopinfo *L, int cont_target, int break_target)
 
 /* Leaving no_grad blocks early (break, continue, return) restores grad mode. */
 static void restore_grad_to(fstate *fs, int depth) {
-    for (int i = fs->ngrad - 1; i >= depth; i--) emit_abc(fs, OP_GRADRESTORE, fs->grad_regs[i], 0, 0);
+    for (int i = fs->ngrad - 1; i >= depth; i--)
+        emit_abc(fs, fs->grad_is_anomaly[i] ? OP_ANOMALYRESTORE : OP_GRADRESTORE, fs->grad_regs[i], 0, 0);
 }
 
 static void stmt_for(fstate *fs, ad_node *n) {
@@ -758,6 +770,75 @@ static void stmt_for(fstate *fs, ad_node *n) {
         loop_end(fs, &L, top, fs->p->ncode);
     }
     leave_block(fs, nv, fr);
+}
+
+static char *cdup(fstate *fs, const char *s) {
+    size_t n = strlen(s);
+    char *d = ad_malloc(fs->C->S, n + 1);
+    if (!d) { nomem(fs); return NULL; }
+    memcpy(d, s, n + 1);
+    return d;
+}
+
+/* The run-time description of an op definition, owned by the prototype. */
+static int add_optemplate(fstate *fs, const ad_node *n) {
+    const ad_opinfo *in = n->info;
+    ad_state *S = fs->C->S;
+    ad_optemplate *t = ad_calloc(S, 1, sizeof *t);
+    if (!t) { nomem(fs); return -1; }
+    t->name = cdup(fs, n->str);
+    t->nparams = in->nparams;
+    t->pnames = ad_calloc(S, (size_t)(in->nparams ? in->nparams : 1), sizeof(char *));
+    bool ok = t->name && t->pnames;
+    for (int i = 0; ok && i < in->nparams; i++) ok = (t->pnames[i] = cdup(fs, in->params[i]->str)) != NULL;
+    t->ndefaults = in->ndefaults;
+    memcpy(t->kind, in->kind, sizeof t->kind);
+    for (int i = 0; ok && i < in->nparams; i++) if (in->notimpl[i]) ok = (t->notimpl[i] = cdup(fs, in->notimpl[i])) != NULL;
+    t->nout = in->nout;
+    if (ok && in->outnames) {
+        t->outnames = ad_calloc(S, (size_t)in->nout, sizeof(char *));
+        ok = t->outnames != NULL;
+        for (int k = 0; ok && k < in->nout; k++) ok = (t->outnames[k] = cdup(fs, in->outnames[k])) != NULL;
+    }
+    memcpy(t->out_diff, in->out_diff, sizeof t->out_diff);
+    t->has_formulas = in->has_formulas;
+    t->nvjp = in->nvjp;
+    memcpy(t->vjp_nnames, in->vjp_nnames, sizeof t->vjp_nnames);
+    memcpy(t->vjp_params, in->vjp_params, sizeof t->vjp_params);
+    t->jvp_kind = in->jvp_kind;
+    t->njvp = in->njvp;
+    ad_proto *p = fs->p;
+    ad_optemplate **arr = ok ? ad_realloc(S, p->optemplates, (size_t)(p->noptemplates + 1) * sizeof *arr) : NULL;
+    if (!arr) { if (ok) nomem(fs); ad_optemplate_free(S, t); return -1; }
+    p->optemplates = arr;
+    p->optemplates[p->noptemplates] = t;
+    return p->noptemplates++;
+}
+
+static void stmt_opdef(fstate *fs, ad_node *n) {
+    const ad_opinfo *in = n->info;
+    int save = fs->freereg;
+    int nregs = 1 + 1 + in->nvjp + in->njvp + in->ndefaults;
+    int base = reserve(fs, nregs);
+    int r = base + 1;
+    expr(fs, in->forward, r++);
+    for (int i = 0; i < in->nvjp; i++) expr(fs, in->vjp[i], r++);
+    for (int i = 0; i < in->njvp; i++) expr(fs, in->jvp[i], r++);
+    for (int i = 0; i < in->nparams; i++) if (in->params[i]->a) expr(fs, in->params[i]->a, r++);
+    if (fs->C->failed) return;
+    int idx = add_optemplate(fs, n);
+    if (idx < 0) return;
+    setpos(fs, n);
+    emit_abx(fs, OP_NEWOP, base, idx);
+    if (at_global_scope(fs)) {
+        int slot;
+        declare_global(fs, n->str, &slot);
+        emit_abx(fs, OP_SETGLOBAL, base, slot);
+        fs->freereg = save;
+    } else {
+        fs->freereg = base + 1;
+        bind_new(fs, n, n->str, base);
+    }
 }
 
 static void stmt(fstate *fs, ad_node *n) {
@@ -864,16 +945,19 @@ static void stmt(fstate *fs, ad_node *n) {
         else add_jump(fs, &L->conts, &L->nconts, &L->capconts, j);
         break;
     }
-    case N_NOGRAD: {
-        if (fs->ngrad >= 64) { cerror(fs, n->line, n->col, "no_grad blocks nested too deeply"); break; }
+    case N_NOGRAD: case N_ANOMALY: {
+        bool anomaly = n->kind == N_ANOMALY;
+        if (fs->ngrad >= 64) { cerror(fs, n->line, n->col, "no_grad/detect_anomaly blocks nested too deeply"); break; }
         int r = reserve(fs, 1);
-        emit_abc(fs, OP_GRADOFF, r, 0, 0);
+        emit_abc(fs, anomaly ? OP_ANOMALYON : OP_GRADOFF, r, 0, 0);
+        fs->grad_is_anomaly[fs->ngrad] = anomaly;
         fs->grad_regs[fs->ngrad++] = r;
         block(fs, n->b);
         fs->ngrad--;
-        emit_abc(fs, OP_GRADRESTORE, r, 0, 0);
+        emit_abc(fs, anomaly ? OP_ANOMALYRESTORE : OP_GRADRESTORE, r, 0, 0);
         break;
     }
+    case N_OPDEF: stmt_opdef(fs, n); return;
     case N_BLOCK: block(fs, n); break;
     default: cerror(fs, n->line, n->col, "not a statement"); break;
     }
@@ -1030,6 +1114,13 @@ ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name,
     if (!ad_parse_source(&P, src, len)) {
         if (arena.failed) ad_nomem(S);
         else set_compile_error(S, name, src, len, P.err_line, P.err_col, P.err_msg);
+        ad_arena_free(&arena);
+        return NULL;
+    }
+    ad_op_error operr;
+    if (!ad_desugar_ops(&arena, P.root, &operr)) {
+        if (arena.failed) ad_nomem(S);
+        else set_compile_error(S, name, src, len, operr.line, operr.col, operr.msg);
         ad_arena_free(&arena);
         return NULL;
     }

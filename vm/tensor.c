@@ -1,6 +1,7 @@
 /* tensor.c: tensor creation and lifetime, dtypes, shapes, broadcasting,
  * element access and dtype-converting strided copies. */
 #include "tensor.h"
+#include "autograd.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -161,6 +162,8 @@ static ad_tensor *header_new(ad_state *S, ad_storage *st, ad_dtype dt, int ndim,
     t->requires_grad = false;
     t->grad = NULL;
     t->grad_fn = NULL;
+    t->grad_fn_weak = false;
+    t->output_nr = 0;
     t->fw_grad = NULL;
     if (ndim > 0) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
     contiguous_strides(ndim, shape, t->strides);
@@ -224,11 +227,12 @@ ad_tensor *ad_tensor_wrap(ad_state *S, ad_dtype dt, int ndim, const int64_t *sha
 
 void ad_tensor_incref(ad_tensor *t) { t->refcount++; }
 
-/* 'grad_fn' and 'fw_grad' belong to the autograd modules, which clear them
- * before the last reference goes; the header does not own them here. */
+/* A tensor owns its grad, its tangent and (unless weak) its graph node. */
 void ad_tensor_decref(ad_state *S, ad_tensor *t) {
     while (t && --t->refcount == 0) {
         ad_tensor *g = t->grad;
+        if (t->grad_fn && !t->grad_fn_weak) ad_node_decref(S, t->grad_fn);
+        if (t->fw_grad) ad_tensor_decref(S, t->fw_grad);
         storage_decref(S, t->storage);
         ad_heap_release_header(S, t);
         t = g; /* a chain of grads is released without recursion */

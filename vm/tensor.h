@@ -37,9 +37,11 @@ typedef struct ad_tensor {
     int ndim;
     ad_dtype dtype;
     bool requires_grad;
+    bool grad_fn_weak;        /* grad_fn is not owned (a node's saved output) */
+    int32_t output_nr;        /* which output of grad_fn this tensor is */
     struct ad_tensor *grad;   /* accumulated gradient of a leaf */
-    void *grad_fn;            /* autograd node (later issue) */
-    void *fw_grad;            /* forward-AD tangent (later issue) */
+    struct ad_node *grad_fn;  /* autograd node that produced it (vm/autograd.h) */
+    struct ad_tensor *fw_grad;/* forward-mode tangent */
     int64_t shape[AD_MAX_DIMS];
     int64_t strides[AD_MAX_DIMS]; /* in elements */
 } ad_tensor;

@@ -1,7 +1,10 @@
 /* tensor_print.c: PyTorch's default tensor text (torch/_tensor_str.py with
  * precision 4, threshold 1000, edgeitems 3, linewidth 80). */
 #include "tensor.h"
+#include "autograd.h"
+#include "op.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -207,7 +210,15 @@ int ad_tensor_format(ad_state *S, const ad_tensor *t, ad_buf *b) {
         else put_tensor(&f, 0, t->offset, PRINT_INDENT, b);
         if (t->dtype == AD_FLOAT64) put_suffix(b, start, &last_len, "dtype=float64", TORCH_DTYPE_PREFIX);
     }
-    if (t->requires_grad) put_suffix(b, start, &last_len, REQUIRES_GRAD_SUFFIX, 0);
+    if (t->grad_fn && !t->grad_fn_weak && t->grad_fn->op) {
+        /* Like torch's grad_fn=<MulBackward0>, named after the op. */
+        char sfx[160];
+        const char *name = t->grad_fn->op->name;
+        snprintf(sfx, sizeof sfx, "grad_fn=<%c%.100sBackward0>", toupper((unsigned char)name[0]), name[0] ? name + 1 : "");
+        put_suffix(b, start, &last_len, sfx, 0);
+    } else if (t->requires_grad) {
+        put_suffix(b, start, &last_len, REQUIRES_GRAD_SUFFIX, 0);
+    }
     ad_buf_add(b, ")", 1);
     return b->failed ? ADDSL_ENOMEM : AD_OK;
 }

@@ -26,6 +26,8 @@ static ad_tensor *make_view(ad_state *S, ad_tensor *t, int ndim, const int64_t *
     v->requires_grad = false;
     v->grad = NULL;
     v->grad_fn = NULL;
+    v->grad_fn_weak = false;
+    v->output_nr = 0;
     v->fw_grad = NULL;
     memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
     memcpy(v->strides, strides, (size_t)ndim * sizeof *strides);

@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "state.h"
 #include "tensor.h"
+#include "op.h"
 #include "vm.h"
 
 void ad_value_incref(ad_value v) {
@@ -36,6 +37,7 @@ void ad_value_decref(ad_state *S, ad_value v) {
     case AD_TCELL: ad_value_decref(S, v.u.cell->v); ad_free(S, v.u.cell); break;
     case AD_TFUNC: ad_vm_closure_free(S, v.u.fn); break;
     case AD_TBUILTIN: ad_vm_builtin_free(S, v.u.bi); break;
+    case AD_TOP: ad_opdef_free(S, v.u.op); break;
     default: break;
     }
 }
@@ -100,6 +102,7 @@ const char *ad_type_name(ad_value v) {
     case AD_TTENSOR: return "tensor";
     case AD_TFUNC: return "function";
     case AD_TBUILTIN: return "builtin";
+    case AD_TOP: return "op";
     case AD_TCELL: return "cell";
     }
     return "?";
@@ -191,6 +194,7 @@ int ad_value_format(ad_state *S, ad_value v, ad_buf *b, bool quote_str) {
     case AD_TTENSOR: return ad_tensor_format(S, v.u.tensor, b);
     case AD_TFUNC: return ad_buf_printf(b, "<function %s>", ad_vm_closure_name(v.u.fn));
     case AD_TBUILTIN: return ad_buf_printf(b, "<builtin %s>", v.u.bi->name);
+    case AD_TOP: return ad_buf_printf(b, "<op %s>", v.u.op->name);
     case AD_TCELL: return ad_buf_puts(b, "<cell>");
     }
     return ADDSL_OK;

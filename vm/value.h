@@ -25,6 +25,7 @@ typedef enum {
     AD_TTENSOR,
     AD_TFUNC,     /* a script closure */
     AD_TBUILTIN,  /* a C function */
+    AD_TOP,       /* a differentiable op (vm/op.h) */
     AD_TCELL      /* captured variable (internal, never user-visible) */
 } ad_vtype;
 
@@ -45,6 +46,7 @@ typedef struct ad_value {
         ad_tensor *tensor;
         struct ad_closure *fn;
         struct ad_builtin *bi;
+        struct ad_opdef *op;
         struct ad_cell *cell;
     } u;
 } ad_value;

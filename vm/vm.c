@@ -10,7 +10,9 @@
 
 #include "../builtins/builtins.h"
 #include "buf.h"
+#include "autograd.h"
 #include "compile.h"
+#include "op.h"
 #include "state.h"
 #include "tensor.h"
 
@@ -62,6 +64,8 @@ void ad_proto_decref(ad_state *S, ad_proto *p) {
     for (int i = 0; i < p->nprotos; i++) ad_proto_decref(S, p->protos[i]);
     if (p->pnames) for (int i = 0; i < p->nparams; i++) ad_free(S, p->pnames[i]);
     ad_free(S, p->pnames);
+    for (int i = 0; i < p->noptemplates; i++) ad_optemplate_free(S, p->optemplates[i]);
+    ad_free(S, p->optemplates);
     ad_free(S, p->k); ad_free(S, p->protos); ad_free(S, p->upvals);
     ad_free(S, p->code); ad_free(S, p->lines); ad_free(S, p->name);
     ad_chunk_decref(S, p->chunk);
@@ -163,6 +167,13 @@ int ad_vm_register(ad_state *S, const ad_builtin_def *defs) {
         int rc = builtin_new(S, defs, &b);
         if (rc) return rc;
         ad_value v; v.t = AD_TBUILTIN; v.u.bi = b;
+        /* 'ad_NAME' keeps the raw builtin reachable when an op named NAME
+         * (with derivative formulas) replaces it; kernel("ad_NAME") uses it. */
+        char alias[128];
+        snprintf(alias, sizeof alias, "ad_%s", defs->name);
+        b->hdr.refcount++;
+        rc = ad_global_set(S, alias, v);
+        if (rc) { ad_value_decref(S, v); return rc; }
         rc = ad_global_set(S, defs->name, v);
         if (rc) return rc;
     }
@@ -387,6 +398,19 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
         }
     }
     if (a.t == AD_TTENSOR || b.t == AD_TTENSOR) {
+        /* Through the differentiable op when the library defines one. */
+        ad_opdef *dop = NULL;
+        switch (op) {
+        case OP_ADD: dop = S->op_add; break;
+        case OP_SUB: dop = S->op_sub; break;
+        case OP_MUL: dop = S->op_mul; break;
+        case OP_DIV: dop = S->op_div; break;
+        case OP_MOD: dop = S->op_rem; break;
+        case OP_POW: dop = S->op_pow; break;
+        case OP_MATMUL: dop = S->op_matmul; break;
+        default: break;
+        }
+        if (dop) { ad_value args[2] = {a, b}; return ad_op_call(S, dop, args, 2, NULL, out); }
         switch (op) {
         case OP_ADD: return ad_bi_add(S, a, b, out);
         case OP_SUB: return ad_bi_sub(S, a, b, out);
@@ -519,6 +543,15 @@ static int index_seq(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
 }
 
 static int get_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_value *out) {
+    if (obj.t == AD_TTENSOR && S->op_index) {
+        ad_list *l = ad_list_new(S, AD_TLIST, n);
+        if (!l) return S->errcode;
+        for (int i = 0; i < n; i++) { l->items[i] = idx[i]; ad_value_incref(idx[i]); }
+        ad_value args[2] = {obj, ad_list_value(l, AD_TLIST)};
+        int rc = ad_op_call(S, S->op_index, args, 2, NULL, out);
+        ad_value_decref(S, args[1]);
+        return rc;
+    }
     if (obj.t == AD_TTENSOR) return ad_bi_index_get(S, obj.u.tensor, n, idx, out);
     if (ad_is_seq(obj) || obj.t == AD_TSTR) return index_seq(S, obj, n, idx, out);
     return ad_error(S, "%s is not subscriptable", ad_type_name(obj));
@@ -852,7 +885,8 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             if (num_like(a)) { setreg(S, RA, make_num(-num_of(a), int_like(a))); vmbreak; }
             SAVEPC();
             if (a.t != AD_TTENSOR) CHECK(ad_error(S, "bad operand type for unary -: %s", ad_type_name(a)));
-            CHECK(ad_bi_neg(S, a, &out));
+            if (S->op_neg) CHECK(ad_op_call(S, S->op_neg, &a, 1, NULL, &out));
+            else CHECK(ad_bi_neg(S, a, &out));
             RELOAD();
             setreg(S, RA, out);
             vmbreak;
@@ -898,6 +932,22 @@ static int execute(ad_state *S, int floor, ad_value *result) {
                 ad_value out;
                 int base_abs = (int)(R - vm->stack) + a;
                 CHECK(call_builtin(S, fv.u.bi, R + a + 1, nargs, kw, &out));
+                R = vm->stack + vm->frames[vm->nframes - 1].base;
+                setreg(S, vm->stack + base_abs, out);
+                vmbreak;
+            }
+            if (fv.t == AD_TOP) {
+                ad_value out;
+                int base_abs = (int)(R - vm->stack) + a;
+                ad_value args[256];
+                for (int i = 0; i < nargs; i++) { args[i] = R[a + 1 + i]; ad_value_incref(args[i]); }
+                ad_opdef *dop = fv.u.op;
+                dop->hdr.refcount++;
+                int rc = ad_op_call(S, dop, args, nargs, kw, &out);
+                for (int i = 0; i < nargs; i++) ad_value_decref(S, args[i]);
+                ad_value dv; dv.t = AD_TOP; dv.u.op = dop;
+                ad_value_decref(S, dv);
+                CHECK(rc);
                 R = vm->stack + vm->frames[vm->nframes - 1].base;
                 setreg(S, vm->stack + base_abs, out);
                 vmbreak;
@@ -1070,6 +1120,16 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         vmcase(GRADOFF) { setreg(S, RA, ad_bool(S->grad_enabled)); S->grad_enabled = false; vmbreak; }
         vmcase(GRADRESTORE) { S->grad_enabled = RA->t == AD_TBOOL ? RA->u.b : true; vmbreak; }
         vmcase(ECHO) { SAVEPC(); CHECK(echo(S, *RA)); vmbreak; }
+        vmcase(ANOMALYON) { setreg(S, RA, ad_bool(S->anomaly)); S->anomaly = true; vmbreak; }
+        vmcase(ANOMALYRESTORE) { S->anomaly = RA->t == AD_TBOOL ? RA->u.b : false; vmbreak; }
+        /* Opcode: NEWOP  Synopsis: R[A] = op(template Bx, forward/formulas/defaults in R[A+1...]) */
+        vmcase(NEWOP) {
+            ad_value v;
+            SAVEPC();
+            CHECK(ad_op_new(S, cl->p->optemplates[AD_BX(ins)], RA + 1, &v));
+            setreg(S, RA, v);
+            vmbreak;
+        }
         vmcase(EXTRAARG) { vmbreak; }
         }
     }
@@ -1098,10 +1158,20 @@ int ad_vm_run_main(ad_state *S, ad_proto *main) {
     return rc;
 }
 
+void ad_vm_current_pos(ad_state *S, int *line, int *col, const char **chunk) {
+    struct ad_vm *vm = S->vm;
+    *line = 0; *col = 0; *chunk = NULL;
+    if (!vm || vm->nframes == 0) return;
+    ad_frame *f = &vm->frames[vm->nframes - 1];
+    frame_pos(f, line, col);
+    *chunk = f->fn->p->chunk->name;
+}
+
 int ad_vm_call_value(ad_state *S, ad_value fn, int argc, const ad_value *argv, ad_value *out) {
     struct ad_vm *vm = S->vm;
     *out = ad_none();
     if (fn.t == AD_TBUILTIN) return call_builtin(S, fn.u.bi, argv, argc, NULL, out);
+    if (fn.t == AD_TOP) return ad_op_call(S, fn.u.op, argv, argc, NULL, out);
     if (fn.t != AD_TFUNC) return ad_error(S, "%s is not callable", ad_type_name(fn));
     if (argc > 255) return ad_error(S, "too many arguments");
     int base = vm->nframes ? vm->frames[vm->nframes - 1].base + vm->frames[vm->nframes - 1].fn->p->nregs : 0;

@@ -67,6 +67,8 @@ typedef struct ad_proto {
     int ndefaults;       /* the last ndefaults parameters have defaults */
     int nregs;
     int line;
+    struct ad_optemplate **optemplates; /* op definitions compiled in this function */
+    int noptemplates;
 } ad_proto;
 
 typedef struct ad_closure {
@@ -111,6 +113,8 @@ void ad_vm_close(ad_state *S);
 int ad_vm_run_main(ad_state *S, ad_proto *main);
 /* Calls a function value (closure or builtin) from C: argv borrowed, *out a new reference. */
 int ad_vm_call_value(ad_state *S, ad_value fn, int argc, const ad_value *argv, ad_value *out);
+/* Position (line, column, chunk name) of the instruction running now. */
+void ad_vm_current_pos(ad_state *S, int *line, int *col, const char **chunk);
 /* Writes a listing of 'p' and its nested prototypes. */
 int ad_vm_disasm(ad_state *S, const ad_proto *p, struct ad_buf *b);
 /* The formatted message of the last error (points at S->errmsg or a longer buffer). */

@@ -1,0 +1,872 @@
+/* autograd.c: graph nodes and the reverse-mode engine. A node is recorded
+ * per call of an op with formulas; backward walks the nodes reachable from
+ * the roots in dependency order and runs each node's VJP closures. */
+#include "autograd.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "../builtins/builtins.h"
+#include "buf.h"
+#include "op.h"
+#include "state.h"
+#include "tensor.h"
+#include "vm.h"
+
+/* ---- nodes ---- */
+
+static void node_release_saved(ad_state *S, ad_node *n) {
+    if (n->released) return;
+    n->released = true;
+    for (int i = 0; i < n->nargs; i++) ad_value_decref(S, n->args[i]);
+    for (int i = 0; i < n->nout; i++) {
+        if (!n->outs[i]) continue;
+        n->outs[i]->grad_fn = NULL; /* the weak back pointer must not outlive us */
+        ad_tensor_decref(S, n->outs[i]);
+        n->outs[i] = NULL;
+    }
+}
+
+void ad_node_decref(ad_state *S, ad_node *n) {
+    /* Long chains are freed iteratively: each node's first edge is followed
+     * in the loop instead of recursing, which keeps deep graphs off the C stack. */
+    while (n && --n->refcount == 0) {
+        ad_node *next = NULL;
+        node_release_saved(S, n);
+        for (int i = 0; i < n->nargs; i++) {
+            if (n->edges[i].leaf) ad_tensor_decref(S, n->edges[i].leaf);
+            if (n->edges[i].node) {
+                if (!next) next = n->edges[i].node;
+                else ad_node_decref(S, n->edges[i].node);
+            }
+        }
+        if (n->gbuf) { for (int i = 0; i < n->nout; i++) ad_value_decref(S, n->gbuf[i]); ad_free(S, n->gbuf); }
+        ad_value opv; opv.t = AD_TOP; opv.u.op = n->op;
+        ad_value_decref(S, opv);
+        ad_free(S, n->args); ad_free(S, n->versions); ad_free(S, n->outs);
+        ad_free(S, n->out_versions); ad_free(S, n->edges);
+        ad_free(S, n);
+        n = next;
+    }
+}
+
+static bool requires_grad(ad_value v) {
+    return v.t == AD_TTENSOR && v.u.tensor->requires_grad;
+}
+
+bool ad_autograd_needs_record(ad_state *S, const ad_opdef *op, const ad_value *args) {
+    if (!S->grad_enabled) return false;
+    for (int i = 0; i < op->nparams; i++)
+        if ((op->kind[i] == AD_PARAM_DIFF || op->kind[i] == AD_PARAM_NOTIMPL) && requires_grad(args[i])) return true;
+    return false;
+}
+
+int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout, ad_tensor **outs) {
+    ad_node *n = ad_calloc(S, 1, sizeof *n);
+    if (!n) return ADDSL_ENOMEM;
+    n->refcount = 1;
+    n->op = op; op->hdr.refcount++;
+    n->nargs = op->nparams;
+    n->nout = nout;
+    n->args = ad_calloc(S, (size_t)(n->nargs ? n->nargs : 1), sizeof(ad_value));
+    n->versions = ad_calloc(S, (size_t)(n->nargs ? n->nargs : 1), sizeof(uint32_t));
+    n->edges = ad_calloc(S, (size_t)(n->nargs ? n->nargs : 1), sizeof(ad_edge));
+    n->outs = ad_calloc(S, (size_t)nout, sizeof(ad_tensor *));
+    n->out_versions = ad_calloc(S, (size_t)nout, sizeof(uint32_t));
+    if (!n->args || !n->versions || !n->edges || !n->outs || !n->out_versions) {
+        n->released = true; n->nargs = 0; ad_node_decref(S, n); return ADDSL_ENOMEM;
+    }
+    ad_vm_current_pos(S, &n->line, &n->col, &n->chunk);
+    for (int i = 0; i < n->nargs; i++) {
+        n->args[i] = args[i];
+        ad_value_incref(args[i]);
+        if (args[i].t != AD_TTENSOR) continue;
+        ad_tensor *t = args[i].u.tensor;
+        n->versions[i] = t->storage->version;
+        if (op->kind[i] != AD_PARAM_DIFF && op->kind[i] != AD_PARAM_NOTIMPL) continue;
+        if (!t->requires_grad) continue;
+        if (t->grad_fn) { n->edges[i].node = t->grad_fn; n->edges[i].nr = t->output_nr; t->grad_fn->refcount++; }
+        else { n->edges[i].leaf = t; ad_tensor_incref(t); }
+    }
+    for (int k = 0; k < nout; k++) {
+        ad_tensor *o = outs[k];
+        if (!o) continue;
+        bool diff = op->out_diff[k] && ad_dtype_is_float(o->dtype);
+        if (!diff) continue;
+        ad_tensor *alias = ad_tensor_as_strided(S, o, o->ndim, o->shape, o->strides, o->offset);
+        if (!alias) { ad_node_decref(S, n); return S->errcode; }
+        alias->grad_fn = n; alias->grad_fn_weak = true; alias->output_nr = k; alias->requires_grad = true;
+        n->outs[k] = alias;
+        n->out_versions[k] = o->storage->version;
+        o->grad_fn = n; n->refcount++;
+        o->output_nr = k;
+        o->requires_grad = true;
+    }
+    ad_node_decref(S, n); /* the outputs hold it now */
+    return ADDSL_OK;
+}
+
+/* ---- the engine ---- */
+
+typedef struct leafgrad { ad_tensor *leaf; ad_value g; } leafgrad;
+
+typedef struct engine {
+    ad_state *S;
+    bool create_graph, retain;
+    uint64_t epoch;
+    ad_node **nodes; int n, cap;
+    ad_node **ready; int nready, capready;
+    leafgrad *leaves; int nleaves, capleaves;
+    int ninputs;
+    ad_tensor **inputs;       /* grad(): the tensors asked for */
+    ad_value *captured;       /* their gradients */
+    bool only_inputs;         /* accumulate only into 'inputs' */
+} engine;
+
+static bool grow_arr(ad_state *S, void **arr, int *cap, int n, size_t elem) {
+    if (n < *cap) return true;
+    int nc = *cap ? *cap * 2 : 32;
+    void *p = ad_realloc(S, *arr, (size_t)nc * elem);
+    if (!p) return false;
+    *arr = p; *cap = nc;
+    return true;
+}
+
+static const char freed_msg[] =
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+    "already been freed). Saved intermediate values of the graph are freed when you call backward() or grad(). "
+    "Specify retain_graph=true if you need to backward through the graph a second time or if you need to "
+    "access saved tensors after calling backward.";
+
+static int discover(engine *E, ad_node *root) {
+    ad_state *S = E->S;
+    if (root->epoch == E->epoch) return ADDSL_OK;
+    ad_node **stack = NULL;
+    int ns = 0, cap = 0;
+    root->epoch = E->epoch; root->deps = 0;
+    if (!grow_arr(S, (void **)&stack, &cap, ns, sizeof *stack)) return ad_nomem(S);
+    stack[ns++] = root;
+    int rc = ADDSL_OK;
+    while (ns > 0 && !rc) {
+        ad_node *n = stack[--ns];
+        if (n->released) { rc = ad_error(S, "%s", freed_msg); break; }
+        if (!grow_arr(S, (void **)&E->nodes, &E->cap, E->n, sizeof *E->nodes)) { rc = ad_nomem(S); break; }
+        E->nodes[E->n++] = n;
+        n->gbuf = ad_calloc(S, (size_t)n->nout, sizeof(ad_value));
+        if (!n->gbuf) { rc = ad_nomem(S); break; }
+        for (int i = 0; i < n->nout; i++) n->gbuf[i] = ad_none();
+        for (int i = 0; i < n->nargs; i++) {
+            ad_node *c = n->edges[i].node;
+            if (!c) continue;
+            if (c->epoch != E->epoch) {
+                c->epoch = E->epoch; c->deps = 0;
+                if (!grow_arr(S, (void **)&stack, &cap, ns, sizeof *stack)) { rc = ad_nomem(S); break; }
+                stack[ns++] = c;
+            }
+            c->deps++;
+        }
+    }
+    ad_free(S, stack);
+    return rc;
+}
+
+static int call_global(ad_state *S, const char *name, int argc, const ad_value *argv, ad_value *out) {
+    int slot = ad_global_slot(S, name, false);
+    if (slot < 0 || !S->globals->defined[slot]) return ad_error(S, "autograd needs the function '%s'", name);
+    return ad_vm_call_value(S, S->globals->values[slot], argc, argv, out);
+}
+
+/* *acc += g (g's reference is taken). Differentiable when create_graph. */
+static int accumulate(engine *E, ad_value *acc, ad_value g) {
+    if (g.t == AD_TNONE) return ADDSL_OK;
+    if (acc->t == AD_TNONE) { *acc = g; return ADDSL_OK; }
+    ad_value sum = ad_none(), args[2] = {*acc, g};
+    int rc = E->create_graph ? call_global(E->S, "add", 2, args, &sum) : ad_bi_add(E->S, *acc, g, &sum);
+    ad_value_decref(E->S, g);
+    if (rc) return rc;
+    ad_value_decref(E->S, *acc);
+    *acc = sum;
+    return ADDSL_OK;
+}
+
+/* The gradient 'g' for an input shaped like 'like': summed over broadcast
+ * dimensions and converted to its dtype, as PyTorch's engine does. */
+static int fit_to(engine *E, ad_value g, const ad_tensor *like, ad_value *out) {
+    ad_state *S = E->S;
+    *out = ad_none();
+    ad_tensor *t = NULL;
+    int rc = ad_arg_tensor(S, g, "backward", "grad", &t);
+    if (rc) return rc;
+    ad_value cur = ad_tensor_value(t);
+    if (!ad_shape_equal(t->ndim, t->shape, like->ndim, like->shape)) {
+        int lead = t->ndim - like->ndim;
+        ad_list *dims = ad_list_new(S, AD_TLIST, 0);
+        if (!dims) { ad_value_decref(S, cur); return S->errcode; }
+        bool ok = lead >= 0;
+        for (int i = 0; ok && i < t->ndim; i++) {
+            if (i < lead) rc = ad_list_push(S, dims, ad_int(i));
+            else if (like->shape[i - lead] == 1 && t->shape[i] != 1) rc = ad_list_push(S, dims, ad_int(i));
+            else if (like->shape[i - lead] != t->shape[i] && t->shape[i] != 1) ok = false;
+            if (rc) break;
+        }
+        ad_value dv = ad_list_value(dims, AD_TLIST);
+        if (!rc && ok && dims->len > 0) {
+            ad_value args[3] = {cur, dv, ad_bool(true)}, r;
+            rc = call_global(S, "sum", 3, args, &r);
+            if (!rc) { ad_value_decref(S, cur); cur = r; }
+        }
+        ad_value_decref(S, dv);
+        if (!rc) {
+            ad_tensor *c = cur.u.tensor;
+            if (c->numel == like->numel) {
+                ad_list *shp = ad_list_new(S, AD_TLIST, like->ndim);
+                if (!shp) rc = S->errcode;
+                for (int i = 0; !rc && i < like->ndim; i++) shp->items[i] = ad_int((double)like->shape[i]);
+                if (!rc) {
+                    ad_value sv = ad_list_value(shp, AD_TLIST), args[2] = {cur, sv}, r;
+                    rc = call_global(S, "reshape", 2, args, &r);
+                    ad_value_decref(S, sv);
+                    if (!rc) { ad_value_decref(S, cur); cur = r; }
+                }
+            } else {
+                ad_buf b1, b2;
+                ad_buf_init(&b1, S); ad_buf_init(&b2, S);
+                ad_buf_shape(&b1, c->ndim, c->shape); ad_buf_shape(&b2, like->ndim, like->shape);
+                rc = ad_error(S, "gradient of shape %s does not match the input's shape %s", b1.data ? b1.data : "?", b2.data ? b2.data : "?");
+                ad_buf_free(&b1); ad_buf_free(&b2);
+            }
+        }
+        if (rc) { ad_value_decref(S, cur); return rc; }
+    }
+    if (cur.u.tensor->dtype != like->dtype && ad_dtype_is_float(like->dtype)) {
+        ad_value args[2] = {cur, ad_dtype_value(like->dtype)}, r;
+        rc = call_global(S, "to", 2, args, &r);
+        ad_value_decref(S, cur);
+        if (rc) return rc;
+        cur = r;
+    }
+    *out = cur;
+    return ADDSL_OK;
+}
+
+static int leaf_accumulate(engine *E, ad_tensor *leaf, ad_value g) {
+    for (int i = 0; i < E->nleaves; i++)
+        if (E->leaves[i].leaf == leaf) return accumulate(E, &E->leaves[i].g, g);
+    if (!grow_arr(E->S, (void **)&E->leaves, &E->capleaves, E->nleaves, sizeof *E->leaves)) {
+        ad_value_decref(E->S, g);
+        return ad_nomem(E->S);
+    }
+    E->leaves[E->nleaves].leaf = leaf;
+    E->leaves[E->nleaves].g = g;
+    E->nleaves++;
+    return ADDSL_OK;
+}
+
+static int check_versions(ad_state *S, const ad_node *n) {
+    for (int i = 0; i < n->nargs; i++) {
+        if (n->args[i].t != AD_TTENSOR) continue;
+        const ad_tensor *t = n->args[i].u.tensor;
+        if (t->storage->version == n->versions[i]) continue;
+        ad_buf b;
+        ad_buf_init(&b, S);
+        ad_buf_shape(&b, t->ndim, t->shape);
+        int rc = ad_error(S, "one of the variables needed for gradient computation has been modified by an inplace "
+                          "operation: [%s %s], input '%s' of op '%s', is at version %u; expected version %u instead",
+                          ad_dtype_name(t->dtype), b.data ? b.data : "", n->op->pnames[i], n->op->name,
+                          t->storage->version, n->versions[i]);
+        ad_buf_free(&b);
+        return rc;
+    }
+    for (int k = 0; k < n->nout; k++) {
+        const ad_tensor *t = n->outs[k];
+        if (t && t->storage->version != n->out_versions[k])
+            return ad_error(S, "one of the variables needed for gradient computation has been modified by an inplace "
+                            "operation: output %d of op '%s' is at version %u; expected version %u instead",
+                            k, n->op->name, t->storage->version, n->out_versions[k]);
+    }
+    return ADDSL_OK;
+}
+
+static bool has_nonfinite(const ad_tensor *t) {
+    if (!ad_dtype_is_float(t->dtype)) return false;
+    for (int64_t i = 0; i < t->numel; i++) if (!isfinite(ad_tensor_get_flat(t, i))) return true;
+    return false;
+}
+
+static int anomaly_check(engine *E, const ad_node *n, int param, ad_value g) {
+    if (!E->S->anomaly || g.t != AD_TTENSOR || !has_nonfinite(g.u.tensor)) return ADDSL_OK;
+    return ad_error(E->S, "detect_anomaly: the gradient of op '%s' for input '%s' contains nan or inf; "
+                    "the op was called at %s:%d:%d", n->op->name, n->op->pnames[param],
+                    n->chunk ? n->chunk : "?", n->line, n->col);
+}
+
+/* Builds the formula arguments of node n (see ad_op_formula_nargs). */
+static int formula_args(engine *E, ad_node *n, ad_value *args, int *nargs) {
+    ad_state *S = E->S;
+    ad_opdef *op = n->op;
+    int na = 0;
+    for (int i = 0; i < n->nargs; i++) { args[na] = n->args[i]; ad_value_incref(args[na]); na++; }
+    /* grads, materialised as zeros when an output got no gradient */
+    ad_value grads[AD_OP_MAX_OUTS];
+    for (int k = 0; k < n->nout; k++) {
+        grads[k] = n->gbuf[k];
+        ad_value_incref(grads[k]);
+        if (grads[k].t == AD_TNONE && n->outs[k]) {
+            ad_tensor *z = ad_tensor_zeros(S, n->outs[k]->dtype, n->outs[k]->ndim, n->outs[k]->shape);
+            if (!z) return S->errcode;
+            grads[k] = ad_tensor_value(z);
+        }
+    }
+    ad_list *gl = ad_list_new(S, AD_TLIST, n->nout);
+    if (!gl) { for (int k = 0; k < n->nout; k++) ad_value_decref(S, grads[k]); return S->errcode; }
+    for (int k = 0; k < n->nout; k++) gl->items[k] = grads[k];
+    args[na] = gl->items[0]; ad_value_incref(args[na]); na++;        /* grad */
+    args[na++] = ad_list_value(gl, AD_TLIST);                          /* grads */
+    ad_value outs[AD_OP_MAX_OUTS];
+    for (int k = 0; k < n->nout; k++)
+        outs[k] = n->outs[k] ? ad_tensor_value(n->outs[k]) : ad_none();
+    if (n->nout == 1) { args[na] = outs[0]; ad_value_incref(args[na]); na++; }
+    else {
+        ad_list *rl = ad_list_new(S, AD_TTUPLE, n->nout);
+        if (!rl) return S->errcode;
+        for (int k = 0; k < n->nout; k++) { rl->items[k] = outs[k]; ad_value_incref(outs[k]); }
+        args[na++] = ad_list_value(rl, AD_TTUPLE);
+    }
+    for (int k = 0; k < n->nout; k++) { args[na] = outs[k]; ad_value_incref(outs[k]); na++; }
+    if (op->outnames) {
+        for (int k = 0; k < n->nout; k++) { args[na] = outs[k]; ad_value_incref(outs[k]); na++; }
+        for (int k = 0; k < n->nout; k++) { args[na] = gl->items[k]; ad_value_incref(args[na]); na++; }
+    }
+    ad_list *mask = ad_list_new(S, AD_TLIST, n->nargs);
+    if (!mask) return S->errcode;
+    for (int i = 0; i < n->nargs; i++) mask->items[i] = ad_bool(n->edges[i].node || n->edges[i].leaf);
+    args[na++] = ad_list_value(mask, AD_TLIST);
+    *nargs = na;
+    return ADDSL_OK;
+}
+
+static int route(engine *E, ad_node *n, int param, ad_value g) {
+    ad_state *S = E->S;
+    if (g.t == AD_TNONE) return ADDSL_OK;
+    ad_edge *e = &n->edges[param];
+    if (!e->node && !e->leaf) { ad_value_decref(S, g); return ADDSL_OK; }
+    int rc = anomaly_check(E, n, param, g);
+    if (rc) { ad_value_decref(S, g); return rc; }
+    ad_value arg = n->args[param];
+    ad_value fitted;
+    if (arg.t == AD_TTENSOR) {
+        rc = fit_to(E, g, arg.u.tensor, &fitted);
+        ad_value_decref(S, g);
+        if (rc) return rc;
+    } else {
+        fitted = g;
+    }
+    if (e->leaf) return leaf_accumulate(E, e->leaf, fitted);
+    return accumulate(E, &e->node->gbuf[e->nr], fitted);
+}
+
+static int apply_node(engine *E, ad_node *n) {
+    ad_state *S = E->S;
+    ad_opdef *op = n->op;
+    bool any = false;
+    for (int k = 0; k < n->nout; k++) if (n->gbuf[k].t != AD_TNONE) any = true;
+    /* grad() of a non-leaf input: its gradient is what reached this node. */
+    for (int i = 0; i < E->ninputs; i++) {
+        ad_tensor *t = E->inputs[i];
+        if (t->grad_fn == n && n->gbuf[t->output_nr].t != AD_TNONE && E->captured[i].t == AD_TNONE) {
+            E->captured[i] = n->gbuf[t->output_nr];
+            ad_value_incref(E->captured[i]);
+        }
+    }
+    if (!any) return ADDSL_OK;
+    int rc = check_versions(S, n);
+    if (rc) return rc;
+    for (int i = 0; i < n->nargs; i++)
+        if (op->kind[i] == AD_PARAM_NOTIMPL && (n->edges[i].node || n->edges[i].leaf))
+            return ad_error(S, "the derivative of op '%s' for input '%s' is not implemented: %s", op->name,
+                            op->pnames[i], op->notimpl[i] ? op->notimpl[i] : "");
+    ad_value args[AD_OP_MAX_PARAMS + 4 + 3 * AD_OP_MAX_OUTS];
+    int na = 0;
+    rc = formula_args(E, n, args, &na);
+    for (int e = 0; !rc && e < op->nvjp; e++) {
+        ad_vjp_entry *v = &op->vjp[e];
+        bool needed = false;
+        for (int j = 0; j < v->nnames; j++)
+            if (n->edges[v->params[j]].node || n->edges[v->params[j]].leaf) needed = true;
+        if (!needed) continue;
+        ad_value r = ad_none();
+        rc = ad_vm_call_value(S, v->fn, na, args, &r);
+        if (rc) break;
+        if (v->nnames == 1) { rc = route(E, n, v->params[0], r); continue; }
+        if (!ad_is_seq(r) || r.u.l->len != v->nnames) {
+            ad_value_decref(S, r);
+            rc = ad_error(S, "op '%s': a formula for %d inputs must return a list of %d gradients", op->name, v->nnames, v->nnames);
+            break;
+        }
+        for (int j = 0; j < v->nnames && !rc; j++) {
+            ad_value gj = r.u.l->items[j];
+            ad_value_incref(gj);
+            rc = route(E, n, v->params[j], gj);
+        }
+        ad_value_decref(S, r);
+    }
+    for (int i = 0; i < na; i++) ad_value_decref(S, args[i]);
+    return rc;
+}
+
+static void engine_free(engine *E) {
+    ad_state *S = E->S;
+    for (int i = 0; i < E->n; i++) {
+        ad_node *n = E->nodes[i];
+        if (n->gbuf) { for (int k = 0; k < n->nout; k++) ad_value_decref(S, n->gbuf[k]); ad_free(S, n->gbuf); n->gbuf = NULL; }
+        ad_node_decref(S, n);
+    }
+    for (int i = 0; i < E->nleaves; i++) ad_value_decref(S, E->leaves[i].g);
+    ad_free(S, E->nodes); ad_free(S, E->ready); ad_free(S, E->leaves);
+}
+
+/* Runs backward from roots[i] seeded with seeds[i] (references borrowed). */
+static int run_engine(engine *E, int nroots, ad_tensor **roots, ad_value *seeds) {
+    ad_state *S = E->S;
+    E->epoch = ++S->grad_epoch;
+    int rc = ADDSL_OK;
+    for (int i = 0; i < nroots && !rc; i++) {
+        if (roots[i]->grad_fn) {
+            int before = E->n;
+            rc = discover(E, roots[i]->grad_fn);
+            for (int j = before; j < E->n; j++) E->nodes[j]->refcount++; /* held until engine_free */
+        }
+    }
+    if (rc) return rc;
+    for (int i = 0; i < nroots && !rc; i++) {
+        ad_value_incref(seeds[i]);
+        if (roots[i]->grad_fn) rc = accumulate(E, &roots[i]->grad_fn->gbuf[roots[i]->output_nr], seeds[i]);
+        else rc = leaf_accumulate(E, roots[i], seeds[i]);
+    }
+    for (int i = 0; i < E->n && !rc; i++) {
+        if (E->nodes[i]->deps != 0) continue;
+        if (!grow_arr(S, (void **)&E->ready, &E->capready, E->nready, sizeof *E->ready)) return ad_nomem(S);
+        E->ready[E->nready++] = E->nodes[i];
+    }
+    bool grad_mode = S->grad_enabled;
+    S->grad_enabled = E->create_graph;
+    while (E->nready > 0 && !rc) {
+        ad_node *n = E->ready[--E->nready];
+        rc = apply_node(E, n);
+        if (rc) break;
+        for (int k = 0; k < n->nout; k++) { ad_value_decref(S, n->gbuf[k]); n->gbuf[k] = ad_none(); }
+        for (int i = 0; i < n->nargs; i++) {
+            ad_node *c = n->edges[i].node;
+            if (!c || c->epoch != E->epoch) continue;
+            if (--c->deps == 0) {
+                if (!grow_arr(S, (void **)&E->ready, &E->capready, E->nready, sizeof *E->ready)) { rc = ad_nomem(S); break; }
+                E->ready[E->nready++] = c;
+            }
+        }
+        if (!E->retain) node_release_saved(S, n);
+    }
+    S->grad_enabled = grad_mode;
+    return rc;
+}
+
+/* ---- the builtins ---- */
+
+/* A tensor or a list of tensors as an array (borrowed references). */
+static int tensor_list(ad_state *S, ad_value v, const char *fn, const char *pname, ad_tensor ***out, int *n) {
+    *out = NULL; *n = 0;
+    if (v.t == AD_TNONE) return ADDSL_OK;
+    int cnt = v.t == AD_TTENSOR ? 1 : ad_is_seq(v) ? (int)v.u.l->len : -1;
+    if (cnt < 0) return ad_error(S, "%s(): argument '%s' must be a tensor or a list of tensors, not %s", fn, pname, ad_type_name(v));
+    ad_tensor **arr = ad_calloc(S, (size_t)(cnt ? cnt : 1), sizeof *arr);
+    if (!arr) return ADDSL_ENOMEM;
+    for (int i = 0; i < cnt; i++) {
+        ad_value e = v.t == AD_TTENSOR ? v : v.u.l->items[i];
+        if (e.t != AD_TTENSOR) { ad_free(S, arr); return ad_error(S, "%s(): element %d of '%s' must be a tensor, not %s", fn, i, pname, ad_type_name(e)); }
+        arr[i] = e.u.tensor;
+    }
+    *out = arr; *n = cnt;
+    return ADDSL_OK;
+}
+
+/* Seeds: given gradients, or ones for scalar outputs. */
+static int make_seeds(ad_state *S, const char *fn, ad_tensor **roots, int n, ad_value given, ad_value *seeds) {
+    for (int i = 0; i < n; i++) seeds[i] = ad_none();
+    for (int i = 0; i < n; i++) {
+        ad_value g = given.t == AD_TNONE ? ad_none() : given.t == AD_TTENSOR ? (i == 0 ? given : ad_none())
+                   : ad_is_seq(given) && i < given.u.l->len ? given.u.l->items[i] : ad_none();
+        if (!roots[i]->requires_grad)
+            return ad_error(S, "element %d of tensors does not require grad and does not have a grad_fn", i);
+        if (g.t == AD_TNONE) {
+            if (roots[i]->numel != 1) return ad_error(S, "grad can be implicitly created only for scalar outputs");
+            ad_tensor *o = ad_tensor_full(S, roots[i]->dtype, roots[i]->ndim, roots[i]->shape, 1.0);
+            if (!o) return S->errcode;
+            seeds[i] = ad_tensor_value(o);
+        } else {
+            ad_tensor *t;
+            int rc = ad_arg_tensor(S, g, fn, "grad_outputs", &t);
+            if (rc) return rc;
+            if (!ad_shape_equal(t->ndim, t->shape, roots[i]->ndim, roots[i]->shape)) {
+                ad_buf b1, b2;
+                ad_buf_init(&b1, S); ad_buf_init(&b2, S);
+                ad_buf_shape(&b1, t->ndim, t->shape); ad_buf_shape(&b2, roots[i]->ndim, roots[i]->shape);
+                rc = ad_error(S, "%s(): Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] has a shape of %s",
+                              fn, i, b1.data ? b1.data : "", i, b2.data ? b2.data : "");
+                ad_buf_free(&b1); ad_buf_free(&b2);
+                ad_tensor_decref(S, t);
+                return rc;
+            }
+            seeds[i] = ad_tensor_value(t);
+        }
+    }
+    return ADDSL_OK;
+}
+
+static int bi_backward(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_tensor **roots = NULL, **inputs = NULL;
+    int nroots, ninputs, rc;
+    bool retain = false, create = false;
+    *out = ad_none();
+    if ((rc = ad_arg_bool(S, argv[3], "backward", "create_graph", &create))) return rc;
+    if (argv[2].t != AD_TNONE && (rc = ad_arg_bool(S, argv[2], "backward", "retain_graph", &retain))) return rc;
+    if (argv[2].t == AD_TNONE) retain = create;
+    if ((rc = tensor_list(S, argv[0], "backward", "tensors", &roots, &nroots))) return rc;
+    if ((rc = tensor_list(S, argv[4], "backward", "inputs", &inputs, &ninputs))) { ad_free(S, roots); return rc; }
+    ad_value seeds[64];
+    if (nroots > 64) rc = ad_error(S, "backward(): too many tensors");
+    if (!rc) rc = make_seeds(S, "backward", roots, nroots, argv[1], seeds);
+    engine E;
+    memset(&E, 0, sizeof E);
+    E.S = S; E.create_graph = create; E.retain = retain;
+    if (!rc) rc = run_engine(&E, nroots, roots, seeds);
+    for (int i = 0; !rc && i < E.nleaves; i++) {
+        ad_tensor *leaf = E.leaves[i].leaf;
+        if (ninputs) {
+            bool wanted = false;
+            for (int j = 0; j < ninputs; j++) if (inputs[j] == leaf) wanted = true;
+            if (!wanted) continue;
+        }
+        ad_value g = E.leaves[i].g;
+        E.leaves[i].g = ad_none();
+        if (g.t != AD_TTENSOR) { ad_value_decref(S, g); continue; }
+        ad_tensor *gt = g.u.tensor;
+        if (!create && gt->grad_fn) {
+            ad_tensor *d = ad_tensor_as_strided(S, gt, gt->ndim, gt->shape, gt->strides, gt->offset);
+            ad_tensor_decref(S, gt);
+            if (!d) { rc = S->errcode; break; }
+            gt = d;
+        }
+        if (leaf->grad) {
+            ad_value sum;
+            rc = create ? call_global(S, "add", 2, (ad_value[]){ad_tensor_value(leaf->grad), ad_tensor_value(gt)}, &sum)
+                        : ad_bi_add(S, ad_tensor_value(leaf->grad), ad_tensor_value(gt), &sum);
+            ad_tensor_decref(S, gt);
+            if (rc) break;
+            ad_tensor_decref(S, leaf->grad);
+            leaf->grad = sum.u.tensor;
+        } else {
+            leaf->grad = gt;
+        }
+    }
+    for (int i = 0; i < nroots; i++) ad_value_decref(S, seeds[i]);
+    engine_free(&E);
+    ad_free(S, roots); ad_free(S, inputs);
+    return rc;
+}
+
+static int bi_grad(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_tensor **roots = NULL, **inputs = NULL;
+    int nroots, ninputs, rc;
+    bool retain = false, create = false, allow_unused = false, materialize = false;
+    *out = ad_none();
+    if ((rc = ad_arg_bool(S, argv[4], "grad", "create_graph", &create))) return rc;
+    if (argv[3].t != AD_TNONE && (rc = ad_arg_bool(S, argv[3], "grad", "retain_graph", &retain))) return rc;
+    if (argv[3].t == AD_TNONE) retain = create;
+    if ((rc = ad_arg_bool(S, argv[5], "grad", "allow_unused", &allow_unused))) return rc;
+    if ((rc = ad_arg_bool(S, argv[6], "grad", "materialize_grads", &materialize))) return rc;
+    if (materialize && !allow_unused)
+        return ad_error(S, "grad(): materialize_grads=true needs allow_unused=true");
+    if ((rc = tensor_list(S, argv[0], "grad", "outputs", &roots, &nroots))) return rc;
+    if ((rc = tensor_list(S, argv[1], "grad", "inputs", &inputs, &ninputs))) { ad_free(S, roots); return rc; }
+    for (int i = 0; i < ninputs && !rc; i++)
+        if (!inputs[i]->requires_grad) rc = ad_error(S, "grad(): input %d does not require grad", i);
+    ad_value seeds[64], captured[64];
+    if (!rc && (nroots > 64 || ninputs > 64)) rc = ad_error(S, "grad(): too many tensors");
+    if (!rc) rc = make_seeds(S, "grad", roots, nroots, argv[2], seeds);
+    else nroots = 0;
+    for (int i = 0; i < ninputs && i < 64; i++) captured[i] = ad_none();
+    engine E;
+    memset(&E, 0, sizeof E);
+    E.S = S; E.create_graph = create; E.retain = retain;
+    E.ninputs = ninputs; E.inputs = inputs; E.captured = captured; E.only_inputs = true;
+    if (!rc) rc = run_engine(&E, nroots, roots, seeds);
+    ad_list *res = NULL;
+    if (!rc) res = ad_list_new(S, AD_TLIST, ninputs);
+    if (!rc && !res) rc = S->errcode;
+    for (int i = 0; !rc && i < ninputs; i++) {
+        ad_value g = captured[i];
+        captured[i] = ad_none();
+        if (g.t == AD_TNONE && !inputs[i]->grad_fn)
+            for (int j = 0; j < E.nleaves; j++)
+                if (E.leaves[j].leaf == inputs[i]) { g = E.leaves[j].g; ad_value_incref(g); }
+        if (g.t == AD_TNONE) {
+            if (!allow_unused) {
+                rc = ad_error(S, "One of the differentiated Tensors appears to not have been used in the graph. "
+                              "Set allow_unused=true if this is the desired behavior.");
+                break;
+            }
+            if (materialize) {
+                ad_tensor *z = ad_tensor_zeros(S, inputs[i]->dtype, inputs[i]->ndim, inputs[i]->shape);
+                if (!z) { rc = S->errcode; break; }
+                g = ad_tensor_value(z);
+            }
+        }
+        res->items[i] = g;
+    }
+    for (int i = 0; i < ninputs && i < 64; i++) ad_value_decref(S, captured[i]);
+    for (int i = 0; i < nroots; i++) ad_value_decref(S, seeds[i]);
+    engine_free(&E);
+    ad_free(S, roots); ad_free(S, inputs);
+    if (rc) { if (res) ad_value_decref(S, ad_list_value(res, AD_TLIST)); return rc; }
+    *out = ad_list_value(res, AD_TLIST);
+    return ADDSL_OK;
+}
+
+/* jvp(f, primals, tangents): forward mode through dual tensors. */
+static int bi_jvp(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_value f = argv[0], primals = argv[1], tangents = argv[2];
+    *out = ad_none();
+    bool single = primals.t == AD_TTENSOR;
+    int n = single ? 1 : ad_is_seq(primals) ? (int)primals.u.l->len : -1;
+    if (n < 0 || n > 64) return ad_error(S, "jvp(): 'primals' must be a tensor or a list of tensors");
+    int nt = tangents.t == AD_TTENSOR ? 1 : ad_is_seq(tangents) ? (int)tangents.u.l->len : -1;
+    if (nt != n) return ad_error(S, "jvp(): expected %d tangents (one per primal), got %d", n, nt < 0 ? 0 : nt);
+    ad_value duals[64] = {{0}};
+    int rc = ADDSL_OK, made = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        ad_value p = single ? primals : primals.u.l->items[i];
+        ad_value tv = tangents.t == AD_TTENSOR ? tangents : tangents.u.l->items[i];
+        if (p.t != AD_TTENSOR || tv.t != AD_TTENSOR) { rc = ad_error(S, "jvp(): primals and tangents must be tensors"); break; }
+        ad_tensor *pt = p.u.tensor, *tt = tv.u.tensor;
+        if (!ad_shape_equal(pt->ndim, pt->shape, tt->ndim, tt->shape)) { rc = ad_error(S, "jvp(): tangent %d has a different shape from its primal", i); break; }
+        ad_tensor *d = ad_tensor_as_strided(S, pt, pt->ndim, pt->shape, pt->strides, pt->offset);
+        if (!d) { rc = S->errcode; break; }
+        d->requires_grad = pt->requires_grad;
+        if (pt->grad_fn) { d->grad_fn = pt->grad_fn; pt->grad_fn->refcount++; d->output_nr = pt->output_nr; }
+        else if (pt->requires_grad) { /* a leaf: its alias is not the same leaf; keep it simple */ }
+        ad_tensor *tc = ad_tensor_to(S, tt, pt->dtype);
+        if (!tc) { ad_tensor_decref(S, d); rc = S->errcode; break; }
+        d->fw_grad = tc;
+        duals[made++] = ad_tensor_value(d);
+    }
+    ad_value res = ad_none();
+    if (!rc) {
+        S->fw_level++;
+        rc = ad_vm_call_value(S, f, made, duals, &res);
+        S->fw_level--;
+    }
+    for (int i = 0; i < made; i++) ad_value_decref(S, duals[i]);
+    if (rc) return rc;
+    /* The output's tangent; outputs that do not depend on the primals get zeros. */
+    int nout = res.t == AD_TTENSOR ? 1 : ad_is_seq(res) ? (int)res.u.l->len : -1;
+    if (nout < 0) { ad_value_decref(S, res); return ad_error(S, "jvp(): the function must return a tensor or a list of tensors"); }
+    ad_list *prim = ad_list_new(S, AD_TLIST, nout), *tans = ad_list_new(S, AD_TLIST, nout);
+    if (!prim || !tans) rc = S->errcode;
+    for (int k = 0; !rc && k < nout; k++) {
+        ad_value o = res.t == AD_TTENSOR ? res : res.u.l->items[k];
+        if (o.t != AD_TTENSOR) { rc = ad_error(S, "jvp(): output %d is not a tensor", k); break; }
+        ad_tensor *ot = o.u.tensor;
+        ad_tensor *tan = ot->fw_grad;
+        if (tan) ad_tensor_incref(tan);
+        else if (!(tan = ad_tensor_zeros(S, ot->dtype, ot->ndim, ot->shape))) { rc = S->errcode; break; }
+        tans->items[k] = ad_tensor_value(tan);
+        ad_tensor *po = ad_tensor_as_strided(S, ot, ot->ndim, ot->shape, ot->strides, ot->offset);
+        if (!po) { rc = S->errcode; break; }
+        po->requires_grad = ot->requires_grad;
+        if (ot->grad_fn) { po->grad_fn = ot->grad_fn; ot->grad_fn->refcount++; po->output_nr = ot->output_nr; }
+        prim->items[k] = ad_tensor_value(po);
+    }
+    ad_value_decref(S, res);
+    if (rc) {
+        if (prim) ad_value_decref(S, ad_list_value(prim, AD_TLIST));
+        if (tans) ad_value_decref(S, ad_list_value(tans, AD_TLIST));
+        return rc;
+    }
+    ad_list *pair = ad_list_new(S, AD_TTUPLE, 2);
+    if (!pair) { ad_value_decref(S, ad_list_value(prim, AD_TLIST)); ad_value_decref(S, ad_list_value(tans, AD_TLIST)); return S->errcode; }
+    if (nout == 1) {
+        pair->items[0] = prim->items[0]; ad_value_incref(pair->items[0]);
+        pair->items[1] = tans->items[0]; ad_value_incref(pair->items[1]);
+        ad_value_decref(S, ad_list_value(prim, AD_TLIST));
+        ad_value_decref(S, ad_list_value(tans, AD_TLIST));
+    } else {
+        pair->items[0] = ad_list_value(prim, AD_TTUPLE);
+        pair->items[1] = ad_list_value(tans, AD_TTUPLE);
+    }
+    *out = ad_list_value(pair, AD_TTUPLE);
+    return ADDSL_OK;
+}
+
+static int arg_op(ad_state *S, ad_value v, const char *fn, ad_opdef **op) {
+    if (v.t != AD_TOP) return ad_error(S, "%s(): argument 'op' must be an op, not %s", fn, ad_type_name(v));
+    *op = v.u.op;
+    return ADDSL_OK;
+}
+
+static int bi_test_inputs(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_opdef *op = NULL;
+    int rc = arg_op(S, argv[0], "test_inputs", &op);
+    if (rc) return rc;
+    ad_value_incref(argv[1]);
+    ad_value_decref(S, op->test_inputs);
+    op->test_inputs = argv[1];
+    *out = ad_none();
+    return ADDSL_OK;
+}
+
+static int bi_op_test_inputs(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_opdef *op = NULL;
+    int rc = arg_op(S, argv[0], "op_test_inputs", &op);
+    if (rc) return rc;
+    *out = op->test_inputs;
+    ad_value_incref(*out);
+    return ADDSL_OK;
+}
+
+static int bi_op_name(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_opdef *op = NULL;
+    int rc = arg_op(S, argv[0], "op_name", &op);
+    if (rc) return rc;
+    return ad_string_value(S, op->name, strlen(op->name), out);
+}
+
+/* Whether the op has derivative formulas (as opposed to a composite body). */
+static int bi_op_differentiable(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_opdef *op = NULL;
+    int rc = arg_op(S, argv[0], "op_differentiable", &op);
+    if (rc) return rc;
+    bool any = false;
+    for (int i = 0; i < op->nparams; i++) if (op->kind[i] == AD_PARAM_DIFF) any = true;
+    *out = ad_bool(any);
+    return ADDSL_OK;
+}
+
+/* Every op bound to a global name, in definition order. */
+static int bi_all_ops(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argv; (void)argc;
+    ad_list *l = ad_list_new(S, AD_TLIST, 0);
+    if (!l) return S->errcode;
+    ad_globals *G = S->globals;
+    for (int i = 0; i < G->n; i++) {
+        if (!G->defined[i] || G->values[i].t != AD_TOP) continue;
+        if (strcmp(G->values[i].u.op->name, G->names[i]) != 0) continue; /* aliases */
+        ad_value_incref(G->values[i]);
+        int rc = ad_list_push(S, l, G->values[i]);
+        if (rc) { ad_value_decref(S, ad_list_value(l, AD_TLIST)); return rc; }
+    }
+    *out = ad_list_value(l, AD_TLIST);
+    return ADDSL_OK;
+}
+
+static int bi_kernel(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    const char *name;
+    int rc = ad_arg_str(S, argv[0], "kernel", "name", &name);
+    if (rc) return rc;
+    int slot = ad_global_slot(S, name, false);
+    if (slot < 0 || !S->globals->defined[slot] || S->globals->values[slot].t != AD_TBUILTIN)
+        return ad_error(S, "kernel(): no kernel named '%s'", name);
+    *out = S->globals->values[slot];
+    ad_value_incref(*out);
+    return ADDSL_OK;
+}
+
+const ad_builtin_def ad_bi_autograd_defs[] = {
+    {"backward", bi_backward, "tensors, grad_tensors=none, retain_graph=none, create_graph=false, inputs=none"},
+    {"grad", bi_grad, "outputs, inputs, grad_outputs=none, retain_graph=none, create_graph=false, allow_unused=false, materialize_grads=false"},
+    {"jvp", bi_jvp, "func, primals, tangents"},
+    {"test_inputs", bi_test_inputs, "op, fn"},
+    {"op_test_inputs", bi_op_test_inputs, "op"},
+    {"op_name", bi_op_name, "op"},
+    {"op_differentiable", bi_op_differentiable, "op"},
+    {"all_ops", bi_all_ops, ""},
+    {"kernel", bi_kernel, "name"},
+    {NULL, NULL, NULL}
+};
+
+/* ---- indexing as ops: t[...] and the accumulation its gradient needs ---- */
+
+static int idx_list(ad_state *S, ad_value v, const char *fn, int *n, const ad_value **items) {
+    if (!ad_is_seq(v)) return ad_error(S, "%s(): argument 'idx' must be a list of indices, not %s", fn, ad_type_name(v));
+    *n = (int)v.u.l->len;
+    *items = v.u.l->items;
+    return ADDSL_OK;
+}
+
+static int bi_index_get(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    if (argv[0].t != AD_TTENSOR) return ad_error(S, "index_get(): argument 'self' must be a tensor, not %s", ad_type_name(argv[0]));
+    int n = 0;
+    const ad_value *items = NULL;
+    int rc = idx_list(S, argv[1], "index_get", &n, &items);
+    if (rc) return rc;
+    return ad_bi_index_get(S, argv[0].u.tensor, n, items, out);
+}
+
+/* index_add_at(self, idx, value): a copy of self with value added at
+ * self[idx...], accumulating where an advanced index repeats a position
+ * (the gradient of indexing). */
+static int bi_index_add_at(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    if (argv[0].t != AD_TTENSOR) return ad_error(S, "index_add_at(): argument 'self' must be a tensor, not %s", ad_type_name(argv[0]));
+    ad_tensor *self = argv[0].u.tensor;
+    int n = 0;
+    const ad_value *items = NULL;
+    int rc = idx_list(S, argv[1], "index_add_at", &n, &items);
+    if (rc) return rc;
+    /* Linear positions of the selected elements, by indexing an arange. */
+    ad_tensor *lin = ad_tensor_empty(S, AD_INT64, self->ndim, self->shape);
+    if (!lin) return S->errcode;
+    int64_t *lp = ad_tensor_data(lin);
+    for (int64_t i = 0; i < self->numel; i++) lp[i] = i;
+    ad_value sel = ad_none();
+    rc = ad_bi_index_get(S, lin, n, items, &sel);
+    ad_tensor_decref(S, lin);
+    if (rc) return rc;
+    ad_tensor *pos = NULL, *val = NULL, *res = NULL, *e = NULL, *vc = NULL;
+    rc = ad_arg_tensor(S, sel, "index_add_at", "idx", &pos);
+    ad_value_decref(S, sel);
+    if (!rc) rc = ad_arg_tensor(S, argv[2], "index_add_at", "value", &val);
+    if (!rc && !(e = ad_tensor_expand(S, val, pos->ndim, pos->shape))) rc = S->errcode;
+    if (!rc && !(vc = ad_tensor_contiguous(S, e))) rc = S->errcode;
+    ad_tensor *pc = NULL;
+    if (!rc && !(pc = ad_tensor_contiguous(S, pos))) rc = S->errcode;
+    if (!rc) {
+        ad_dtype dt = ad_promote(self->dtype, val->dtype);
+        ad_tensor *base = ad_tensor_to(S, self, dt);
+        if (!base || !(res = ad_tensor_clone(S, base))) rc = S->errcode;
+        ad_tensor_decref(S, base);
+    }
+    if (!rc) {
+        const int64_t *pp = ad_tensor_data(pc);
+        for (int64_t i = 0; i < pc->numel; i++)
+            ad_tensor_set_flat(res, pp[i], ad_tensor_get_flat(res, pp[i]) + ad_tensor_get_flat(vc, i));
+    }
+    ad_tensor_decref(S, pos); ad_tensor_decref(S, val); ad_tensor_decref(S, e);
+    ad_tensor_decref(S, vc); ad_tensor_decref(S, pc);
+    if (rc) { ad_tensor_decref(S, res); return rc; }
+    *out = ad_tensor_value(res);
+    return ADDSL_OK;
+}
+
+const ad_builtin_def ad_bi_autograd_index_defs[] = {
+    {"index_get", bi_index_get, "self, idx"},
+    {"index_add_at", bi_index_add_at, "self, idx, value"},
+    {NULL, NULL, NULL}
+};

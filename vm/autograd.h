@@ -1,0 +1,49 @@
+/* autograd.h: graph nodes recorded by op calls and the reverse-mode engine
+ * (backward, grad), plus forward-mode tangents (jvp). */
+#ifndef AD_AUTOGRAD_H
+#define AD_AUTOGRAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "value.h"
+
+struct ad_opdef;
+
+typedef struct ad_edge {
+    struct ad_node *node;   /* the input's grad_fn (owned), or NULL */
+    int nr;                 /* which output of that node */
+    ad_tensor *leaf;        /* a leaf requiring grad (owned), or NULL */
+} ad_edge;
+
+typedef struct ad_node {
+    int64_t refcount;
+    struct ad_opdef *op;    /* owned */
+    int nargs;
+    ad_value *args;         /* the bound arguments (owned until released) */
+    uint32_t *versions;     /* storage version of each tensor argument when saved */
+    int nout;
+    ad_tensor **outs;       /* saved outputs: aliases whose grad_fn points back weakly */
+    uint32_t *out_versions;
+    ad_edge *edges;         /* one per parameter */
+    bool released;          /* saved values freed by a backward without retain_graph */
+    int line, col;          /* where the forward call was made (anomaly reports) */
+    const char *chunk;      /* name of the script (owned by the chunk; may dangle after it) */
+    /* scratch of the running backward */
+    int deps;
+    uint64_t epoch;
+    ad_value *gbuf;         /* nout gradient buffers */
+} ad_node;
+
+void ad_node_decref(ad_state *S, ad_node *n);
+
+/* Records a node for op 'op' called with bound arguments 'args' giving
+ * outputs 'outs' (replaced by fresh headers when shared); sets grad_fn on them. */
+int ad_autograd_record(ad_state *S, struct ad_opdef *op, const ad_value *args, int nout, ad_tensor **outs);
+/* Whether any argument of op needs a gradient (grad mode on and an input requires grad). */
+bool ad_autograd_needs_record(ad_state *S, const struct ad_opdef *op, const ad_value *args);
+
+extern const ad_builtin_def ad_bi_autograd_defs[];
+extern const ad_builtin_def ad_bi_autograd_index_defs[];
+
+#endif

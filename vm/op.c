@@ -1,0 +1,387 @@
+/* op.c: op records, their construction from compiled templates, and the op
+ * call: bind, run the forward (under no_grad when the op has formulas),
+ * record one graph node, and propagate forward-mode tangents. */
+#include "op.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "../builtins/builtins.h"
+#include "autograd.h"
+#include "state.h"
+#include "tensor.h"
+
+int ad_op_formula_nargs(int nparams, int nout, bool named) {
+    return nparams + 3 + nout + (named ? 2 * nout : 0) + 1;
+}
+
+static char *dupstr(ad_state *S, const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    char *d = ad_malloc(S, n + 1);
+    if (d) memcpy(d, s, n + 1);
+    return d;
+}
+
+static void free_names(ad_state *S, char **names, int n) {
+    if (!names) return;
+    for (int i = 0; i < n; i++) ad_free(S, names[i]);
+    ad_free(S, names);
+}
+
+static char **dup_names(ad_state *S, char *const *names, int n, bool *ok) {
+    *ok = true;
+    if (!names) return NULL;
+    char **d = ad_calloc(S, (size_t)(n ? n : 1), sizeof *d);
+    if (!d) { *ok = false; return NULL; }
+    for (int i = 0; i < n; i++)
+        if (!(d[i] = dupstr(S, names[i]))) { free_names(S, d, n); *ok = false; return NULL; }
+    return d;
+}
+
+void ad_optemplate_free(ad_state *S, ad_optemplate *t) {
+    if (!t) return;
+    ad_free(S, t->name);
+    free_names(S, t->pnames, t->nparams);
+    free_names(S, t->outnames, t->nout);
+    for (int i = 0; i < AD_OP_MAX_PARAMS; i++) ad_free(S, t->notimpl[i]);
+    ad_free(S, t);
+}
+
+void ad_opdef_free(ad_state *S, ad_opdef *op) {
+    ad_free(S, op->name);
+    free_names(S, op->pnames, op->nparams);
+    free_names(S, op->outnames, op->nout);
+    for (int i = 0; i < AD_OP_MAX_PARAMS; i++) ad_free(S, op->notimpl[i]);
+    if (op->defaults) for (int i = 0; i < op->ndefaults; i++) ad_value_decref(S, op->defaults[i]);
+    ad_free(S, op->defaults);
+    ad_value_decref(S, op->forward);
+    if (op->vjp) for (int i = 0; i < op->nvjp; i++) ad_value_decref(S, op->vjp[i].fn);
+    ad_free(S, op->vjp);
+    for (int i = 0; i < AD_OP_MAX_OUTS; i++) ad_value_decref(S, op->jvp[i]);
+    ad_value_decref(S, op->test_inputs);
+    ad_free(S, op);
+}
+
+int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_value *out) {
+    ad_opdef *op = ad_calloc(S, 1, sizeof *op);
+    if (!op) return ADDSL_ENOMEM;
+    op->hdr.refcount = 1;
+    op->forward = ad_none();
+    op->test_inputs = ad_none();
+    for (int i = 0; i < AD_OP_MAX_OUTS; i++) op->jvp[i] = ad_none();
+    ad_value v; v.t = AD_TOP; v.u.op = op;
+    bool ok1, ok2;
+    op->name = dupstr(S, t->name);
+    op->nparams = t->nparams;
+    op->pnames = dup_names(S, t->pnames, t->nparams, &ok1);
+    op->nout = t->nout;
+    op->outnames = dup_names(S, t->outnames, t->nout, &ok2);
+    if (!op->name || !ok1 || !ok2) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+    memcpy(op->kind, t->kind, sizeof op->kind);
+    for (int i = 0; i < t->nparams; i++)
+        if (t->notimpl[i] && !(op->notimpl[i] = dupstr(S, t->notimpl[i]))) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+    memcpy(op->out_diff, t->out_diff, sizeof op->out_diff);
+    op->has_formulas = t->has_formulas;
+    op->jvp_kind = t->jvp_kind;
+    int r = 0;
+    op->forward = regs[r++];
+    ad_value_incref(op->forward);
+    op->nvjp = t->nvjp;
+    if (t->nvjp) {
+        op->vjp = ad_calloc(S, (size_t)t->nvjp, sizeof *op->vjp);
+        if (!op->vjp) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+        for (int i = 0; i < t->nvjp; i++) {
+            op->vjp[i].nnames = t->vjp_nnames[i];
+            memcpy(op->vjp[i].params, t->vjp_params[i], sizeof op->vjp[i].params);
+            op->vjp[i].fn = regs[r++];
+            ad_value_incref(op->vjp[i].fn);
+        }
+    }
+    for (int i = 0; i < t->njvp; i++) { op->jvp[i] = regs[r++]; ad_value_incref(op->jvp[i]); }
+    op->ndefaults = t->ndefaults;
+    if (t->ndefaults) {
+        op->defaults = ad_calloc(S, (size_t)t->ndefaults, sizeof(ad_value));
+        if (!op->defaults) { op->ndefaults = 0; ad_value_decref(S, v); return ADDSL_ENOMEM; }
+        for (int i = 0; i < t->ndefaults; i++) { op->defaults[i] = regs[r++]; ad_value_incref(op->defaults[i]); }
+    }
+    *out = v;
+    return ADDSL_OK;
+}
+
+/* ---- the call ---- */
+
+static int bind(ad_state *S, const ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *slots) {
+    int nkw = kw ? (int)kw->len : 0;
+    int npos = nargs - nkw, np = op->nparams;
+    if (npos > np) return ad_error(S, "%s() takes %d argument%s but %d were given", op->name, np, np == 1 ? "" : "s", npos);
+    bool set[AD_OP_MAX_PARAMS] = {false};
+    for (int i = 0; i < npos; i++) { slots[i] = args[i]; set[i] = true; }
+    for (int k = 0; k < nkw; k++) {
+        const char *name = kw->items[k].u.s->data;
+        int j = 0;
+        while (j < np && strcmp(op->pnames[j], name) != 0) j++;
+        if (j == np) return ad_error(S, "%s() got an unexpected keyword argument '%s'", op->name, name);
+        if (set[j]) return ad_error(S, "%s() got multiple values for argument '%s'", op->name, name);
+        slots[j] = args[npos + k];
+        set[j] = true;
+    }
+    int first_def = np - op->ndefaults;
+    for (int j = 0; j < np; j++) {
+        if (set[j]) continue;
+        if (j < first_def) return ad_error(S, "%s() missing required argument '%s'", op->name, op->pnames[j]);
+        slots[j] = op->defaults[j - first_def];
+    }
+    return ADDSL_OK;
+}
+
+static bool is_tensor_param(const ad_opdef *op, int i) { return op->kind[i] != AD_PARAM_VALUE; }
+
+static bool any_tangent(ad_state *S, const ad_opdef *op, const ad_value *slots) {
+    if (S->fw_level == 0) return false;
+    for (int i = 0; i < op->nparams; i++)
+        if (is_tensor_param(op, i) && slots[i].t == AD_TTENSOR && slots[i].u.tensor->fw_grad) return true;
+    return false;
+}
+
+/* The outputs as an array of tensors (a single output or a tuple of them). */
+static int outputs_of(ad_state *S, const ad_opdef *op, ad_value out, ad_tensor **outs) {
+    if (op->nout == 1) {
+        if (out.t != AD_TTENSOR) return 0;
+        outs[0] = out.u.tensor;
+        return 1;
+    }
+    if (!ad_is_seq(out) || out.u.l->len != op->nout)
+        return -ad_error(S, "op '%s' declares %d outputs but its forward returned %s", op->name, op->nout, ad_type_name(out));
+    for (int i = 0; i < op->nout; i++) {
+        if (out.u.l->items[i].t != AD_TTENSOR) { outs[i] = NULL; continue; }
+        outs[i] = out.u.l->items[i].u.tensor;
+    }
+    return op->nout;
+}
+
+/* A tensor that no one else holds, so grad_fn and fw_grad can be set on it. */
+static ad_tensor *own_header(ad_state *S, ad_tensor *t) {
+    if (t->refcount == 1 && !t->grad_fn && !t->fw_grad && !t->requires_grad) { ad_tensor_incref(t); return t; }
+    ad_tensor *a = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
+    return a;
+}
+
+/* Replaces output tensors shared with others (e.g. an input returned as is)
+ * by fresh headers, inside 'out'. */
+static int privatize_outputs(ad_state *S, const ad_opdef *op, ad_value *out) {
+    if (op->nout == 1) {
+        if (out->t != AD_TTENSOR) return ADDSL_OK;
+        ad_tensor *t = own_header(S, out->u.tensor);
+        if (!t) return S->errcode;
+        ad_value_decref(S, *out);
+        *out = ad_tensor_value(t);
+        return ADDSL_OK;
+    }
+    ad_list *l = out->u.l;
+    if (l->hdr.refcount > 1) {
+        ad_list *c = ad_list_new(S, out->t, l->len);
+        if (!c) return S->errcode;
+        for (int64_t i = 0; i < l->len; i++) { c->items[i] = l->items[i]; ad_value_incref(c->items[i]); }
+        ad_value_decref(S, *out);
+        *out = ad_list_value(c, out->t);
+        l = c;
+    }
+    for (int64_t i = 0; i < l->len; i++) {
+        if (l->items[i].t != AD_TTENSOR) continue;
+        ad_tensor *t = own_header(S, l->items[i].u.tensor);
+        if (!t) return S->errcode;
+        ad_value_decref(S, l->items[i]);
+        l->items[i] = ad_tensor_value(t);
+    }
+    return ADDSL_OK;
+}
+
+static int call_forward(ad_state *S, const ad_opdef *op, const ad_value *slots, ad_value *out) {
+    return ad_vm_call_value(S, op->forward, op->nparams, slots, out);
+}
+
+/* A primal alias without tangent, so ops inside a JVP formula do not
+ * propagate tangents of their own. */
+static int strip_tangent(ad_state *S, ad_value v, ad_value *out) {
+    if (v.t != AD_TTENSOR || !v.u.tensor->fw_grad) { *out = v; ad_value_incref(v); return ADDSL_OK; }
+    ad_tensor *t = v.u.tensor;
+    ad_tensor *a = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
+    if (!a) return S->errcode;
+    a->requires_grad = t->requires_grad;
+    if (t->grad_fn) { a->grad_fn = t->grad_fn; a->grad_fn->refcount++; a->output_nr = t->output_nr; }
+    *out = ad_tensor_value(a);
+    return ADDSL_OK;
+}
+
+static int tangent_or_zeros(ad_state *S, ad_value v, ad_value *out) {
+    if (v.t != AD_TTENSOR) { *out = ad_num(0); return ADDSL_OK; }
+    ad_tensor *t = v.u.tensor;
+    if (t->fw_grad) { ad_tensor_incref(t->fw_grad); *out = ad_tensor_value(t->fw_grad); return ADDSL_OK; }
+    ad_tensor *z = ad_tensor_zeros(S, t->dtype, t->ndim, t->shape);
+    if (!z) return S->errcode;
+    *out = ad_tensor_value(z);
+    return ADDSL_OK;
+}
+
+static int set_tangent(ad_state *S, ad_tensor *out, ad_value tan) {
+    if (tan.t == AD_TNONE) return ADDSL_OK;
+    ad_tensor *t = NULL;
+    int rc = ad_arg_tensor(S, tan, "jvp", "tangent", &t);
+    if (rc) return rc;
+    if (!ad_shape_equal(t->ndim, t->shape, out->ndim, out->shape)) {
+        ad_tensor *e = ad_tensor_expand(S, t, out->ndim, out->shape);
+        ad_tensor_decref(S, t);
+        if (!e) return S->errcode;
+        t = ad_tensor_contiguous(S, e);
+        ad_tensor_decref(S, e);
+        if (!t) return S->errcode;
+    }
+    if (t->dtype != out->dtype) {
+        ad_tensor *c = ad_tensor_to(S, t, out->dtype);
+        ad_tensor_decref(S, t);
+        if (!c) return S->errcode;
+        t = c;
+    }
+    ad_tensor_decref(S, out->fw_grad);
+    out->fw_grad = t;
+    return ADDSL_OK;
+}
+
+/* Forward mode: computes the tangent of each output from the inputs' tangents. */
+static int propagate_tangents(ad_state *S, const ad_opdef *op, const ad_value *slots, ad_value out) {
+    ad_tensor *outs[AD_OP_MAX_OUTS];
+    int n = outputs_of(S, op, out, outs);
+    if (n <= 0) return n < 0 ? -n : ADDSL_OK;
+    ad_value args[AD_OP_MAX_PARAMS * 2 + AD_OP_MAX_OUTS + 4];
+    int na = 0, rc = ADDSL_OK;
+    int saved_level = S->fw_level;
+    S->fw_level = 0; /* formulas compute tangents from primals; no nested propagation */
+    switch (op->jvp_kind) {
+    case AD_JVP_NONE:
+        S->fw_level = saved_level;
+        return ad_error(S, "op '%s' has no forward-mode formula (result: ...)", op->name);
+    case AD_JVP_LINEAR: {
+        for (int i = 0; i < op->nparams && !rc; i++) {
+            if (is_tensor_param(op, i) && slots[i].t == AD_TTENSOR) rc = tangent_or_zeros(S, slots[i], &args[na++]);
+            else { args[na++] = slots[i]; ad_value_incref(slots[i]); }
+        }
+        ad_value tan = ad_none();
+        if (!rc) rc = call_forward(S, op, args, &tan);
+        if (!rc) {
+            ad_tensor *touts[AD_OP_MAX_OUTS];
+            int m = outputs_of(S, op, tan, touts);
+            for (int k = 0; k < n && k < m && !rc; k++)
+                if (outs[k] && touts[k]) rc = set_tangent(S, outs[k], ad_tensor_value(touts[k]));
+        }
+        ad_value_decref(S, tan);
+        break;
+    }
+    case AD_JVP_ELEMENTWISE: {
+        /* The VJP of an element-wise op applied to the tangent is its JVP. */
+        int p = -1;
+        for (int i = 0; i < op->nparams; i++) if (op->kind[i] == AD_PARAM_DIFF) p = i;
+        int e = -1;
+        for (int i = 0; i < op->nvjp; i++) if (op->vjp[i].params[0] == p) e = i;
+        if (e < 0) { rc = ad_error(S, "op '%s': auto_element_wise needs a VJP formula", op->name); break; }
+        int total = ad_op_formula_nargs(op->nparams, op->nout, op->outnames != NULL);
+        for (int i = 0; i < total; i++) args[i] = ad_none();
+        na = total;
+        for (int i = 0; i < op->nparams && !rc; i++) rc = strip_tangent(S, slots[i], &args[i]);
+        if (!rc) rc = tangent_or_zeros(S, slots[p], &args[op->nparams]);          /* grad */
+        if (!rc && outs[0]) { ad_tensor_incref(outs[0]); args[op->nparams + 2] = ad_tensor_value(outs[0]); } /* result */
+        ad_value tan = ad_none();
+        if (!rc) rc = ad_vm_call_value(S, op->vjp[e].fn, total, args, &tan);
+        if (!rc && outs[0]) rc = set_tangent(S, outs[0], tan);
+        ad_value_decref(S, tan);
+        break;
+    }
+    case AD_JVP_FORMULA: {
+        for (int i = 0; i < op->nparams && !rc; i++) {
+            if (is_tensor_param(op, i)) {
+                rc = strip_tangent(S, slots[i], &args[na++]);
+                if (!rc) rc = tangent_or_zeros(S, slots[i], &args[na++]);
+            } else {
+                args[na++] = slots[i]; ad_value_incref(slots[i]);
+            }
+        }
+        int rbase = na;
+        args[na++] = (op->nout == 1 && outs[0]) ? (ad_tensor_incref(outs[0]), ad_tensor_value(outs[0])) : ad_none();
+        for (int k = 0; k < op->nout; k++) args[na++] = outs[k] ? (ad_tensor_incref(outs[k]), ad_tensor_value(outs[k])) : ad_none();
+        if (op->outnames)
+            for (int k = 0; k < op->nout; k++) { args[na] = args[rbase + 1 + k]; ad_value_incref(args[na]); na++; }
+        for (int k = 0; k < op->nout && !rc; k++) {
+            if (!outs[k] || op->jvp[k].t == AD_TNONE) continue;
+            ad_value tan = ad_none();
+            rc = ad_vm_call_value(S, op->jvp[k], na, args, &tan);
+            if (!rc) rc = set_tangent(S, outs[k], tan);
+            ad_value_decref(S, tan);
+        }
+        break;
+    }
+    }
+    S->fw_level = saved_level;
+    for (int i = 0; i < na; i++) ad_value_decref(S, args[i]);
+    return rc;
+}
+
+int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    ad_value slots[AD_OP_MAX_PARAMS];
+    *out = ad_none();
+    int rc = bind(S, op, args, nargs, kw, slots);
+    if (rc) return rc;
+    if (!op->has_formulas) return call_forward(S, op, slots, out);
+    bool record = ad_autograd_needs_record(S, op, slots);
+    bool tangents = any_tangent(S, op, slots);
+    bool grad = S->grad_enabled;
+    int level = S->fw_level;
+    S->grad_enabled = false;
+    S->fw_level = 0;
+    rc = call_forward(S, op, slots, out);
+    S->grad_enabled = grad;
+    S->fw_level = level;
+    if (rc) return rc;
+    if (!record && !tangents) return ADDSL_OK;
+    if ((rc = privatize_outputs(S, op, out))) { ad_value_decref(S, *out); *out = ad_none(); return rc; }
+    if (record) {
+        ad_tensor *outs[AD_OP_MAX_OUTS];
+        int n = outputs_of(S, op, *out, outs);
+        if (n < 0) rc = -n;
+        else if (n > 0) rc = ad_autograd_record(S, op, slots, n, outs);
+    }
+    if (!rc && tangents) rc = propagate_tangents(S, op, slots, *out);
+    if (rc) { ad_value_decref(S, *out); *out = ad_none(); }
+    return rc;
+}
+
+/* The operators (+ - * / % ** @, unary -, t[...]) dispatch to these ops when
+ * the library defines them, so they record graph nodes like any op call. */
+int ad_ops_bind_operators(ad_state *S) {
+    static const struct { const char *name; size_t off; } table[] = {
+        {"add", offsetof(ad_state, op_add)}, {"sub", offsetof(ad_state, op_sub)},
+        {"mul", offsetof(ad_state, op_mul)}, {"div", offsetof(ad_state, op_div)},
+        {"remainder", offsetof(ad_state, op_rem)}, {"pow", offsetof(ad_state, op_pow)},
+        {"neg", offsetof(ad_state, op_neg)}, {"matmul", offsetof(ad_state, op_matmul)},
+        {"index_get", offsetof(ad_state, op_index)}, {"sum", offsetof(ad_state, op_sum)},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        ad_opdef **slot = (ad_opdef **)((char *)S + table[i].off);
+        int g = ad_global_slot(S, table[i].name, false);
+        ad_opdef *op = g >= 0 && S->globals->defined[g] && S->globals->values[g].t == AD_TOP ? S->globals->values[g].u.op : NULL;
+        if (op) op->hdr.refcount++;
+        if (*slot) { ad_value v; v.t = AD_TOP; v.u.op = *slot; ad_value_decref(S, v); }
+        *slot = op;
+    }
+    return ADDSL_OK;
+}
+
+void ad_ops_unbind_operators(ad_state *S) {
+    ad_opdef **slots[] = {&S->op_add, &S->op_sub, &S->op_mul, &S->op_div, &S->op_rem, &S->op_pow,
+                          &S->op_neg, &S->op_matmul, &S->op_index, &S->op_sum};
+    for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
+        if (!*slots[i]) continue;
+        ad_value v; v.t = AD_TOP; v.u.op = *slots[i];
+        *slots[i] = NULL;
+        ad_value_decref(S, v);
+    }
+}
