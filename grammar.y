@@ -71,6 +71,7 @@ size_t ad_parser_size(void) { return sizeof(yyParser); }
 %type idx { ad_node * }
 %type eopt { ad_node * }
 %type opouts { ad_nlist * }
+%type namelist_opt { ad_nlist * }
 %type opentries { ad_nlist * }
 %type opentry { ad_node * }
 
@@ -88,6 +89,7 @@ block(A) ::= LBRACE(T) stmts(B) stmt(C) RBRACE. { A = B; A->line = T.line; A->co
 
 stmt(A) ::= LET NAME(N) ASSIGN expr(E). { A = mk(P, N_LET, &N); ad_node_set_name(A_, A, &N); A->a = E; }
 stmt(A) ::= LET(T) LPAREN namelist(L) RPAREN ASSIGN expr(E). { A = mk(P, N_LETDESTR, &T); A->list = L; A->a = E; }
+stmt(A) ::= LET(T) LPAREN namelist(L) COMMA RPAREN ASSIGN expr(E). { A = mk(P, N_LETDESTR, &T); A->list = L; A->a = E; }
 stmt(A) ::= LET(T) NAME(N) COMMA namelist(L) ASSIGN expr(E). {
     A = mk(P, N_LETDESTR, &T);
     ad_node *n = mk(P, N_NAME, &N); ad_node_set_name(A_, n, &N);
@@ -132,6 +134,37 @@ stmt(A) ::= OP NAME(N) LPAREN params(L) RPAREN opouts(O) LBRACE opentries(E) RBR
 stmt(A) ::= OP NAME(N) LPAREN params(L) RPAREN opouts(O) LBRACE opentries(E) opentry(F) RBRACE. {
     A = mk(P, N_OPDEF, &N); ad_node_set_name(A_, A, &N); A->list = L; A->list2 = O; A->list3 = ad_nlist_add(A_, E, F);
 }
+/* extern "LIB" NAME(TYPES) -> RET  is  let NAME = extern_fn("LIB", "NAME", "RET(TYPES)") */
+stmt(A) ::= EXTERN(T) STRING(L) NAME(N) LPAREN namelist_opt(TS) RPAREN RARROW NAME(R). {
+    A = mk(P, N_LET, &N); ad_node_set_name(A_, A, &N);
+    ad_node *call = mk(P, N_CALL, &T);
+    ad_node *f = mk(P, N_NAME, &T); f->str = "extern_fn"; f->len = 9;
+    call->a = f;
+    ad_node *lib = mk(P, N_STR, &L); ad_node_set_string(A_, lib, &L);
+    ad_node *nm = mk(P, N_STR, &N); ad_node_set_name(A_, nm, &N);
+    size_t cap = 16 + (size_t)R.len;
+    for (int i = 0; TS && i < TS->n; i++) cap += TS->items[i]->len + 1;
+    char *sig = ad_arena_alloc(A_, cap);
+    ad_node *sg = mk(P, N_STR, &R);
+    if (sig) {
+        size_t k = 0;
+        memcpy(sig + k, R.start, (size_t)R.len); k += (size_t)R.len;
+        sig[k++] = '(';
+        for (int i = 0; TS && i < TS->n; i++) {
+            if (i) sig[k++] = ',';
+            memcpy(sig + k, TS->items[i]->str, TS->items[i]->len); k += TS->items[i]->len;
+        }
+        sig[k++] = ')'; sig[k] = '\0';
+        sg->str = sig; sg->len = k;
+    }
+    call->list = ad_nlist_add(A_, NULL, lib);
+    call->list = ad_nlist_add(A_, call->list, nm);
+    call->list = ad_nlist_add(A_, call->list, sg);
+    A->a = call;
+}
+namelist_opt(A) ::= . { A = NULL; }
+namelist_opt(A) ::= namelist(L). { A = L; }
+
 opouts(A) ::= . { A = NULL; }
 opouts(A) ::= RARROW LPAREN namelist(L) RPAREN. { A = L; }
 opentries(A) ::= . { A = ad_nlist_new(A_); }

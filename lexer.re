@@ -83,6 +83,7 @@ static int scan(ad_lexer *lx, ad_token *t) {
         "no_grad" { return TK_NOGRAD; }
         "detect_anomaly" { return TK_ANOMALY; }
         "op" { return TK_OP; }
+        "extern" { return TK_EXTERN; }
         "true" { return TK_TRUE; }
         "false" { return TK_FALSE; }
         "none" { return TK_NONE; }

@@ -95,6 +95,9 @@ typedef struct ad_builtin {
     const char **pnames;  /* nparams names */
     ad_value *defaults;   /* nparams values; AD_TNONE with required[i] set means required */
     bool *required;
+    void *ud;             /* data of a builtin made at run time (e.g. an extern kernel) */
+    int kid;              /* kernel id for kernel-backed builtins, else -1 */
+    void (*ud_free)(ad_state *S, void *ud);
 } ad_builtin;
 
 /* Constructors of immediate values. */

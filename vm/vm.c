@@ -88,6 +88,7 @@ void ad_vm_closure_free(ad_state *S, ad_closure *f) {
 const char *ad_vm_closure_name(const ad_closure *f) { return f->p->name; }
 
 void ad_vm_builtin_free(ad_state *S, ad_builtin *b) {
+    if (b->ud_free) b->ud_free(S, b->ud);
     if (b->defaults) for (int i = 0; i < b->nparams; i++) ad_value_decref(S, b->defaults[i]);
     ad_free(S, b->defaults);
     ad_free(S, b->required);
@@ -122,6 +123,7 @@ static int builtin_new(ad_state *S, const ad_builtin_def *d, ad_builtin **out) {
     b->hdr.refcount = 1;
     b->name = d->name;
     b->fn = d->fn;
+    b->kid = -1;
     const char *p = d->params ? d->params : "";
     while (*p == ' ') p++;
     if (strcmp(p, "*") == 0) { b->nparams = -1; *out = b; return ADDSL_OK; }
