@@ -47,7 +47,7 @@ static int leaf_dtype(ad_state *S, ad_value v, int *dt) {
 static int scan_check(ad_state *S, ad_value v, int depth, scan *sc) {
     if (depth == sc->ndim) {
         if (ad_is_seq(v)) return ad_error(S, "tensor(): too many dimensions at dim %d", depth);
-        int dt;
+        int dt = -1;
         int rc = leaf_dtype(S, v, &dt);
         if (rc) return rc;
         sc->dtype = sc->dtype < 0 ? dt : (int)ad_promote((ad_dtype)sc->dtype, (ad_dtype)dt);

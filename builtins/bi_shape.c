@@ -199,7 +199,7 @@ static int bi_unflatten(FN_ARGS) {
     (void)argc;
     ad_tensor *t;
     int64_t dim, sizes[AD_MAX_DIMS], shape[AD_MAX_DIMS];
-    int ns, n, d;
+    int ns = 0, n = 0, d = 0;
     int rc = ad_arg_int(S, argv[1], "unflatten", "dim", &dim);
     if (rc || (rc = ad_arg_shape(S, argv[2], "unflatten", "sizes", &ns, sizes))) return rc;
     if ((rc = ad_arg_tensor(S, argv[0], "unflatten", "self", &t))) return rc;
@@ -366,8 +366,8 @@ static int cat_check(ad_state *S, const tlist *tl, int64_t dim, int *d, int *ref
 }
 
 static int cat_tensors(ad_state *S, const tlist *tl, int64_t dim, ad_tensor **out) {
-    int d, ref;
-    ad_dtype dt;
+    int d = 0, ref = -1;
+    ad_dtype dt = AD_FLOAT32;
     int rc = cat_check(S, tl, dim, &d, &ref, &dt);
     if (rc) return rc;
     if (ref < 0) {

@@ -34,7 +34,7 @@ static ad_value int_list_value(ad_state *S, int n, const int64_t *v) {
 
 static int bi_numel(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "numel", &t);
     if (rc) return rc;
     *out = ad_int((double)t->numel);
@@ -44,7 +44,7 @@ static int bi_numel(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 static int bi_item(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     double x;
     int rc = self_arg(S, argv, "item", &t);
     if (rc) return rc;
@@ -57,7 +57,7 @@ static int bi_item(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 static int bi_tolist(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "tolist", &t);
     if (rc) return rc;
     rc = ad_tensor_to_value(S, t, out);
@@ -67,7 +67,7 @@ static int bi_tolist(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 /* size(dim) / stride(dim): one entry, or the list of all when dim is none. */
 static int dims_query(ad_state *S, ad_value *argv, const char *fn, bool strides, ad_value *out) {
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, fn, &t);
     if (rc) return rc;
     const int64_t *v = strides ? t->strides : t->shape;
@@ -99,7 +99,7 @@ static int bi_stride(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 static int bi_dim(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "dim", &t);
     if (rc) return rc;
     *out = ad_int(t->ndim);
@@ -109,7 +109,7 @@ static int bi_dim(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 static int bi_element_size(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "element_size", &t);
     if (rc) return rc;
     *out = ad_int((double)ad_dtype_size(t->dtype));
@@ -119,7 +119,7 @@ static int bi_element_size(ad_state *S, ad_value *argv, int argc, ad_value *out)
 
 static int bi_is_contiguous(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "is_contiguous", &t);
     if (rc) return rc;
     *out = ad_bool(ad_tensor_is_contiguous(t));
@@ -129,7 +129,7 @@ static int bi_is_contiguous(ad_state *S, ad_value *argv, int argc, ad_value *out
 
 static int bi_is_floating_point(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "is_floating_point", &t);
     if (rc) return rc;
     *out = ad_bool(ad_dtype_is_float(t->dtype));
@@ -140,7 +140,7 @@ static int bi_is_floating_point(ad_state *S, ad_value *argv, int argc, ad_value 
 /* ---- conversions ---- */
 
 static int convert(ad_state *S, ad_value *argv, const char *fn, int dt, ad_value *out) {
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, fn, &t);
     if (rc) return rc;
     ad_tensor *r = ad_tensor_to(S, t, (ad_dtype)dt);
@@ -151,7 +151,7 @@ static int convert(ad_state *S, ad_value *argv, const char *fn, int dt, ad_value
 /* to(dtype), to(other_tensor) or to("cpu"), which changes nothing. */
 static int bi_to(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "to", &t);
     if (rc) return rc;
     int dt = t->dtype;
@@ -200,7 +200,7 @@ static int bi_type_as(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 static int bi_cpu(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "cpu", &t);
     if (rc) return rc;
     return ret_tensor(S, t, out);
@@ -208,7 +208,7 @@ static int bi_cpu(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 static int bi_contiguous(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "contiguous", &t);
     if (rc) return rc;
     ad_tensor *r = ad_tensor_contiguous(S, t);
@@ -218,7 +218,7 @@ static int bi_contiguous(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 static int bi_clone(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "clone", &t);
     if (rc) return rc;
     ad_tensor *r = ad_tensor_clone(S, t);
@@ -229,7 +229,7 @@ static int bi_clone(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 /* A new header over the same storage, outside any graph. */
 static int bi_detach(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "detach", &t);
     if (rc) return rc;
     ad_tensor *r = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
@@ -276,7 +276,7 @@ static int ret_self(ad_tensor *t, ad_value *out) {
 
 static int bi_copy_(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t, *src;
+    ad_tensor *t = NULL, *src = NULL;
     int rc = inplace_self(S, argv[0], "copy_", &t);
     if (rc || (rc = ad_arg_tensor(S, argv[1], "copy_", "src", &src))) return rc;
     rc = ad_tensor_copy_into(S, t, src);
@@ -297,7 +297,7 @@ static int scalar_arg(ad_state *S, ad_value v, const char *fn, const char *what,
 
 static int bi_fill_(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     double x;
     int rc = inplace_self(S, argv[0], "fill_", &t);
     if (rc || (rc = scalar_arg(S, argv[1], "fill_", "fill_", &x))) return rc;
@@ -307,7 +307,7 @@ static int bi_fill_(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 static int bi_zero_(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = inplace_self(S, argv[0], "zero_", &t);
     if (rc) return rc;
     ad_tensor_fill(t, 0.0);
@@ -329,7 +329,7 @@ static int masked_write(ad_state *S, ad_tensor *dst, ad_tensor *mask, double x) 
 
 static int bi_masked_fill_(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t, *mask;
+    ad_tensor *t = NULL, *mask = NULL;
     double x;
     int rc = inplace_self(S, argv[0], "masked_fill_", &t);
     if (rc || (rc = scalar_arg(S, argv[2], "masked_fill_", "masked_fill_", &x))) return rc;
@@ -341,7 +341,7 @@ static int bi_masked_fill_(ad_state *S, ad_value *argv, int argc, ad_value *out)
 
 static int bi_masked_fill(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t, *mask, *r = NULL;
+    ad_tensor *t = NULL, *mask = NULL, *r = NULL;
     double x;
     int n;
     int64_t shape[AD_MAX_DIMS];
@@ -364,7 +364,7 @@ static int bi_masked_fill(ad_state *S, ad_value *argv, int argc, ad_value *out) 
 
 static int bi_nonzero(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    ad_tensor *t;
+    ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "nonzero", &t);
     if (rc) return rc;
     int64_t count = 0;

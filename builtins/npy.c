@@ -226,7 +226,7 @@ static int load_open(ad_state *S, FILE *f, const char *path, ad_tensor **out) {
     char *text = NULL;
     size_t len = 0;
     npy_header h;
-    ad_dtype dt;
+    ad_dtype dt = AD_FLOAT32;
     int rc = read_preamble(S, f, path, &text, &len);
     if (rc) return rc;
     rc = parse_header(S, path, text, len, &h);

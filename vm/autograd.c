@@ -15,6 +15,8 @@
 
 /* ---- nodes ---- */
 
+static void edge_release(ad_state *S, ad_edge *e, ad_node **keep);
+
 static void node_release_saved(ad_state *S, ad_node *n) {
     if (n->released) return;
     n->released = true;
@@ -33,13 +35,7 @@ void ad_node_decref(ad_state *S, ad_node *n) {
     while (n && --n->refcount == 0) {
         ad_node *next = NULL;
         node_release_saved(S, n);
-        for (int i = 0; i < n->nargs; i++) {
-            if (n->edges[i].leaf) ad_tensor_decref(S, n->edges[i].leaf);
-            if (n->edges[i].node) {
-                if (!next) next = n->edges[i].node;
-                else ad_node_decref(S, n->edges[i].node);
-            }
-        }
+        for (int i = 0; i < n->nargs; i++) edge_release(S, &n->edges[i], &next);
         if (n->gbuf) { for (int i = 0; i < n->nout; i++) ad_value_decref(S, n->gbuf[i]); ad_free(S, n->gbuf); }
         ad_value opv; opv.t = AD_TOP; opv.u.op = n->op;
         ad_value_decref(S, opv);
@@ -51,7 +47,29 @@ void ad_node_decref(ad_state *S, ad_node *n) {
 }
 
 static bool requires_grad(ad_value v) {
-    return v.t == AD_TTENSOR && v.u.tensor->requires_grad;
+    if (v.t == AD_TTENSOR) return v.u.tensor->requires_grad;
+    if (ad_is_seq(v))
+        for (int64_t i = 0; i < v.u.l->len; i++)
+            if (v.u.l->items[i].t == AD_TTENSOR && v.u.l->items[i].u.tensor->requires_grad) return true;
+    return false;
+}
+
+static bool edge_live(const ad_edge *e) { return e->node || e->leaf || e->nsub; }
+
+static void edge_set(ad_edge *e, ad_tensor *t) {
+    if (!t->requires_grad) return;
+    if (t->grad_fn) { e->node = t->grad_fn; e->nr = t->output_nr; t->grad_fn->refcount++; }
+    else { e->leaf = t; ad_tensor_incref(t); }
+}
+
+static void edge_release(ad_state *S, ad_edge *e, ad_node **keep) {
+    if (e->leaf) ad_tensor_decref(S, e->leaf);
+    if (e->node) {
+        if (keep && !*keep) *keep = e->node;
+        else ad_node_decref(S, e->node);
+    }
+    for (int j = 0; j < e->nsub; j++) edge_release(S, &e->sub[j], NULL);
+    ad_free(S, e->sub);
 }
 
 bool ad_autograd_needs_record(ad_state *S, const ad_opdef *op, const ad_value *args) {
@@ -84,20 +102,28 @@ int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout
         ad_tensor *t = args[i].u.tensor;
         n->versions[i] = t->storage->version;
         if (op->kind[i] != AD_PARAM_DIFF && op->kind[i] != AD_PARAM_NOTIMPL) continue;
-        if (!t->requires_grad) continue;
-        if (t->grad_fn) { n->edges[i].node = t->grad_fn; n->edges[i].nr = t->output_nr; t->grad_fn->refcount++; }
-        else { n->edges[i].leaf = t; ad_tensor_incref(t); }
+        edge_set(&n->edges[i], t);
+    }
+    for (int i = 0; i < n->nargs; i++) {
+        if (!ad_is_seq(args[i]) || (op->kind[i] != AD_PARAM_DIFF && op->kind[i] != AD_PARAM_NOTIMPL)) continue;
+        if (!requires_grad(args[i])) continue;
+        const ad_list *l = args[i].u.l;
+        n->edges[i].sub = ad_calloc(S, (size_t)l->len, sizeof(ad_edge));
+        if (!n->edges[i].sub) { ad_node_decref(S, n); return ADDSL_ENOMEM; }
+        n->edges[i].nsub = (int)l->len;
+        for (int64_t j = 0; j < l->len; j++)
+            if (l->items[j].t == AD_TTENSOR) edge_set(&n->edges[i].sub[j], l->items[j].u.tensor);
     }
     for (int k = 0; k < nout; k++) {
         ad_tensor *o = outs[k];
         if (!o) continue;
         bool diff = op->out_diff[k] && ad_dtype_is_float(o->dtype);
-        if (!diff) continue;
         ad_tensor *alias = ad_tensor_as_strided(S, o, o->ndim, o->shape, o->strides, o->offset);
         if (!alias) { ad_node_decref(S, n); return S->errcode; }
-        alias->grad_fn = n; alias->grad_fn_weak = true; alias->output_nr = k; alias->requires_grad = true;
         n->outs[k] = alias;
         n->out_versions[k] = o->storage->version;
+        if (!diff) continue; /* saved for the formulas (e.g. indices), but no gradient flows */
+        alias->grad_fn = n; alias->grad_fn_weak = true; alias->output_nr = k; alias->requires_grad = true;
         o->grad_fn = n; n->refcount++;
         o->output_nr = k;
         o->requires_grad = true;
@@ -155,15 +181,19 @@ static int discover(engine *E, ad_node *root) {
         n->gbuf = ad_calloc(S, (size_t)n->nout, sizeof(ad_value));
         if (!n->gbuf) { rc = ad_nomem(S); break; }
         for (int i = 0; i < n->nout; i++) n->gbuf[i] = ad_none();
-        for (int i = 0; i < n->nargs; i++) {
-            ad_node *c = n->edges[i].node;
-            if (!c) continue;
-            if (c->epoch != E->epoch) {
-                c->epoch = E->epoch; c->deps = 0;
-                if (!grow_arr(S, (void **)&stack, &cap, ns, sizeof *stack)) { rc = ad_nomem(S); break; }
-                stack[ns++] = c;
+        for (int i = 0; i < n->nargs && !rc; i++) {
+            ad_edge *e = &n->edges[i];
+            int m = e->nsub ? e->nsub : 1;
+            for (int j = 0; j < m; j++) {
+                ad_node *c = e->nsub ? e->sub[j].node : e->node;
+                if (!c) continue;
+                if (c->epoch != E->epoch) {
+                    c->epoch = E->epoch; c->deps = 0;
+                    if (!grow_arr(S, (void **)&stack, &cap, ns, sizeof *stack)) { rc = ad_nomem(S); break; }
+                    stack[ns++] = c;
+                }
+                c->deps++;
             }
-            c->deps++;
         }
     }
     ad_free(S, stack);
@@ -339,20 +369,42 @@ static int formula_args(engine *E, ad_node *n, ad_value *args, int *nargs) {
     }
     ad_list *mask = ad_list_new(S, AD_TLIST, n->nargs);
     if (!mask) return S->errcode;
-    for (int i = 0; i < n->nargs; i++) mask->items[i] = ad_bool(n->edges[i].node || n->edges[i].leaf);
+    for (int i = 0; i < n->nargs; i++) mask->items[i] = ad_bool(edge_live(&n->edges[i]));
     args[na++] = ad_list_value(mask, AD_TLIST);
     *nargs = na;
     return ADDSL_OK;
 }
 
+static int route_to(engine *E, ad_node *n, int param, ad_edge *e, ad_value arg, ad_value g);
+
 static int route(engine *E, ad_node *n, int param, ad_value g) {
     ad_state *S = E->S;
     if (g.t == AD_TNONE) return ADDSL_OK;
     ad_edge *e = &n->edges[param];
+    if (!edge_live(e)) { ad_value_decref(S, g); return ADDSL_OK; }
+    if (!e->nsub) return route_to(E, n, param, e, n->args[param], g);
+    /* A list argument takes a list of gradients, one per element. */
+    if (!ad_is_seq(g) || g.u.l->len != e->nsub) {
+        ad_value_decref(S, g);
+        return ad_error(S, "op '%s': the gradient for list input '%s' must be a list of %d gradients", n->op->name,
+                        n->op->pnames[param], e->nsub);
+    }
+    int rc = ADDSL_OK;
+    for (int j = 0; j < e->nsub && !rc; j++) {
+        ad_value gj = g.u.l->items[j];
+        ad_value_incref(gj);
+        rc = route_to(E, n, param, &e->sub[j], n->args[param].u.l->items[j], gj);
+    }
+    ad_value_decref(S, g);
+    return rc;
+}
+
+static int route_to(engine *E, ad_node *n, int param, ad_edge *e, ad_value arg, ad_value g) {
+    ad_state *S = E->S;
+    if (g.t == AD_TNONE) return ADDSL_OK;
     if (!e->node && !e->leaf) { ad_value_decref(S, g); return ADDSL_OK; }
     int rc = anomaly_check(E, n, param, g);
     if (rc) { ad_value_decref(S, g); return rc; }
-    ad_value arg = n->args[param];
     ad_value fitted;
     if (arg.t == AD_TTENSOR) {
         rc = fit_to(E, g, arg.u.tensor, &fitted);
@@ -382,7 +434,7 @@ static int apply_node(engine *E, ad_node *n) {
     int rc = check_versions(S, n);
     if (rc) return rc;
     for (int i = 0; i < n->nargs; i++)
-        if (op->kind[i] == AD_PARAM_NOTIMPL && (n->edges[i].node || n->edges[i].leaf))
+        if (op->kind[i] == AD_PARAM_NOTIMPL && edge_live(&n->edges[i]))
             return ad_error(S, "the derivative of op '%s' for input '%s' is not implemented: %s", op->name,
                             op->pnames[i], op->notimpl[i] ? op->notimpl[i] : "");
     ad_value args[AD_OP_MAX_PARAMS + 4 + 3 * AD_OP_MAX_OUTS];
@@ -392,7 +444,7 @@ static int apply_node(engine *E, ad_node *n) {
         ad_vjp_entry *v = &op->vjp[e];
         bool needed = false;
         for (int j = 0; j < v->nnames; j++)
-            if (n->edges[v->params[j]].node || n->edges[v->params[j]].leaf) needed = true;
+            if (edge_live(&n->edges[v->params[j]])) needed = true;
         if (!needed) continue;
         ad_value r = ad_none();
         rc = ad_vm_call_value(S, v->fn, na, args, &r);
@@ -455,12 +507,16 @@ static int run_engine(engine *E, int nroots, ad_tensor **roots, ad_value *seeds)
         rc = apply_node(E, n);
         if (rc) break;
         for (int k = 0; k < n->nout; k++) { ad_value_decref(S, n->gbuf[k]); n->gbuf[k] = ad_none(); }
-        for (int i = 0; i < n->nargs; i++) {
-            ad_node *c = n->edges[i].node;
-            if (!c || c->epoch != E->epoch) continue;
-            if (--c->deps == 0) {
-                if (!grow_arr(S, (void **)&E->ready, &E->capready, E->nready, sizeof *E->ready)) { rc = ad_nomem(S); break; }
-                E->ready[E->nready++] = c;
+        for (int i = 0; i < n->nargs && !rc; i++) {
+            ad_edge *e = &n->edges[i];
+            int m = e->nsub ? e->nsub : 1;
+            for (int j = 0; j < m; j++) {
+                ad_node *c = e->nsub ? e->sub[j].node : e->node;
+                if (!c || c->epoch != E->epoch) continue;
+                if (--c->deps == 0) {
+                    if (!grow_arr(S, (void **)&E->ready, &E->capready, E->nready, sizeof *E->ready)) { rc = ad_nomem(S); break; }
+                    E->ready[E->nready++] = c;
+                }
             }
         }
         if (!E->retain) node_release_saved(S, n);

@@ -14,6 +14,8 @@ typedef struct ad_edge {
     struct ad_node *node;   /* the input's grad_fn (owned), or NULL */
     int nr;                 /* which output of that node */
     ad_tensor *leaf;        /* a leaf requiring grad (owned), or NULL */
+    int nsub;               /* a list argument (cat, stack): one edge per element */
+    struct ad_edge *sub;
 } ad_edge;
 
 typedef struct ad_node {

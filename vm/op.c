@@ -137,10 +137,18 @@ static int bind(ad_state *S, const ad_opdef *op, const ad_value *args, int nargs
 
 static bool is_tensor_param(const ad_opdef *op, int i) { return op->kind[i] != AD_PARAM_VALUE; }
 
+static bool has_tangent(ad_value v) {
+    if (v.t == AD_TTENSOR) return v.u.tensor->fw_grad != NULL;
+    if (ad_is_seq(v))
+        for (int64_t i = 0; i < v.u.l->len; i++)
+            if (v.u.l->items[i].t == AD_TTENSOR && v.u.l->items[i].u.tensor->fw_grad) return true;
+    return false;
+}
+
 static bool any_tangent(ad_state *S, const ad_opdef *op, const ad_value *slots) {
     if (S->fw_level == 0) return false;
     for (int i = 0; i < op->nparams; i++)
-        if (is_tensor_param(op, i) && slots[i].t == AD_TTENSOR && slots[i].u.tensor->fw_grad) return true;
+        if (is_tensor_param(op, i) && has_tangent(slots[i])) return true;
     return false;
 }
 
@@ -215,6 +223,17 @@ static int strip_tangent(ad_state *S, ad_value v, ad_value *out) {
 }
 
 static int tangent_or_zeros(ad_state *S, ad_value v, ad_value *out) {
+    if (ad_is_seq(v)) {
+        /* A list argument (cat, stack) gets a list of tangents. */
+        ad_list *l = ad_list_new(S, v.t, v.u.l->len);
+        if (!l) return S->errcode;
+        for (int64_t i = 0; i < v.u.l->len; i++) {
+            int rc = tangent_or_zeros(S, v.u.l->items[i], &l->items[i]);
+            if (rc) { ad_value_decref(S, ad_list_value(l, v.t)); return rc; }
+        }
+        *out = ad_list_value(l, v.t);
+        return ADDSL_OK;
+    }
     if (v.t != AD_TTENSOR) { *out = ad_num(0); return ADDSL_OK; }
     ad_tensor *t = v.u.tensor;
     if (t->fw_grad) { ad_tensor_incref(t->fw_grad); *out = ad_tensor_value(t->fw_grad); return ADDSL_OK; }
@@ -263,7 +282,10 @@ static int propagate_tangents(ad_state *S, const ad_opdef *op, const ad_value *s
         return ad_error(S, "op '%s' has no forward-mode formula (result: ...)", op->name);
     case AD_JVP_LINEAR: {
         for (int i = 0; i < op->nparams && !rc; i++) {
-            if (is_tensor_param(op, i) && slots[i].t == AD_TTENSOR) rc = tangent_or_zeros(S, slots[i], &args[na++]);
+            /* Linear in the differentiable inputs only: indices and other
+             * non-differentiable tensors keep their primal values. */
+            if (op->kind[i] == AD_PARAM_DIFF && (slots[i].t == AD_TTENSOR || ad_is_seq(slots[i])))
+                rc = tangent_or_zeros(S, slots[i], &args[na++]);
             else { args[na++] = slots[i]; ad_value_incref(slots[i]); }
         }
         ad_value tan = ad_none();
