@@ -585,7 +585,7 @@ static int repl_loop(addsl_state *S)
         }
         remember(&r, line);
         if (sb_append(&r.pending, line, strlen(line)) != 0) {
-            fputs("addsl: out of memory\n", stderr);
+            fputs("addsl: cannot create the interpreter (out of memory)\n", stderr);
             repl_drop_pending(&r);
             continue;
         }
@@ -625,7 +625,7 @@ int main(int argc, char **argv)
     }
     S = addsl_open(&o.cfg);
     if (!S) {
-        fputs("addsl: out of memory\n", stderr);
+        fputs("addsl: cannot create the interpreter (out of memory)\n", stderr);
         return 1;
     }
     if (o.kind == SRC_NONE) {

@@ -136,6 +136,14 @@ int ad_lex_next(ad_lexer *lx, ad_token *t) {
         t->type = type;
         /* Collapse runs of newlines: the grammar only needs one separator. */
         if (type == TK_NEWLINE && lx->last_type == TK_NEWLINE) continue;
+        if (type == TK_NEWLINE && lx->last_type == TK_RBRACE) {
+            /* "}" newline "else": the else continues the if statement. */
+            ad_lexer peek = *lx;
+            ad_token nt;
+            int next;
+            do { next = scan(&peek, &nt); } while (next == TK_NEWLINE);
+            if (next == TK_ELSE) { *lx = peek; *t = nt; t->len = (int)(lx->cur - t->start); t->type = next; lx->last_type = next; return next; }
+        }
         if (type > 0) lx->last_type = type;
         return type;
     }

@@ -154,16 +154,23 @@ static void ew_call(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const
 }
 
 /* Large calls are split into chunks run by the OpenMP team; small ones run
- * inline without touching OpenMP at all. */
-static void ew_run(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const double *param) {
+ * inline without touching OpenMP at all, and so do memory-bound ones
+ * ('serial'): one core already saturates memory bandwidth on an add or a
+ * multiply, and a second thread only adds a barrier (measured: 2.1x slower
+ * than a plain C loop on a loaded 2-core machine, 1.0x serial). */
+static void ew_run_as(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const double *param, bool serial) {
     int64_t n = numel_of(o);
-    if (n <= AD_OMP_THRESHOLD) { ew_call(S, kid, out, o, param, 0, n); return; }
+    if (serial || n <= AD_OMP_THRESHOLD) { ew_call(S, kid, out, o, param, 0, n); return; }
     int64_t nchunks = (n + AD_OMP_THRESHOLD - 1) / AD_OMP_THRESHOLD;
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t lo = c * AD_OMP_THRESHOLD;
         ew_call(S, kid, out, o, param, lo, n - lo < AD_OMP_THRESHOLD ? n - lo : AD_OMP_THRESHOLD);
     }
+}
+
+static void ew_run(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const double *param) {
+    ew_run_as(S, kid, out, o, param, false);
 }
 
 static int finish(ad_state *S, ew_ops *o, ad_tensor *res, ad_value *out) {
@@ -180,7 +187,8 @@ enum {
     EW_BOOL_OUT = 2,  /* comparisons: the result is bool */
     EW_INT_DIV = 4,   /* integer division: a zero divisor raises */
     EW_LOGICAL = 8,   /* inputs are read as bool */
-    EW_NO_BOOL = 16   /* subtraction refuses two bools */
+    EW_NO_BOOL = 16,  /* subtraction refuses two bools */
+    EW_MEMBOUND = 32  /* one cheap instruction per element: never split across threads */
 };
 
 typedef struct ew_binop {
@@ -193,10 +201,10 @@ typedef struct ew_binop {
 #define K3B(n, b) {AD_K_##n##_f32, AD_K_##n##_f64, AD_K_##n##_i64, AD_K_##b##_b8}
 #define K2(n) {AD_K_##n##_f32, AD_K_##n##_f64, NO_K, NO_K}
 
-static const ew_binop BIN_add = {"add", K3B(add, logical_or), 0};
-static const ew_binop BIN_sub = {"sub", K3(sub), EW_NO_BOOL};
-static const ew_binop BIN_mul = {"mul", K3B(mul, logical_and), 0};
-static const ew_binop BIN_div = {"div", K2(div), EW_FLOAT};
+static const ew_binop BIN_add = {"add", K3B(add, logical_or), EW_MEMBOUND};
+static const ew_binop BIN_sub = {"sub", K3(sub), EW_NO_BOOL | EW_MEMBOUND};
+static const ew_binop BIN_mul = {"mul", K3B(mul, logical_and), EW_MEMBOUND};
+static const ew_binop BIN_div = {"div", K2(div), EW_FLOAT | EW_MEMBOUND};
 static const ew_binop BIN_div_trunc = {"div", K3(div_trunc), EW_INT_DIV};
 static const ew_binop BIN_div_floor = {"floor_divide", K3(div_floor), EW_INT_DIV};
 static const ew_binop BIN_remainder = {"remainder", K3(remainder), EW_INT_DIV};
@@ -268,7 +276,7 @@ static int ew_binary(ad_state *S, const ew_binop *op, ad_value a, ad_value b, ad
     if (!rc) rc = check_values(S, op, cdt, &o);
     if (rc) { ew_release(S, &o); return rc; }
     ad_tensor *res = ew_output(S, &o, (op->flags & EW_BOOL_OUT) ? AD_BOOL : cdt);
-    if (res) ew_run(S, op->k[cdt], res, &o, NULL);
+    if (res) ew_run_as(S, op->k[cdt], res, &o, NULL, (op->flags & EW_MEMBOUND) != 0);
     return finish(S, &o, res, out);
 }
 

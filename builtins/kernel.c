@@ -3,11 +3,13 @@
 #include "kernel.h"
 #include "kernel_ids.h"
 
+#include <dlfcn.h>
 #include <string.h>
 
 #include <ffi.h>
 
 #include "state.h"
+#include "value.h"
 
 /* A parsed signature. Heap-allocated one by one because the cif keeps a
  * pointer to 'atypes', so the array of signatures may move but these may not. */
@@ -25,7 +27,14 @@ typedef struct ad_kentry {
     char *name;
     void (*fn)(void);
     ad_ksig *sig;
+    ad_builtin *callable; /* script value made on first use (builtins/extern.c); owned */
 } ad_kentry;
+
+/* A library opened by 'extern', kept open until the state closes. */
+typedef struct ad_dlib {
+    char *name;
+    void *handle;
+} ad_dlib;
 
 struct ad_kreg {
     ad_ksig **sigs;
@@ -34,6 +43,8 @@ struct ad_kreg {
     int n, cap;
     int *slots;    /* open-addressing hash of names: kernel id or -1 */
     int nslots;    /* a power of two, kept at least twice 'n' */
+    ad_dlib *libs;
+    int nlibs, caplibs;
 };
 
 #define AD_KREG_MIN_SLOTS 256
@@ -61,9 +72,21 @@ struct ad_kreg *ad_kreg_new(ad_state *S) {
     return r;
 }
 
+static void drop_callable(ad_state *S, ad_kentry *e) {
+    if (!e->callable) return;
+    ad_value v; v.t = AD_TBUILTIN; v.u.bi = e->callable;
+    e->callable = NULL;
+    ad_value_decref(S, v);
+}
+
 void ad_kreg_free(ad_state *S, struct ad_kreg *r) {
     if (!r) return;
-    for (int i = 0; i < r->n; i++) ad_free(S, r->k[i].name);
+    for (int i = 0; i < r->n; i++) { drop_callable(S, &r->k[i]); ad_free(S, r->k[i].name); }
+    for (int i = 0; i < r->nlibs; i++) {
+        dlclose(r->libs[i].handle);
+        ad_free(S, r->libs[i].name);
+    }
+    ad_free(S, r->libs);
     for (int i = 0; i < r->nsigs; i++) {
         ad_free(S, r->sigs[i]->text);
         ad_free(S, r->sigs[i]);
@@ -203,6 +226,7 @@ static int append_entry(ad_state *S, struct ad_kreg *r, const char *name) {
     char *copy = dup_str(S, name);
     if (!copy) return -1;
     int id = r->n++;
+    memset(&r->k[id], 0, sizeof r->k[id]);
     r->k[id].name = copy;
     r->slots[find_slot(r, name)] = id;
     return id;
@@ -214,10 +238,14 @@ int ad_kreg_add(ad_state *S, const char *name, void (*fn)(void), const char *sig
     if (!name || !*name) return ad_error(S, "kernel name must not be empty");
     if (!fn) return ad_error(S, "kernel %s: function pointer is NULL", name);
     if (!sig) return ad_error(S, "bad kernel signature '' for %s: missing '('", name);
-    ad_ksig *sg = intern_sig(S, r, name, sig);
-    if (!sg) return -S->errcode;
     int id = r->slots[find_slot(r, name)];
+    /* Builtins call shipped kernels by id with their own argument layout. */
+    if (id >= 0 && id < AD_K_COUNT)
+        return -ad_error_code(S, ADDSL_EARG, "kernel %s: a shipped kernel cannot be replaced", name);
+    ad_ksig *sg = intern_sig(S, r, name, sig);
+    if (!sg) return -(S->errcode ? S->errcode : ADDSL_ERUNTIME);
     if (id < 0 && (id = append_entry(S, r, name)) < 0) return -ADDSL_ENOMEM;
+    if (id >= 0 && r->k[id].fn) drop_callable(S, &r->k[id]);
     r->k[id].fn = fn;
     r->k[id].sig = sg;
     return id;
@@ -253,6 +281,47 @@ const char *ad_kreg_name(ad_state *S, int id) {
 const char *ad_kreg_sig(ad_state *S, int id) {
     const ad_kentry *e = entry(S, id);
     return e ? e->sig->text : NULL;
+}
+
+void (*ad_kreg_fn(ad_state *S, int id))(void) {
+    const ad_kentry *e = entry(S, id);
+    return e ? e->fn : NULL;
+}
+
+struct ad_builtin *ad_kreg_callable(ad_state *S, int id) {
+    const ad_kentry *e = entry(S, id);
+    return e ? e->callable : NULL;
+}
+
+void ad_kreg_set_callable(ad_state *S, int id, struct ad_builtin *b) {
+    struct ad_kreg *r = S->kernels;
+    if (r && id >= 0 && id < r->n) { drop_callable(S, &r->k[id]); r->k[id].callable = b; }
+}
+
+void *ad_kreg_dlopen(ad_state *S, const char *lib, const char *who) {
+    struct ad_kreg *r = S->kernels;
+    for (int i = 0; i < r->nlibs; i++)
+        if (strcmp(r->libs[i].name, lib) == 0) return r->libs[i].handle;
+    if (r->nlibs == r->caplibs) {
+        int cap = r->caplibs ? r->caplibs * 2 : 8;
+        ad_dlib *nl = ad_realloc(S, r->libs, sizeof *nl * (size_t)cap);
+        if (!nl) return NULL;
+        r->libs = nl;
+        r->caplibs = cap;
+    }
+    char *copy = dup_str(S, lib);
+    if (!copy) return NULL;
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        ad_free(S, copy);
+        ad_error(S, "extern %s: cannot open library '%s': %s", who, lib, why ? why : "unknown error");
+        return NULL;
+    }
+    r->libs[r->nlibs].name = copy;
+    r->libs[r->nlibs].handle = h;
+    r->nlibs++;
+    return h;
 }
 
 int ad_kreg_count(ad_state *S) { return S->kernels ? S->kernels->n : 0; }

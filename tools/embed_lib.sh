@@ -12,7 +12,8 @@ for f in "$@"; do printf '    "%s",\n' "$f"; done
 echo '};'
 echo 'const char *const ad_lib_sources[] = {'
 for f in "$@"; do
-    awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); gsub(/\t/, "\\t"); printf "    \"%s\\n\"\n", $0 } END { print "    ," }' "$srcdir/$f"
+    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$/\\n"/' "$srcdir/$f"
+    echo '    ,'
 done
 echo '};'
 echo "const size_t ad_lib_count = $#;"

@@ -55,11 +55,13 @@ static int load_library(ad_state *S) {
         ad_proto *p = ad_compile(S, ad_lib_sources[i], strlen(ad_lib_sources[i]), ad_lib_names[i], false);
         int rc = p ? ad_vm_run_main(S, p) : (S->errcode ? S->errcode : ADDSL_ECOMPILE);
         ad_proto_decref(S, p);
+        if (rc == ADDSL_ENOMEM) return rc;
         if (rc) {
+            /* A broken library file is reported on every start (so no test
+             * passes unnoticed) but does not take the other files down. */
             const char *m = ad_vm_errmsg(S);
             ad_write(S, m, strlen(m), 1);
             ad_write(S, "\n", 1, 1);
-            return rc;
         }
     }
     return ad_ops_bind_operators(S);

@@ -115,7 +115,8 @@ static int bind(ad_state *S, const ad_opdef *op, const ad_value *args, int nargs
     int nkw = kw ? (int)kw->len : 0;
     int npos = nargs - nkw, np = op->nparams;
     if (npos > np) return ad_error(S, "%s() takes %d argument%s but %d were given", op->name, np, np == 1 ? "" : "s", npos);
-    bool set[AD_OP_MAX_PARAMS] = {false};
+    bool set[AD_OP_MAX_PARAMS];
+    memset(set, 0, (size_t)np);
     for (int i = 0; i < npos; i++) { slots[i] = args[i]; set[i] = true; }
     for (int k = 0; k < nkw; k++) {
         const char *name = kw->items[k].u.s->data;

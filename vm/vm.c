@@ -669,7 +669,8 @@ static int bind_args(ad_state *S, const char *fname, int np, const char *const *
     int nkw = kwnames ? (int)kwnames->len : 0;
     int npos = nargs - nkw;
     if (npos > np) return ad_error(S, "%s() takes %d argument%s but %d were given", fname, np, np == 1 ? "" : "s", npos);
-    bool set[256] = {false};
+    bool set[256];
+    memset(set, 0, (size_t)np);
     for (int i = 0; i < npos; i++) { slots[i] = args[i]; set[i] = true; }
     for (int k = 0; k < nkw; k++) {
         const char *kw = kwnames->items[k].u.s->data;
