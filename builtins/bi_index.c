@@ -207,13 +207,11 @@ static int do_one(ad_state *S, ix *x, ad_value v, int ellipsis_span) {
 /* Applies every basic index; advanced ones are collected in x->a. */
 static int basic_pass(ad_state *S, ad_tensor *t, int n, const ad_value *idx, ix *x) {
     memset(x, 0, sizeof *x);
-    int used = 0, nell = 0;
+    int used = 0;
     for (int i = 0; i < n; i++) {
-        if (idx[i].t == AD_TELLIPSIS) nell++;
-        else if (ad_is_seq(idx[i])) used += 1; /* a bool list is rare; its rank is checked later */
+        if (ad_is_seq(idx[i])) used += 1; /* a bool list is rare; its rank is checked later */
         else used += consumed(idx[i]);
     }
-    if (nell > 1) return ad_error(S, "an index can only have a single ellipsis ('...')");
     if (used > t->ndim) {
         if (t->ndim == 0)
             return ad_error(S, "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
@@ -222,8 +220,10 @@ static int basic_pass(ad_state *S, ad_tensor *t, int n, const ad_value *idx, ix 
     }
     ad_tensor_incref(t);
     x->r = t;
-    for (int i = 0; i < n; i++) {
-        int rc = do_one(S, x, idx[i], t->ndim - used);
+    /* torch lets a second '...' through; only the first one spans dims */
+    for (int i = 0, span = t->ndim - used; i < n; i++) {
+        int rc = do_one(S, x, idx[i], span);
+        if (idx[i].t == AD_TELLIPSIS) span = 0;
         if (rc) { ix_free(S, x); return rc; }
     }
     return AD_OK;

@@ -10,7 +10,7 @@
 extern const ad_builtin_def ad_bi_extern_defs[];
 
 /* Calls kernel 'kid' with script values: numbers for i32/i64/f32/f64, tensors
- * (their contiguous data), strings or none for p. With one argument fewer than
+ * (their contiguous data), strings or none for p. With two arguments fewer than
  * a "v(p,p,...,i64)" kernel takes, the kernel runs out of place: a new output
  * shaped like the first tensor goes first and the element count last, and the
  * output is the result. 'fname' names the function in errors. */

@@ -232,20 +232,30 @@ static int append_entry(ad_state *S, struct ad_kreg *r, const char *name) {
     return id;
 }
 
+/* The shipped table (kernels.def): its rows keep their ids. */
+typedef struct kernel_row { const char *name; void (*fn)(void); const char *sig; } kernel_row;
+
+static const kernel_row shipped[] = {
+#define AD_KERNEL(id, fn, sig) {#id, (void (*)(void))fn, sig},
+#include "kernels.def"
+#undef AD_KERNEL
+};
+
 int ad_kreg_add(ad_state *S, const char *name, void (*fn)(void), const char *sig) {
     struct ad_kreg *r = S->kernels;
-    if (!r) return ad_error(S, "kernel registry is not initialized");
-    if (!name || !*name) return ad_error(S, "kernel name must not be empty");
-    if (!fn) return ad_error(S, "kernel %s: function pointer is NULL", name);
-    if (!sig) return ad_error(S, "bad kernel signature '' for %s: missing '('", name);
+    if (!r) return -ad_error(S, "kernel registry is not initialized");
+    if (!name || !*name) return -ad_error(S, "kernel name must not be empty");
+    if (!fn) return -ad_error(S, "kernel %s: function pointer is NULL", name);
+    if (!sig) return -ad_error(S, "bad kernel signature '' for %s: missing '('", name);
     int id = r->slots[find_slot(r, name)];
     /* Builtins call shipped kernels by id with their own argument layout. */
-    if (id >= 0 && id < AD_K_COUNT)
+    if (id >= 0 && id < AD_K_COUNT && r->k[id].fn == shipped[id].fn)
         return -ad_error_code(S, ADDSL_EARG, "kernel %s: a shipped kernel cannot be replaced", name);
     ad_ksig *sg = intern_sig(S, r, name, sig);
     if (!sg) return -(S->errcode ? S->errcode : ADDSL_ERUNTIME);
     if (id < 0 && (id = append_entry(S, r, name)) < 0) return -ADDSL_ENOMEM;
-    if (id >= 0 && r->k[id].fn) drop_callable(S, &r->k[id]);
+    /* A script value of the kernel stays valid while its arity does. */
+    if (r->k[id].sig && r->k[id].sig->nargs != sg->nargs) drop_callable(S, &r->k[id]);
     r->k[id].fn = fn;
     r->k[id].sig = sg;
     return id;
@@ -346,13 +356,6 @@ void ad_kreg_call(ad_state *S, int id, ad_karg *args, ad_karg *ret) {
 
 /* ---- the shipped table ---- */
 
-typedef struct kernel_row { const char *name; void (*fn)(void); const char *sig; } kernel_row;
-
-static const kernel_row shipped[] = {
-#define AD_KERNEL(id, fn, sig) {#id, (void (*)(void))fn, sig},
-#include "kernels.def"
-#undef AD_KERNEL
-};
 
 int ad_kernels_register_builtin(ad_state *S) {
     for (int i = 0; i < AD_K_COUNT; i++) {

@@ -5,8 +5,11 @@
  * reference, which the caller releases with addsl_tensor_release().
  *
  * Every function returns a status (ADDSL_OK or an error code) or, for
- * constructors, NULL on failure; none exits or aborts the host process.
+ * constructors, NULL on failure; none exits or aborts the host process. After
+ * an error addsl_errmsg() gives the message, with the script location
+ * ("FILE:LINE:COL: ...") when the error comes from a script.
  * One addsl_state per thread; states share nothing.
+ * Guide and reference: docs/embedding.md.
  */
 #ifndef ADDSL_H
 #define ADDSL_H
@@ -51,7 +54,8 @@ typedef struct ad_tensor addsl_tensor;
 typedef void *(*addsl_alloc_fn)(void *ud, void *ptr, size_t size);
 /* Writes 'len' bytes of text; 'is_err' tells error output from normal output. */
 typedef void (*addsl_write_fn)(void *ud, const char *text, size_t len, int is_err);
-/* Polled by the VM at safe points; returning nonzero stops the script. */
+/* Polled by the VM at safe points; returning nonzero stops the script
+ * with ADDSL_EINTERRUPT. */
 typedef int (*addsl_interrupt_fn)(void *ud);
 
 typedef struct addsl_config {
@@ -63,7 +67,7 @@ typedef struct addsl_config {
     void *write_ud;           /* default: NULL */
     addsl_interrupt_fn interrupt; /* default: NULL (never interrupted) */
     void *interrupt_ud;       /* default: NULL */
-    uint64_t interrupt_every; /* instructions between interrupt polls; default 4096 */
+    uint64_t interrupt_every; /* loop iterations and calls between interrupt polls; default 4096 */
 } addsl_config;
 
 ADDSL_API void addsl_config_init(addsl_config *cfg);
@@ -98,11 +102,94 @@ ADDSL_API int addsl_tensor_ndim(const addsl_tensor *t);
 ADDSL_API const int64_t *addsl_tensor_shape(const addsl_tensor *t);
 ADDSL_API addsl_dtype addsl_tensor_dtype(const addsl_tensor *t);
 ADDSL_API void addsl_tensor_release(addsl_state *S, addsl_tensor *t);
+/* Another reference to 't' (returns 't'); release it like any other. */
+ADDSL_API addsl_tensor *addsl_tensor_retain(addsl_tensor *t);
+ADDSL_API int64_t addsl_tensor_numel(const addsl_tensor *t);
+/* Element strides (in elements, not bytes); addsl_tensor_data points at the
+ * first element, which is row-major only when addsl_tensor_is_contiguous. */
+ADDSL_API const int64_t *addsl_tensor_strides(const addsl_tensor *t);
+ADDSL_API int addsl_tensor_is_contiguous(const addsl_tensor *t);
+/* A contiguous tensor with t's values: 't' itself (a new reference) when it
+ * already is, else a copy. NULL after an error. */
+ADDSL_API addsl_tensor *addsl_tensor_contiguous(addsl_state *S, addsl_tensor *t);
+/* The value of a one-element tensor as a double. */
+ADDSL_API int addsl_tensor_item(addsl_state *S, const addsl_tensor *t, double *out);
 
+/* Called with (ud, data) when the last reference to a wrapped tensor goes. */
+typedef void (*addsl_release_fn)(void *ud, void *data);
+/* A contiguous row-major tensor over the host's memory 'data', without a
+ * copy. release == NULL: borrowed; the host keeps 'data' alive while any
+ * reference lives. Otherwise release(ud, data) runs on the last release.
+ * On failure (NULL) 'release' is not called: the host still owns 'data'. */
+ADDSL_API addsl_tensor *addsl_tensor_wrap(addsl_state *S, addsl_dtype dtype, int ndim, const int64_t *shape,
+                                          void *data, addsl_release_fn release, void *ud);
+
+/* Autograd. requires_grad only on floating tensors that are leaves. */
+ADDSL_API int addsl_tensor_set_requires_grad(addsl_state *S, addsl_tensor *t, int requires_grad);
+ADDSL_API int addsl_tensor_requires_grad(const addsl_tensor *t);
+/* *grad: the accumulated .grad of 't' (a new reference), or NULL when none. */
+ADDSL_API int addsl_tensor_grad(addsl_state *S, addsl_tensor *t, addsl_tensor **grad);
+/* Drops the .grad of 't' (the next backward starts from zero). */
+ADDSL_API int addsl_tensor_zero_grad(addsl_state *S, addsl_tensor *t);
+/* backward(t, grad_output): accumulates into the .grad of leaves;
+ * grad_output may be NULL when 't' has one element. */
+ADDSL_API int addsl_backward(addsl_state *S, addsl_tensor *t, addsl_tensor *grad_output);
+/* grad(output, inputs): grads[i] gets d output / d inputs[i] (a new reference),
+ * or NULL when the output does not depend on it. 'output' needs one element. */
+ADDSL_API int addsl_grad(addsl_state *S, addsl_tensor *output, int ninputs, addsl_tensor **inputs,
+                         addsl_tensor **grads);
+
+/* Globals. set_global binds (or rebinds) 'name' to t, borrowing it. */
 ADDSL_API int addsl_set_global(addsl_state *S, const char *name, addsl_tensor *t);
 ADDSL_API int addsl_get_tensor(addsl_state *S, const char *name, addsl_tensor **out);
+ADDSL_API int addsl_set_number(addsl_state *S, const char *name, double x);
+ADDSL_API int addsl_get_number(addsl_state *S, const char *name, double *out);
+
+/* Calls the script function (or op) 'fname' with tensor arguments; a number
+ * result becomes a 0-d tensor; 'result' may be NULL; none gives *result NULL. */
 ADDSL_API int addsl_call(addsl_state *S, const char *fname, int nargs, addsl_tensor **args, addsl_tensor **result);
+
+/* A tagged argument or result of addsl_callv. */
+typedef enum {
+    ADDSL_TNONE = 0,
+    ADDSL_TBOOL,
+    ADDSL_TNUMBER,
+    ADDSL_TTENSOR,
+    ADDSL_TSTRING,  /* arguments only: the string is copied */
+    ADDSL_TOTHER    /* results only: a list, function, ... (not given to C) */
+} addsl_type;
+
+typedef struct addsl_value {
+    addsl_type type;
+    union {
+        int boolean;
+        double number;
+        addsl_tensor *tensor;  /* borrowed in arguments; a reference in results */
+        const char *string;
+    } as;
+} addsl_value;
+
+static inline addsl_value addsl_number(double x) { addsl_value v; v.type = ADDSL_TNUMBER; v.as.number = x; return v; }
+static inline addsl_value addsl_tensor_value(addsl_tensor *t) { addsl_value v; v.type = ADDSL_TTENSOR; v.as.tensor = t; return v; }
+static inline addsl_value addsl_string(const char *s) { addsl_value v; v.type = ADDSL_TSTRING; v.as.string = s; return v; }
+
+/* Calls 'fname' with mixed arguments. A tuple result ("return a, b") is
+ * spread over results[0..nres) (missing ones are none, extra ones dropped);
+ * any other value goes to results[0]. Release results with addsl_value_release. */
+ADDSL_API int addsl_callv(addsl_state *S, const char *fname, int nargs, const addsl_value *args,
+                          int nres, addsl_value *results);
+/* Releases the tensor a result holds, if any, and sets it to none. */
+ADDSL_API void addsl_value_release(addsl_state *S, addsl_value *v);
+
+/* Kernels: registers C function 'fn' under 'name' with signature 'sig'
+ * ("RET(ARG,...)" over v, i32, i64, f32, f64, p); scripts reach it through
+ * kernel("name") and call_kernel("name", ...). Replacing a shipped kernel is
+ * ADDSL_EARG. A name ending _f32, _f64, _i64 or _b8 makes its tensor
+ * arguments checked for that dtype. */
 ADDSL_API int addsl_register_kernel(addsl_state *S, const char *name, void (*fn)(void), const char *sig);
+
+/* Version of the library ("0.1.0"). */
+ADDSL_API const char *addsl_version(void);
 
 #ifdef __cplusplus
 }

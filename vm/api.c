@@ -7,6 +7,7 @@
 
 #include "addsl.h"
 #include "../builtins/builtins.h"
+#include "../builtins/extern.h"
 #include "../builtins/kernel.h"
 #include "buf.h"
 #include "compile.h"
@@ -42,7 +43,7 @@ void addsl_config_init(addsl_config *cfg) {
 static const ad_builtin_def *const builtin_tables[] = {
     ad_bi_core_defs, ad_bi_elementwise_defs, ad_bi_reduce_defs, ad_bi_linalg_defs,
     ad_bi_loss_defs, ad_bi_shape_defs, ad_bi_create_defs, ad_bi_tensor_defs, ad_bi_io_defs,
-    ad_bi_autograd_defs, ad_bi_autograd_index_defs,
+    ad_bi_autograd_defs, ad_bi_autograd_index_defs, ad_bi_extern_defs,
 };
 
 extern const char *const ad_lib_names[];
@@ -209,7 +210,11 @@ int addsl_set_args(addsl_state *S, int argc, const char *const *argv) {
 const char *addsl_errmsg(addsl_state *S) {
     if (!S) return "no state";
     if (S->errcode == ADDSL_OK) return "";
-    return ad_vm_errmsg(S);
+    /* The VM's long message stays allocated after the error it formatted; it
+     * is current only while S->errmsg (its truncated copy) is a prefix of it. */
+    const char *m = ad_vm_errmsg(S);
+    if (m != S->errmsg && strncmp(m, S->errmsg, strlen(S->errmsg)) != 0) return S->errmsg;
+    return m;
 }
 
 int addsl_exit_code(addsl_state *S) { return S ? S->exit_code : 0; }
@@ -281,7 +286,222 @@ int addsl_call(addsl_state *S, const char *fname, int nargs, addsl_tensor **args
 }
 
 int addsl_register_kernel(addsl_state *S, const char *name, void (*fn)(void), const char *sig) {
-    if (!S || !name || !fn || !sig) return ADDSL_EARG;
+    if (!S) return ADDSL_EARG;
+    ad_clear_error(S);
+    if (!name || !fn || !sig) return ad_error_code(S, ADDSL_EARG, "addsl_register_kernel: NULL argument");
     int id = ad_kreg_add(S, name, fn, sig);
-    return id < 0 ? (S->errcode ? S->errcode : ADDSL_EARG) : ADDSL_OK;
+    if (id >= 0) return ADDSL_OK;
+    if (-id == ADDSL_ENOMEM) return ADDSL_ENOMEM;
+    S->errcode = ADDSL_EARG;
+    return ADDSL_EARG;
+}
+
+const char *addsl_version(void) { return ADDSL_VERSION; }
+
+/* ---- tensors ---- */
+
+addsl_tensor *addsl_tensor_retain(addsl_tensor *t) { if (t) ad_tensor_incref(t); return t; }
+int64_t addsl_tensor_numel(const addsl_tensor *t) { return t ? t->numel : 0; }
+const int64_t *addsl_tensor_strides(const addsl_tensor *t) { return t ? t->strides : NULL; }
+int addsl_tensor_is_contiguous(const addsl_tensor *t) { return t && ad_tensor_is_contiguous(t); }
+int addsl_tensor_requires_grad(const addsl_tensor *t) { return t && t->requires_grad; }
+
+addsl_tensor *addsl_tensor_contiguous(addsl_state *S, addsl_tensor *t) {
+    if (!S) return NULL;
+    ad_clear_error(S);
+    if (!t) { ad_error_code(S, ADDSL_EARG, "addsl_tensor_contiguous: NULL tensor"); return NULL; }
+    return ad_tensor_contiguous(S, t);
+}
+
+int addsl_tensor_item(addsl_state *S, const addsl_tensor *t, double *out) {
+    if (!S) return ADDSL_EARG;
+    ad_clear_error(S);
+    if (!t || !out) return ad_error_code(S, ADDSL_EARG, "addsl_tensor_item: NULL argument");
+    int rc = ad_tensor_item(S, t, out);
+    if (rc && S->errcode != ADDSL_ENOMEM) S->errcode = rc = ADDSL_EARG;
+    return rc;
+}
+
+addsl_tensor *addsl_tensor_wrap(addsl_state *S, addsl_dtype dtype, int ndim, const int64_t *shape,
+                                void *data, addsl_release_fn release, void *ud) {
+    if (!S) return NULL;
+    ad_clear_error(S);
+    if ((int)dtype < 0 || (int)dtype >= AD_NDTYPES || ndim < 0 || ndim > AD_MAX_DIMS || (ndim > 0 && !shape) || !data) {
+        ad_error_code(S, ADDSL_EARG, "addsl_tensor_wrap: bad arguments");
+        return NULL;
+    }
+    return ad_tensor_wrap(S, (ad_dtype)dtype, ndim, shape, data, release, ud);
+}
+
+int addsl_tensor_set_requires_grad(addsl_state *S, addsl_tensor *t, int requires_grad) {
+    if (!S) return ADDSL_EARG;
+    ad_clear_error(S);
+    if (!t) return ad_error_code(S, ADDSL_EARG, "addsl_tensor_set_requires_grad: NULL tensor");
+    if (requires_grad && !ad_dtype_is_float(t->dtype))
+        return ad_error_code(S, ADDSL_EARG, "only Tensors of floating point dtype can require gradients");
+    if (t->grad_fn)
+        return ad_error_code(S, ADDSL_EARG, "you can only change requires_grad flags of leaf variables");
+    t->requires_grad = requires_grad != 0;
+    return ADDSL_OK;
+}
+
+int addsl_tensor_grad(addsl_state *S, addsl_tensor *t, addsl_tensor **grad) {
+    if (!S) return ADDSL_EARG;
+    ad_clear_error(S);
+    if (!t || !grad) return ad_error_code(S, ADDSL_EARG, "addsl_tensor_grad: NULL argument");
+    *grad = t->grad;
+    if (t->grad) ad_tensor_incref(t->grad);
+    return ADDSL_OK;
+}
+
+int addsl_tensor_zero_grad(addsl_state *S, addsl_tensor *t) {
+    if (!S) return ADDSL_EARG;
+    ad_clear_error(S);
+    if (!t) return ad_error_code(S, ADDSL_EARG, "addsl_tensor_zero_grad: NULL tensor");
+    ad_tensor *g = t->grad;
+    t->grad = NULL;
+    ad_tensor_decref(S, g);
+    return ADDSL_OK;
+}
+
+/* The value of global 'name' (borrowed), or an error naming 'what' it should be. */
+static int global_value(ad_state *S, const char *name, const char *what, ad_value *v) {
+    int slot = ad_global_slot(S, name, false);
+    if (slot < 0 || !S->globals->defined[slot]) return ad_error_code(S, ADDSL_EARG, "no %s named '%s'", what, name);
+    *v = S->globals->values[slot];
+    return ADDSL_OK;
+}
+
+/* Calls global builtin 'name' ("ad_backward": the alias a script cannot shadow by accident). */
+static int call_global(ad_state *S, const char *name, int argc, const ad_value *argv, ad_value *out) {
+    ad_value fn;
+    int rc = global_value(S, name, "function", &fn);
+    if (rc) return rc;
+    ad_value_incref(fn);
+    rc = ad_vm_call_value(S, fn, argc, argv, out);
+    ad_value_decref(S, fn);
+    return rc;
+}
+
+int addsl_backward(addsl_state *S, addsl_tensor *t, addsl_tensor *grad_output) {
+    if (!S) return ADDSL_EARG;
+    ad_clear_error(S);
+    if (!t) return ad_error_code(S, ADDSL_EARG, "addsl_backward: NULL tensor");
+    ad_value argv[2] = {ad_tensor_value(t), grad_output ? ad_tensor_value(grad_output) : ad_none()};
+    ad_value out;
+    int rc = call_global(S, "ad_backward", 2, argv, &out);
+    if (!rc) ad_value_decref(S, out);
+    return rc;
+}
+
+int addsl_grad(addsl_state *S, addsl_tensor *output, int ninputs, addsl_tensor **inputs, addsl_tensor **grads) {
+    if (!S) return ADDSL_EARG;
+    ad_clear_error(S);
+    if (!output || ninputs < 1 || !inputs || !grads) return ad_error_code(S, ADDSL_EARG, "addsl_grad: bad arguments");
+    for (int i = 0; i < ninputs; i++) {
+        grads[i] = NULL;
+        if (!inputs[i]) return ad_error_code(S, ADDSL_EARG, "addsl_grad: input %d is NULL", i);
+    }
+    ad_list *l = ad_list_new(S, AD_TLIST, ninputs);
+    if (!l) return S->errcode;
+    for (int i = 0; i < ninputs; i++) { ad_tensor_incref(inputs[i]); l->items[i] = ad_tensor_value(inputs[i]); }
+    /* grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused) */
+    ad_value argv[6] = {ad_tensor_value(output), ad_list_value(l, AD_TLIST), ad_none(), ad_none(), ad_bool(false), ad_bool(true)};
+    ad_value out;
+    int rc = call_global(S, "ad_grad", 6, argv, &out);
+    ad_value_decref(S, argv[1]);
+    if (rc) return rc;
+    for (int i = 0; ad_is_seq(out) && i < ninputs && i < out.u.l->len; i++) {
+        ad_value g = out.u.l->items[i];
+        if (g.t == AD_TTENSOR) { ad_tensor_incref(g.u.tensor); grads[i] = g.u.tensor; }
+    }
+    ad_value_decref(S, out);
+    return ADDSL_OK;
+}
+
+/* ---- numbers and mixed calls ---- */
+
+int addsl_set_number(addsl_state *S, const char *name, double x) {
+    if (!S) return ADDSL_EARG;
+    ad_clear_error(S);
+    if (!name) return ad_error_code(S, ADDSL_EARG, "addsl_set_number: NULL name");
+    bool is_int = x == (double)(int64_t)x && x > -9007199254740992.0 && x < 9007199254740992.0;
+    return ad_global_set(S, name, is_int ? ad_int(x) : ad_num(x));
+}
+
+int addsl_get_number(addsl_state *S, const char *name, double *out) {
+    if (!S) return ADDSL_EARG;
+    ad_clear_error(S);
+    if (!name || !out) return ad_error_code(S, ADDSL_EARG, "addsl_get_number: NULL argument");
+    ad_value v;
+    int rc = global_value(S, name, "global", &v);
+    if (rc) return rc;
+    if (v.t == AD_TBOOL) { *out = v.u.b; return ADDSL_OK; }
+    if (ad_is_number(v)) { *out = v.u.n; return ADDSL_OK; }
+    if (v.t == AD_TTENSOR && v.u.tensor->numel == 1) return ad_tensor_item(S, v.u.tensor, out);
+    return ad_error_code(S, ADDSL_EARG, "global '%s' is a %s, not a number", name, ad_type_name(v));
+}
+
+static int from_c(ad_state *S, const addsl_value *a, int i, ad_value *v) {
+    switch (a->type) {
+    case ADDSL_TNONE: *v = ad_none(); return ADDSL_OK;
+    case ADDSL_TBOOL: *v = ad_bool(a->as.boolean != 0); return ADDSL_OK;
+    case ADDSL_TNUMBER: *v = ad_num(a->as.number); return ADDSL_OK;
+    case ADDSL_TTENSOR:
+        if (!a->as.tensor) break;
+        ad_tensor_incref(a->as.tensor);
+        *v = ad_tensor_value(a->as.tensor);
+        return ADDSL_OK;
+    case ADDSL_TSTRING:
+        if (!a->as.string) break;
+        return ad_string_value(S, a->as.string, strlen(a->as.string), v);
+    default: break;
+    }
+    return ad_error_code(S, ADDSL_EARG, "addsl_callv: argument %d is not a valid value", i);
+}
+
+static void to_c(ad_value v, addsl_value *r) {
+    memset(r, 0, sizeof *r);
+    switch (v.t) {
+    case AD_TNONE: r->type = ADDSL_TNONE; break;
+    case AD_TBOOL: r->type = ADDSL_TBOOL; r->as.boolean = v.u.b; break;
+    case AD_TINT: case AD_TNUM: r->type = ADDSL_TNUMBER; r->as.number = v.u.n; break;
+    case AD_TTENSOR: r->type = ADDSL_TTENSOR; ad_tensor_incref(v.u.tensor); r->as.tensor = v.u.tensor; break;
+    default: r->type = ADDSL_TOTHER; break;
+    }
+}
+
+int addsl_callv(addsl_state *S, const char *fname, int nargs, const addsl_value *args, int nres, addsl_value *results) {
+    if (!S) return ADDSL_EARG;
+    ad_clear_error(S);
+    for (int i = 0; results && i < nres; i++) memset(&results[i], 0, sizeof results[i]);
+    if (!fname || nargs < 0 || nargs > 255 || (nargs && !args) || nres < 0 || (nres && !results))
+        return ad_error_code(S, ADDSL_EARG, "addsl_callv: bad arguments");
+    ad_value fn;
+    int rc = global_value(S, fname, "function", &fn);
+    if (rc) return rc;
+    ad_value argv[255];
+    int n = 0;
+    for (; n < nargs && !rc; n++) rc = from_c(S, &args[n], n, &argv[n]);
+    if (rc) n--;
+    ad_value out = ad_none();
+    if (!rc) {
+        ad_value_incref(fn);
+        rc = ad_vm_call_value(S, fn, nargs, argv, &out);
+        ad_value_decref(S, fn);
+    }
+    for (int i = 0; i < n; i++) ad_value_decref(S, argv[i]);
+    if (rc) return rc;
+    if (out.t == AD_TTUPLE && nres > 0)
+        for (int i = 0; i < nres && i < out.u.l->len; i++) to_c(out.u.l->items[i], &results[i]);
+    else if (nres > 0)
+        to_c(out, &results[0]);
+    ad_value_decref(S, out);
+    return ADDSL_OK;
+}
+
+void addsl_value_release(addsl_state *S, addsl_value *v) {
+    if (!v) return;
+    if (v->type == ADDSL_TTENSOR && S && v->as.tensor) ad_tensor_decref(S, v->as.tensor);
+    memset(v, 0, sizeof *v);
 }
