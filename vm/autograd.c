@@ -646,7 +646,7 @@ static int bi_grad(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if ((rc = tensor_list(S, argv[0], "grad", "outputs", &roots, &nroots))) return rc;
     if ((rc = tensor_list(S, argv[1], "grad", "inputs", &inputs, &ninputs))) { ad_free(S, roots); return rc; }
     for (int i = 0; i < ninputs && !rc; i++)
-        if (!inputs[i]->requires_grad) rc = ad_error(S, "grad(): input %d does not require grad", i);
+        if (!inputs[i]->requires_grad) rc = ad_error(S, "One of the differentiated Tensors does not require grad");
     ad_value seeds[64], captured[64];
     if (!rc && (nroots > 64 || ninputs > 64)) rc = ad_error(S, "grad(): too many tensors");
     if (!rc) rc = make_seeds(S, "grad", roots, nroots, argv[2], seeds);
@@ -735,8 +735,10 @@ static int bi_jvp(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         if (o.t != AD_TTENSOR) { rc = ad_error(S, "jvp(): output %d is not a tensor", k); break; }
         ad_tensor *ot = o.u.tensor;
         ad_tensor *tan = ot->fw_grad;
-        if (tan) ad_tensor_incref(tan);
-        else if (!(tan = ad_tensor_zeros(S, ot->dtype, ot->ndim, ot->shape))) { rc = S->errcode; break; }
+        /* Returned detached, as torch.autograd.functional.jvp does. */
+        if (tan) tan = ad_tensor_as_strided(S, tan, tan->ndim, tan->shape, tan->strides, tan->offset);
+        else tan = ad_tensor_zeros(S, ot->dtype, ot->ndim, ot->shape);
+        if (!tan) { rc = S->errcode; break; }
         tans->items[k] = ad_tensor_value(tan);
         ad_tensor *po = ad_tensor_as_strided(S, ot, ot->ndim, ot->shape, ot->strides, ot->offset);
         if (!po) { rc = S->errcode; break; }
@@ -790,6 +792,22 @@ static int bi_op_test_inputs(ad_state *S, ad_value *argv, int argc, ad_value *ou
     if (rc) return rc;
     *out = op->test_inputs;
     ad_value_incref(*out);
+    return ADDSL_OK;
+}
+
+static int bi_op_params(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_opdef *op = NULL;
+    int rc = arg_op(S, argv[0], "op_params", &op);
+    if (rc) return rc;
+    ad_list *l = ad_list_new(S, AD_TLIST, op->nparams);
+    if (!l) return S->errcode;
+    for (int i = 0; i < op->nparams; i++)
+        if ((rc = ad_string_value(S, op->pnames[i], strlen(op->pnames[i]), &l->items[i]))) {
+            ad_value_decref(S, ad_list_value(l, AD_TLIST));
+            return rc;
+        }
+    *out = ad_list_value(l, AD_TLIST);
     return ADDSL_OK;
 }
 
@@ -850,6 +868,7 @@ const ad_builtin_def ad_bi_autograd_defs[] = {
     {"test_inputs", bi_test_inputs, "op, fn"},
     {"op_test_inputs", bi_op_test_inputs, "op"},
     {"op_name", bi_op_name, "op"},
+    {"op_params", bi_op_params, "op"},
     {"op_differentiable", bi_op_differentiable, "op"},
     {"all_ops", bi_all_ops, ""},
     {"kernel", bi_kernel, "name"},

@@ -114,7 +114,7 @@ static void walk(octx *c, ad_node *n, uses *u, bool jvp) {
         n->list && n->list->n == 1 && n->list->items[0]->kind == N_NUM && n->list->items[0]->is_int) {
         int k = (int)n->list->items[0]->num;
         if (k < 0 || k >= c->info->nout) {
-            fail(c, n->line, n->col, "grads[%d] is out of range: op '%s' has %d output%s", k, c->op->str,
+            fail(c, n->a->line, n->a->col, "grads[%d] is out of range: op '%s' has %d output%s", k, c->op->str,
                  c->info->nout, c->info->nout == 1 ? "" : "s");
             return;
         }

@@ -265,6 +265,12 @@ static int set_tangent(ad_state *S, ad_tensor *out, ad_value tan) {
     }
     ad_tensor_decref(S, out->fw_grad);
     out->fw_grad = t;
+    /* The node's saved copy of this output ('result' in formulas) carries
+     * the tangent too, so forward-over-reverse differentiates through it. */
+    if (out->grad_fn && !out->grad_fn_weak && out->grad_fn->outs && !out->grad_fn->released) {
+        ad_tensor *saved = out->grad_fn->outs[out->output_nr];
+        if (saved) { ad_tensor_incref(t); ad_tensor_decref(S, saved->fw_grad); saved->fw_grad = t; }
+    }
     return ADDSL_OK;
 }
 
