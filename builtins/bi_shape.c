@@ -899,7 +899,7 @@ static int gather_msg(ad_state *S, const ad_tensor *t, int d, const ad_tensor *i
     return AD_OK;
 }
 
-/* Walks idx; for each element calls back with the target coords (dim d replaced). */
+/* Every index value must address dim d of a tensor with "size" entries there (no wrapping, as in torch). */
 static int index_walk_check(ad_state *S, const ad_tensor *idx, int d, int64_t size) {
     for (int64_t i = 0; i < idx->numel; i++) {
         double v = ad_tensor_get_flat(idx, i);

@@ -186,22 +186,26 @@ static int read_preamble(ad_state *S, FILE *f, const char *path, char **text, si
     return AD_OK;
 }
 
-/* Bytes left in a regular file from the current position, or -1 when unknown. */
-static int64_t bytes_left(FILE *f) {
+/* Bytes left from the current position, or -1 when unknown. 'total' is the
+ * size of an in-memory stream (fstat cannot see it), or -1 for a file. */
+static int64_t bytes_left(FILE *f, int64_t total) {
     struct stat st;
     long pos = ftell(f);
-    if (pos < 0 || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+    if (pos < 0) return -1;
+    if (total >= 0) return total - pos;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) return -1;
     return (int64_t)st.st_size - pos;
 }
 
-static int read_data(ad_state *S, FILE *f, const char *path, const npy_header *h, ad_dtype dt, ad_tensor **out) {
+static int read_data(ad_state *S, FILE *f, int64_t total, const char *path, const npy_header *h, ad_dtype dt,
+                     ad_tensor **out) {
     int64_t numel = 1, nbytes;
     for (int i = 0; i < h->ndim; i++)
         if (!ad_mul_ok(numel, h->shape[i], &numel))
             return ad_error(S, "load(): '%s' has a shape too large to store", path);
     if (!ad_mul_ok(numel, (int64_t)ad_dtype_size(dt), &nbytes))
         return ad_error(S, "load(): '%s' has a shape too large to store", path);
-    int64_t left = bytes_left(f);
+    int64_t left = bytes_left(f, total);
     if (left >= 0 && left < nbytes)
         return ad_error(S, "load(): '%s' is truncated (the header promises %lld data bytes, the file has %lld)",
                         path, (long long)nbytes, (long long)left);
@@ -222,7 +226,7 @@ static int read_data(ad_state *S, FILE *f, const char *path, const npy_header *h
     return AD_OK;
 }
 
-static int load_open(ad_state *S, FILE *f, const char *path, ad_tensor **out) {
+static int load_open(ad_state *S, FILE *f, int64_t total, const char *path, ad_tensor **out) {
     char *text = NULL;
     size_t len = 0;
     npy_header h;
@@ -235,14 +239,26 @@ static int load_open(ad_state *S, FILE *f, const char *path, ad_tensor **out) {
     if ((rc = descr_dtype(S, path, h.descr, &dt))) return rc;
     if (h.fortran)
         return ad_error(S, "load(): '%s' is Fortran-ordered; only C order is supported", path);
-    return read_data(S, f, path, &h, dt, out);
+    return read_data(S, f, total, path, &h, dt, out);
 }
 
 int ad_npy_load(ad_state *S, const char *path, ad_tensor **out) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return ad_error_code(S, ADDSL_EIO, "load(): cannot open '%s': %s", path, strerror(errno));
-    int rc = load_open(S, f, path, out);
+    int rc = load_open(S, f, -1, path, out);
+    fclose(f);
+    return rc;
+}
+
+int ad_npy_parse(ad_state *S, const void *data, size_t size, const char *name, ad_tensor **out) {
+    *out = NULL;
+    if (size == 0) return ad_error(S, "load(): '%s' is not a .npy file (bad magic string)", name);
+    if (size > INT64_MAX) return ad_error(S, "load(): '%s' is too large", name);
+    /* fmemopen keeps one reader for files and bytes; it never writes here. */
+    FILE *f = fmemopen((void *)data, size, "rb");
+    if (!f) return ad_error_code(S, ADDSL_ENOMEM, "load(): cannot read '%s' from memory: %s", name, strerror(errno));
+    int rc = load_open(S, f, (int64_t)size, name, out);
     fclose(f);
     return rc;
 }

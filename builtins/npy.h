@@ -8,6 +8,9 @@
 /* Reads 'path' into a new tensor (*out, a new reference). An unopenable or
  * unreadable file fails with ADDSL_EIO; a malformed one with ADDSL_ERUNTIME. */
 int ad_npy_load(ad_state *S, const char *path, ad_tensor **out);
+/* Like ad_npy_load, on the 'size' bytes at 'data' (a whole .npy file held in
+ * memory); 'name' labels errors. */
+int ad_npy_parse(ad_state *S, const void *data, size_t size, const char *name, ad_tensor **out);
 /* Writes 't' (borrowed, any layout) as a C-order .npy file laid out exactly
  * as numpy.save lays it out (version 1.0 unless the header needs 2.0). */
 int ad_npy_save(ad_state *S, const char *path, ad_tensor *t);

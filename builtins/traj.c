@@ -266,13 +266,37 @@ static void FN(pos_fwd_head)(const FN(stencil) *s, int central, const T *u, cons
     }
 }
 
+/* Rows whose taps are all unclamped actions, as one loop over the
+ * flattened (row, dof) index: tap t of element e reads x[e + off[t]]. */
+static void FN(clique_flat)(const FN(stencil) *s, const T *x, const int64_t *off, int64_t n,
+                            T *restrict pos, T *restrict vel, T *restrict acc, T *restrict jerk) {
+    const T *restrict x0 = x + off[0], *restrict x1 = x + off[1], *restrict x2 = x + off[2],
+            *restrict x3 = x + off[3], *restrict x4 = x + off[s->taps == 5 ? 4 : 3];
+    const T w4 = s->taps == 5 ? (T)1 : (T)0; /* the 4-tap stencil has no fifth sample */
+    T c[4][5];
+    for (int q = 0; q < 4; q++)
+        for (int t = 0; t < 5; t++) c[q][t] = t < s->taps ? s->w[q][t] * (t == 4 ? w4 : (T)1) : 0;
+    for (int64_t e = 0; e < n; e++) {
+        T a = x0[e], b = x1[e], m = x2[e], f = x3[e], g = x4[e];
+        pos[e] = c[0][0] * a + c[0][1] * b + c[0][2] * m + c[0][3] * f + c[0][4] * g;
+        vel[e] = c[1][0] * a + c[1][1] * b + c[1][2] * m + c[1][3] * f + c[1][4] * g;
+        acc[e] = c[2][0] * a + c[2][1] * b + c[2][2] * m + c[2][3] * f + c[2][4] * g;
+        jerk[e] = c[3][0] * a + c[3][1] * b + c[3][2] * m + c[3][3] * f + c[3][4] * g;
+    }
+}
+
 static void FN(pos_fwd_one)(const FN(stencil) *s, int central, const T *u, const T *p0,
                             const T *v0, const T *a0, T dt, int64_t H, int64_t d, T *pos,
                             T *vel, T *acc, T *jerk) {
     const int64_t A = central ? H - 4 : H; /* action rows */
     if (!central) FN(start_row)(p0, v0, a0, d, pos, vel, acc, jerk);
     FN(pos_fwd_head)(s, central, u, p0, v0, a0, dt, H, A, d, pos, vel, acc, jerk);
-    for (int64_t h = 4; h < H; h++) {
+    /* central rows 4 .. H-5 read u rows h-4 .. h; backward rows 4 .. H-1 read u rows h-4 .. h-1 */
+    int64_t hend = central ? H - 4 : H, o = 4 * d;
+    int64_t off[5] = {0, d, 2 * d, 3 * d, 4 * d}, offb[4] = {3 * d, 2 * d, d, 0};
+    if (hend > 4)
+        FN(clique_flat)(s, u, central ? off : offb, (hend - 4) * d, pos + o, vel + o, acc + o, jerk + o);
+    for (int64_t h = hend > 4 ? hend : 4; h < H; h++) {
         const T *r[5];
         for (int t = 0; t < s->taps; t++) {
             /* central: P_{h+t} = u_{h+t-4}, held at the last action; backward: Q_{h-t} = u_{h-t-1} */
@@ -356,14 +380,35 @@ static void FN(pos_bwd_start)(const FN(stencil) *s, int central, const T *gp, co
     }
 }
 
+/* dst[e] = adjoint of the interior padded samples, flattened: tap t of
+ * element e reads the output gradients at e + off[t]. */
+static void FN(adjoint_flat)(const FN(stencil) *s, const T *gp, const T *gv, const T *ga,
+                             const T *gj, const int64_t *off, int64_t n, T *restrict dst) {
+    for (int64_t e = 0; e < n; e++) dst[e] = 0;
+    for (int t = 0; t < s->taps; t++) {
+        const T wp = s->w[0][t], wv = s->w[1][t], wa = s->w[2][t], wj = s->w[3][t];
+        const T *restrict P = gp + off[t], *restrict V = gv + off[t], *restrict A = ga + off[t],
+                *restrict J = gj + off[t];
+        for (int64_t e = 0; e < n; e++) dst[e] += wp * P[e] + wv * V[e] + wa * A[e] + wj * J[e];
+    }
+}
+
 static void FN(pos_bwd_one)(const FN(stencil) *s, int central, const T *gp, const T *gv,
                             const T *ga, const T *gj, T dt, int64_t H, int64_t d, T *gu, T *st) {
     const int64_t A = central ? H - 4 : H, off = central ? 4 : 1; /* u_a is sample a + off */
-    memset(gu, 0, (size_t)(A * d) * sizeof(T));
+    /* interior samples: central m = 4 .. H-2 (outputs m-4 .. m), backward
+     * m = 1 .. H-4 (outputs m .. m+3) */
+    int64_t mlo = off, mend = central ? H - 1 : H - 3;
+    int64_t offc[5] = {4 * d, 3 * d, 2 * d, d, 0}, offb[4] = {d, 2 * d, 3 * d, 4 * d};
+    if (mend > mlo)
+        FN(adjoint_flat)(s, gp, gv, ga, gj, central ? offc : offb, (mend - mlo) * d, gu);
+    else
+        mend = mlo;
+    memset(gu + (mend - off) * d, 0, (size_t)((A - (mend - off)) * d) * sizeof(T));
     /* central: the last action is held over P_{H-1} .. P_{H+3}; backward:
      * u_{H-1} feeds nothing */
     int64_t last = central ? H + 3 : H - 1;
-    for (int64_t m = off; m <= last; m++) {
+    for (int64_t m = mend; m <= last; m++) {
         int64_t a = m - off < A ? m - off : A - 1;
         FN(pad_adjoint_add)(s, central, m, gp, gv, ga, gj, H, d, gu + a * d);
     }

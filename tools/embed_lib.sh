@@ -17,3 +17,21 @@ for f in "$@"; do
 done
 echo '};'
 echo "const size_t ad_lib_count = $#;"
+# The top-level names each file defines, so the interpreter can load a file
+# the first time one of its names is used. A name defined twice would make
+# the result depend on load order, so it stops the build.
+echo 'const struct ad_lib_def { const char *name; int file; } ad_lib_defs[] = {'
+i=0
+for f in "$@"; do
+    sed -n -e 's/^\(op\|fn\|let\) \([A-Za-z_][A-Za-z0-9_]*\).*/\2/p' "$srcdir/$f" | while read -r name; do
+        printf '    {"%s", %d},\n' "$name" "$i"
+    done
+    i=$((i + 1))
+done
+echo '};'
+dups=$(for f in "$@"; do sed -n -e 's/^\(op\|fn\|let\) \([A-Za-z_][A-Za-z0-9_]*\).*/\2/p' "$srcdir/$f"; done | sort | uniq -d)
+if [ -n "$dups" ]; then
+    echo "embed_lib.sh: defined in more than one library file: $dups" >&2
+    exit 1
+fi
+echo 'const size_t ad_lib_ndefs = sizeof ad_lib_defs / sizeof ad_lib_defs[0];'

@@ -13,6 +13,7 @@
 #include "compile.h"
 #include "autograd.h"
 #include "heap.h"
+#include "library.h"
 #include "op.h"
 #include "state.h"
 #include "tensor.h"
@@ -50,22 +51,9 @@ extern const char *const ad_lib_names[];
 extern const char *const ad_lib_sources[];
 extern const size_t ad_lib_count;
 
-/* Compiles and runs the embedded op library (the lib directory's .ad files). */
+/* The embedded op library is loaded lazily (vm/library.c). */
 static int load_library(ad_state *S) {
-    for (size_t i = 0; i < ad_lib_count; i++) {
-        ad_proto *p = ad_compile(S, ad_lib_sources[i], strlen(ad_lib_sources[i]), ad_lib_names[i], false);
-        int rc = p ? ad_vm_run_main(S, p) : (S->errcode ? S->errcode : ADDSL_ECOMPILE);
-        ad_proto_decref(S, p);
-        if (rc == ADDSL_ENOMEM) return rc;
-        if (rc) {
-            /* A broken library file is reported on every start (so no test
-             * passes unnoticed) but does not take the other files down. */
-            const char *m = ad_vm_errmsg(S);
-            ad_write(S, m, strlen(m), 1);
-            ad_write(S, "\n", 1, 1);
-        }
-    }
-    return ad_ops_bind_operators(S);
+    return ad_library_init(S);
 }
 
 static int define_constants(ad_state *S) {
@@ -114,6 +102,7 @@ fail:
 void addsl_close(addsl_state *S) {
     if (!S) return;
     ad_ops_unbind_operators(S);
+    ad_library_free(S);
     ad_vm_close(S);
     ad_globals_free(S);
     if (S->kernels) ad_kreg_free(S, S->kernels);

@@ -8,6 +8,7 @@
 
 #include "../builtins/builtins.h"
 #include "buf.h"
+#include "library.h"
 #include "op.h"
 #include "state.h"
 #include "tensor.h"
@@ -202,6 +203,10 @@ static int discover(engine *E, ad_node *root) {
 
 static int call_global(ad_state *S, const char *name, int argc, const ad_value *argv, ad_value *out) {
     int slot = ad_global_slot(S, name, false);
+    if (slot >= 0) {
+        int rc = ad_library_resolve(S, slot);
+        if (rc) return rc;
+    }
     if (slot < 0 || !S->globals->defined[slot]) return ad_error(S, "autograd needs the function '%s'", name);
     return ad_vm_call_value(S, S->globals->values[slot], argc, argv, out);
 }
@@ -834,6 +839,8 @@ static int bi_op_differentiable(ad_state *S, ad_value *argv, int argc, ad_value 
 /* Every op bound to a global name, in definition order. */
 static int bi_all_ops(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argv; (void)argc;
+    int lrc = ad_library_load_all(S);
+    if (lrc) return lrc;
     ad_list *l = ad_list_new(S, AD_TLIST, 0);
     if (!l) return S->errcode;
     ad_globals *G = S->globals;

@@ -315,6 +315,8 @@ static bool desugar_one(octx *c, ad_node *op) {
     }
     if (!in->forward) return fail(c, op->line, op->col, "op '%s' has no 'forward:' entry", op->str);
     in->has_formulas = in->nvjp > 0 || result_entry != NULL;
+    for (int i = 0; i < in->nparams; i++)
+        if (in->kind[i] == AD_PARAM_NONDIFF || in->kind[i] == AD_PARAM_NOTIMPL) in->has_formulas = true;
     for (int k = 0; k < in->nout; k++) if (outjvp[k]) in->has_formulas = true;
     if (!check_vjp_styles(c, vjp_exprs, nvjp_exprs)) return false;
 

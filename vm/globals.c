@@ -26,7 +26,7 @@ void ad_globals_free(ad_state *S) {
         ad_free(S, G->names[i]);
     }
     ad_free(S, G->names); ad_free(S, G->values); ad_free(S, G->defined);
-    ad_free(S, G->declared); ad_free(S, G->hash);
+    ad_free(S, G->declared); ad_free(S, G->lazy); ad_free(S, G->hash);
     ad_free(S, G);
     S->globals = NULL;
 }
@@ -58,6 +58,9 @@ static int grow_slots(ad_state *S, ad_globals *G) {
     bool *decl = ad_realloc(S, G->declared, (size_t)cap * sizeof *decl);
     if (!decl) return ADDSL_ENOMEM;
     G->declared = decl;
+    int *lazy = ad_realloc(S, G->lazy, (size_t)cap * sizeof *lazy);
+    if (!lazy) return ADDSL_ENOMEM;
+    G->lazy = lazy;
     G->cap = cap;
     return ADDSL_OK;
 }
@@ -84,6 +87,7 @@ int ad_global_slot(ad_state *S, const char *name, bool create) {
     G->values[i] = ad_none();
     G->defined[i] = false;
     G->declared[i] = false;
+    G->lazy[i] = 0;
     uint32_t k = hash_name(name) & (uint32_t)(G->hcap - 1);
     while (G->hash[k]) k = (k + 1) & (uint32_t)(G->hcap - 1);
     G->hash[k] = i + 1;
@@ -98,6 +102,7 @@ int ad_global_set(ad_state *S, const char *name, ad_value v) {
     G->values[slot] = v;
     G->defined[slot] = true;
     G->declared[slot] = true;
+    G->lazy[slot] = 0;
     ad_value_decref(S, old);
     return ADDSL_OK;
 }

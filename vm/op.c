@@ -291,8 +291,8 @@ static int propagate_tangents(ad_state *S, const ad_opdef *op, const ad_value *s
         for (int i = 0; i < op->nparams && !rc; i++) {
             /* Linear in the differentiable inputs only: indices and other
              * non-differentiable tensors keep their primal values. */
-            if (op->kind[i] == AD_PARAM_DIFF && (slots[i].t == AD_TTENSOR || ad_is_seq(slots[i])))
-                rc = tangent_or_zeros(S, slots[i], &args[na++]);
+            if (op->kind[i] == AD_PARAM_DIFF)
+                rc = tangent_or_zeros(S, slots[i], &args[na++]); /* a plain number's tangent is 0 */
             else { args[na++] = slots[i]; ad_value_incref(slots[i]); }
         }
         ad_value tan = ad_none();

@@ -39,6 +39,8 @@ struct addsl_state {
     bool grad_enabled;         /* false inside no_grad { } */
     int fw_level;              /* > 0 inside jvp(): ops propagate tangents */
     bool anomaly;              /* inside detect_anomaly { } */
+    bool ops_ready;            /* the operators' ops are loaded (vm/library.c) */
+    bool *lib_loaded;          /* per library file */
     uint64_t grad_epoch;       /* bumped per backward pass */
     struct ad_opdef *op_add, *op_sub, *op_mul, *op_div, *op_rem, *op_pow, *op_neg, *op_matmul, *op_index, *op_sum;
     void *ad_state_ext;        /* autograd/forward-AD state (later issues) */

@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "autograd.h"
 #include "compile.h"
+#include "library.h"
 #include "op.h"
 #include "state.h"
 #include "tensor.h"
@@ -296,6 +297,7 @@ static int raise_error(ad_state *S, int floor, int code) {
         ad_buf_puts(&b, "traceback (most recent call first):\n");
     } else {
         ad_buf_puts(&b, vm->errbuf ? vm->errbuf : S->errmsg);
+        if (b.len && b.data[b.len - 1] != '\n') ad_buf_puts(&b, "\n");
     }
     int prev_line = -1, prev_col = -1, repeats = 0;
     const ad_proto *prev = NULL;
@@ -401,6 +403,8 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
     }
     if (a.t == AD_TTENSOR || b.t == AD_TTENSOR) {
         /* Through the differentiable op when the library defines one. */
+        int lrc = ad_library_ensure_operators(S);
+        if (lrc) return lrc;
         ad_opdef *dop = NULL;
         switch (op) {
         case OP_ADD: dop = S->op_add; break;
@@ -545,6 +549,10 @@ static int index_seq(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
 }
 
 static int get_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_value *out) {
+    if (obj.t == AD_TTENSOR) {
+        int rc = ad_library_ensure_operators(S);
+        if (rc) return rc;
+    }
     if (obj.t == AD_TTENSOR && S->op_index) {
         ad_list *l = ad_list_new(S, AD_TLIST, n);
         if (!l) return S->errcode;
@@ -803,7 +811,11 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         vmcase(GETGLOBAL) {
             int slot = AD_BX(ins);
             ad_globals *G = S->globals;
-            if (!G->defined[slot]) { SAVEPC(); CHECK(ad_error(S, "name '%s' is not defined", G->names[slot])); }
+            if (!G->defined[slot]) {
+                SAVEPC();
+                if (G->lazy[slot]) { CHECK(ad_library_resolve(S, slot)); RELOAD(); G = S->globals; }
+                if (!G->defined[slot]) CHECK(ad_error(S, "name '%s' is not defined", G->names[slot]));
+            }
             ad_value v = G->values[slot];
             ad_value_incref(v);
             setreg(S, RA, v);
@@ -888,6 +900,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             if (num_like(a)) { setreg(S, RA, make_num(-num_of(a), int_like(a))); vmbreak; }
             SAVEPC();
             if (a.t != AD_TTENSOR) CHECK(ad_error(S, "bad operand type for unary -: %s", ad_type_name(a)));
+            CHECK(ad_library_ensure_operators(S));
             if (S->op_neg) CHECK(ad_op_call(S, S->op_neg, &a, 1, NULL, &out));
             else CHECK(ad_bi_neg(S, a, &out));
             RELOAD();

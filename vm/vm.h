@@ -86,6 +86,7 @@ typedef struct ad_globals {
     ad_value *values;
     bool *defined;       /* has a value (set at run time) */
     bool *declared;      /* some compiled chunk defines it (let/fn at top level) */
+    int *lazy;           /* library file + 1 that defines it, loaded on first use; 0 if none */
     int *hash;           /* open addressing over names: slot + 1, 0 empty */
     int hcap;
 } ad_globals;

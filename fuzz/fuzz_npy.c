@@ -1,0 +1,32 @@
+/* fuzz_npy.c: libFuzzer target for load() on arbitrary .npy bytes; a tensor
+ * that loads is then printed, reduced and converted, to reach its data. */
+#include "fuzz_common.h"
+
+#include "npy.h"
+#include "state.h"
+#include "tensor.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static addsl_state *state;
+static fuzz_budget budget;
+
+static const char use_tensor[] =
+    "print(x)\n"
+    "print(x.shape, x.dtype, x.numel())\n"
+    "let f = x.double()\n"
+    "print(f.sum(), f.mean(), f.amax() if f.numel() > 0 else 0)\n"
+    "print(x.float().long().bool().reshape([-1])[:3])\n";
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (!state) state = fuzz_open(&budget);
+    if (!state) return 0;
+    budget.polls = 0;
+    ad_tensor *t = NULL;
+    if (ad_npy_parse(state, data, size, "<fuzz>.npy", &t) == ADDSL_OK) {
+        if (addsl_set_global(state, "x", t) == ADDSL_OK) addsl_dostring(state, use_tensor, "<fuzz-use>");
+        addsl_tensor_release(state, t);
+        addsl_set_number(state, "x", 0); /* drop the global's reference */
+    }
+    return 0;
+}

@@ -1,0 +1,130 @@
+/* library.c: lazy loading of the embedded op library. Each library name
+ * is a global slot marked with the file that defines it; the first read of
+ * such a slot compiles and runs that file. */
+#include "library.h"
+
+#include <string.h>
+
+#include "compile.h"
+#include "op.h"
+#include "state.h"
+#include "vm.h"
+
+struct ad_lib_def { const char *name; int file; };
+extern const char *const ad_lib_names[];
+extern const char *const ad_lib_sources[];
+extern const size_t ad_lib_count;
+extern const struct ad_lib_def ad_lib_defs[];
+extern const size_t ad_lib_ndefs;
+
+static const char *const operator_names[] = {"add", "sub", "mul", "div", "remainder", "pow", "neg", "matmul", "index_get", "sum"};
+
+int ad_library_init(ad_state *S) {
+    S->lib_loaded = ad_calloc(S, ad_lib_count ? ad_lib_count : 1, sizeof(bool));
+    if (!S->lib_loaded) return ADDSL_ENOMEM;
+    ad_globals *G = S->globals;
+    for (size_t i = 0; i < ad_lib_ndefs; i++) {
+        int slot = ad_global_slot(S, ad_lib_defs[i].name, true);
+        if (slot < 0) return ADDSL_ENOMEM;
+        if (G->defined[slot]) {
+            /* The library's op replaces the raw builtin (still reachable as ad_NAME). */
+            ad_value old = G->values[slot];
+            G->values[slot] = ad_none();
+            G->defined[slot] = false;
+            ad_value_decref(S, old);
+        }
+        G->lazy[slot] = ad_lib_defs[i].file + 1;
+        G->declared[slot] = true;
+    }
+    return ADDSL_OK;
+}
+
+void ad_library_free(ad_state *S) {
+    ad_free(S, S->lib_loaded);
+    S->lib_loaded = NULL;
+}
+
+/* A script may have bound a library name itself (`let t = ...` while `t`
+ * is also an op) before the file loads; the script's binding wins, as it
+ * would have if the library had been loaded first. */
+typedef struct kept { int slot; ad_value v; } kept;
+
+static int keep_user_bindings(ad_state *S, int file, kept **out, int *n) {
+    ad_globals *G = S->globals;
+    *out = NULL; *n = 0;
+    for (size_t i = 0; i < ad_lib_ndefs; i++) {
+        if (ad_lib_defs[i].file != file) continue;
+        int slot = ad_global_slot(S, ad_lib_defs[i].name, false);
+        if (slot < 0 || !G->defined[slot]) continue;
+        kept *k = ad_realloc(S, *out, (size_t)(*n + 1) * sizeof *k);
+        if (!k) return ADDSL_ENOMEM;
+        *out = k;
+        k[*n].slot = slot;
+        k[*n].v = G->values[slot];
+        ad_value_incref(k[*n].v);
+        (*n)++;
+    }
+    return ADDSL_OK;
+}
+
+static void restore_user_bindings(ad_state *S, kept *k, int n) {
+    ad_globals *G = S->globals;
+    for (int i = 0; i < n; i++) {
+        ad_value old = G->values[k[i].slot];
+        G->values[k[i].slot] = k[i].v;
+        G->defined[k[i].slot] = true;
+        ad_value_decref(S, old);
+    }
+    ad_free(S, k);
+}
+
+static int load_file(ad_state *S, int file) {
+    if (S->lib_loaded[file]) return ADDSL_OK;
+    S->lib_loaded[file] = true;
+    kept *k;
+    int nk;
+    if (keep_user_bindings(S, file, &k, &nk)) return ADDSL_ENOMEM;
+    const char *src = ad_lib_sources[file];
+    ad_proto *p = ad_compile(S, src, strlen(src), ad_lib_names[file], false);
+    if (!p) { restore_user_bindings(S, k, nk); return S->errcode ? S->errcode : ADDSL_ECOMPILE; }
+    /* Library code runs with grad mode on and no anomaly mode, whatever the caller's. */
+    bool grad = S->grad_enabled;
+    int level = S->fw_level;
+    S->grad_enabled = true;
+    S->fw_level = 0;
+    int rc = ad_vm_run_main(S, p);
+    S->grad_enabled = grad;
+    S->fw_level = level;
+    ad_proto_decref(S, p);
+    restore_user_bindings(S, k, nk);
+    if (rc) return rc;
+    return ad_ops_bind_operators(S);
+}
+
+int ad_library_resolve(ad_state *S, int slot) {
+    ad_globals *G = S->globals;
+    if (G->defined[slot] || !G->lazy[slot]) return ADDSL_OK;
+    int file = G->lazy[slot] - 1;
+    G->lazy[slot] = 0;
+    return load_file(S, file);
+}
+
+int ad_library_ensure_operators(ad_state *S) {
+    if (S->ops_ready) return ADDSL_OK;
+    S->ops_ready = true;
+    for (size_t i = 0; i < sizeof operator_names / sizeof operator_names[0]; i++) {
+        int slot = ad_global_slot(S, operator_names[i], false);
+        if (slot < 0) continue;
+        int rc = ad_library_resolve(S, slot);
+        if (rc) return rc;
+    }
+    return ad_ops_bind_operators(S);
+}
+
+int ad_library_load_all(ad_state *S) {
+    for (size_t f = 0; f < ad_lib_count; f++) {
+        int rc = load_file(S, (int)f);
+        if (rc) return rc;
+    }
+    return ADDSL_OK;
+}

@@ -1,0 +1,20 @@
+/* library.h: the shipped op library (the .ad files of lib/, embedded at build time),
+ * loaded one file at a time the first time one of its names is used, so
+ * start-up does not pay for compiling ops a script never calls. */
+#ifndef AD_LIBRARY_H
+#define AD_LIBRARY_H
+
+#include <stdbool.h>
+
+typedef struct addsl_state ad_state;
+
+/* Marks every library name as a lazily loaded global (hiding builtins of the same name). */
+int ad_library_init(ad_state *S);
+void ad_library_free(ad_state *S);
+/* Makes global 'slot' defined if a library file provides it; no error when none does. */
+int ad_library_resolve(ad_state *S, int slot);
+/* Loads the files defining the ops behind operators (+, -, *, t[...], ...). */
+int ad_library_ensure_operators(ad_state *S);
+int ad_library_load_all(ad_state *S);
+
+#endif
