@@ -15,7 +15,17 @@ void ad_lex_init(ad_lexer *lx, const char *src, size_t len) {
 }
 
 static int newline_ignored(const ad_lexer *lx) {
-    return lx->depth > 0 && lx->nest[lx->depth - 1] != '{';
+    if (lx->depth > 0 && lx->nest[lx->depth - 1] != '{') return 1;
+    /* A line ending in an operator, '=>', '=' or ',' continues on the next line. */
+    switch (lx->last_type) {
+    case TK_ARROW: case TK_RARROW: case TK_PLUS: case TK_MINUS: case TK_STAR: case TK_SLASH:
+    case TK_PERCENT: case TK_AT: case TK_POW: case TK_EQ: case TK_NE: case TK_LT: case TK_LE:
+    case TK_GT: case TK_GE: case TK_AND: case TK_OR: case TK_NOT: case TK_ASSIGN: case TK_ADDEQ:
+    case TK_SUBEQ: case TK_MULEQ: case TK_DIVEQ: case TK_COMMA: case TK_DOT:
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 static int lex_fail(ad_lexer *lx, ad_token *t, const char *msg) {

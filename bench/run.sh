@@ -137,3 +137,57 @@ row 4b "matmul 1000x1000 f32 (ms)"         ms "$(med addsl_matmul)" torch "$(med
 row 5  "start-up, -e 1 vs import torch (ms)" ms "$(med addsl_startup)" torch "$(med torch_startup)" -
 row 5b "start-up, fastest run (ms)"        ms "$(med addsl_startup_min)" torch "$(med torch_startup_min)" -
 awk -v t="$(med addsl_startup)" 'BEGIN { printf "    start-up target: addsl under 10 ms: %s (%s, %s and %s runs)\n", (t < 0.010 ? "MET" : "MISSED"), "'"$TOOL"'", '"$STARTUP_RUNS"', '"$TORCH_STARTUP_RUNS"' }'
+
+# ---- autograd (issue 3): autograd_*.ad against autograd_torch.py, interleaved rounds ----
+AG_ROUNDS=${AG_ROUNDS:-$ROUNDS}
+for round in $(seq "$AG_ROUNDS"); do
+    echo "== autograd round $round of $AG_ROUNDS" >&2
+    for s in chain mlp lstm; do
+        "$ADDSL" "$BENCH/autograd_$s.ad" > "$TMP/ag_$s.out" || { echo "run.sh: autograd_$s.ad failed" >&2; exit 1; }
+        collect agaddsl_ < "$TMP/ag_$s.out"
+        if [ $TORCH = 1 ]; then
+            "$PY" "$BENCH/autograd_torch.py" "$s" > "$TMP/ag_torch.out" || { echo "run.sh: autograd_torch.py failed" >&2; exit 1; }
+            collect agtorch_ < "$TMP/ag_torch.out"
+        fi
+    done
+    # the MLP again with sleeping OpenMP workers on both sides (see rows 2p/3p and RESULTS.md)
+    OMP_WAIT_POLICY=passive "$ADDSL" "$BENCH/autograd_mlp.ad" > "$TMP/ag_mlp.passive.out" || exit 1
+    collect agaddslp_ < "$TMP/ag_mlp.passive.out"
+    if [ $TORCH = 1 ]; then
+        OMP_WAIT_POLICY=passive "$PY" "$BENCH/autograd_torch.py" mlp > "$TMP/ag_torch.passive.out" || exit 1
+        collect agtorchp_ < "$TMP/ag_torch.passive.out"
+    fi
+done
+AG_STARTUP='let x = tensor([1.0], requires_grad=true); backward(sum(x * 2))'
+read -r R[addsl_agstartup] R[addsl_agstartup_min] < <(startup_time "$ADDSL -e '$AG_STARTUP'" "$STARTUP_RUNS")
+
+# ratiorow ID LABEL ADDSL_NUM ADDSL_DEN TORCH_NUM TORCH_DEN MAX: the addsl and torch columns are
+# ratios (num / den), the target applies to addsl's.
+ratiorow() {
+    awk -v id="$1" -v label="$2" -v an="$3" -v ad="$4" -v tn="$5" -v td="$6" -v max="$7" '
+    BEGIN {
+        a = (an == "" || ad == "") ? "nan" : an / ad
+        t = (tn == "" || td == "") ? "-" : sprintf("%.3f", tn / td)
+        ok = (a != "nan" && a <= max) ? "MET" : "MISSED"
+        printf "%-3s %-36s %10.3f %-9s %10s %8s %8s %s\n", id, label, a, "torch", t, "-", sprintf("<=%.2f", max), ok
+    }'
+}
+
+echo
+echo "autograd ($AG_ROUNDS rounds; chain: median of 5 addsl / 3 torch runs, MLP: median of 50 steps, LSTM: median of 7x20 calls)"
+echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
+row 6  "chain 100k y*1.0001 [4], rec+bwd (ms)" ms "$(med agaddsl_chain_total)" torch "$(med agtorch_chain_total)" 0.10
+row 6a "  of which recording (ms)"        ms "$(med agaddsl_chain_record)" torch "$(med agtorch_chain_record)" -
+row 6b "  of which backward (ms)"         ms "$(med agaddsl_chain_backward)" torch "$(med agtorch_chain_backward)" -
+row 7  "MLP step 256x784-256-10 SGD (ms)"  ms "$(med agaddsl_mlp_step)" torch "$(med agtorch_mlp_step)" 1.0
+row 7p "MLP step, OMP passive both (ms)"   ms "$(med agaddslp_mlp_step)" torch "$(med agtorchp_mlp_step)" -
+row 8a "LSTM f, no_grad (ms)"              ms "$(med agaddsl_lstm_f_nograd)" torch "$(med agtorch_lstm_f_nograd)" -
+row 8b "LSTM f, recording (ms)"            ms "$(med agaddsl_lstm_f)" torch "$(med agtorch_lstm_f)" -
+row 8c "LSTM f + backward (ms)"            ms "$(med agaddsl_lstm_f_grad)" torch "$(med agtorch_lstm_f_grad)" -
+ratiorow 8 "LSTM (f+bwd) / f no_grad (ratio)" "$(med agaddsl_lstm_f_grad)" "$(med agaddsl_lstm_f_nograd)" \
+    "$(med agtorch_lstm_f_grad)" "$(med agtorch_lstm_f_nograd)" 3
+ratiorow 8r "LSTM (f+bwd) / f recording (ratio)" "$(med agaddsl_lstm_f_grad)" "$(med agaddsl_lstm_f)" \
+    "$(med agtorch_lstm_f_grad)" "$(med agtorch_lstm_f)" 3
+row 9  "start-up, -e autograd vs -e 1 (ms)" ms "$(med addsl_agstartup)" addsl-e1 "$(med addsl_startup)" -
+row 9b "start-up, fastest run (ms)"       ms "$(med addsl_agstartup_min)" addsl-e1 "$(med addsl_startup_min)" -
+awk -v t="$(med addsl_agstartup)" 'BEGIN { printf "    start-up with the library in use: addsl under 10 ms: %s\n", (t < 0.010 ? "MET" : "MISSED") }'

@@ -6,6 +6,7 @@
 
 #include "../vm/buf.h"
 #include "../vm/state.h"
+#include "../vm/vm.h"
 #include "builtins.h"
 
 static int bi_print(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -131,7 +132,40 @@ static int bi_append(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return ad_list_push(S, argv[0].u.l, argv[1]);
 }
 
+/* apply(f, args): f(args[0], args[1], ...), the language's argument spreading. */
+static int bi_apply(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    if (!ad_is_seq(argv[1])) return ad_error(S, "apply(): argument 'args' must be a list, not %s", ad_type_name(argv[1]));
+    if (argv[1].u.l->len > 255) return ad_error(S, "apply(): too many arguments (%lld; at most 255)", (long long)argv[1].u.l->len);
+    return ad_vm_call_value(S, argv[0], (int)argv[1].u.l->len, argv[1].u.l->items, out);
+}
+
+/* tuple(x): a list (or tuple) as a tuple. */
+static int bi_tuple(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    if (!ad_is_seq(argv[0])) return ad_error(S, "tuple(): argument must be a list or tuple, not %s", ad_type_name(argv[0]));
+    ad_list *l = ad_list_new(S, AD_TTUPLE, argv[0].u.l->len);
+    if (!l) return S->errcode;
+    for (int64_t i = 0; i < l->len; i++) { l->items[i] = argv[0].u.l->items[i]; ad_value_incref(l->items[i]); }
+    *out = ad_list_value(l, AD_TTUPLE);
+    return ADDSL_OK;
+}
+
+/* list(x): a list (or tuple) as a new list. */
+static int bi_list(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    if (!ad_is_seq(argv[0])) return ad_error(S, "list(): argument must be a list or tuple, not %s", ad_type_name(argv[0]));
+    ad_list *l = ad_list_new(S, AD_TLIST, argv[0].u.l->len);
+    if (!l) return S->errcode;
+    for (int64_t i = 0; i < l->len; i++) { l->items[i] = argv[0].u.l->items[i]; ad_value_incref(l->items[i]); }
+    *out = ad_list_value(l, AD_TLIST);
+    return ADDSL_OK;
+}
+
 const ad_builtin_def ad_bi_core_defs[] = {
+    {"apply", bi_apply, "f, args"},
+    {"tuple", bi_tuple, "x"},
+    {"list", bi_list, "x"},
     {"print", bi_print, "*"},
     {"len", bi_len, "x"},
     {"str", bi_str, "x"},

@@ -3,6 +3,7 @@
 #ifndef FUZZ_COMMON_H
 #define FUZZ_COMMON_H
 
+#include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,23 @@
 #define FUZZ_POLL_EVERY 64                   /* backward jumps and calls per poll */
 #define FUZZ_MAX_POLLS 2000                  /* polls before the run is stopped */
 #define FUZZ_MAX_INPUT 4096                  /* longer inputs are cut (keeps runs short) */
+#define FUZZ_HEAP_LIMIT ((size_t)512 << 20)  /* all allocations: strings and lists too */
 
-/* Interrupt budget: the host stops a script after FUZZ_MAX_POLLS polls. */
-typedef struct fuzz_budget { uint64_t polls; } fuzz_budget;
+/* The host's budgets: interrupt polls per run, and live bytes per state. */
+typedef struct fuzz_budget { uint64_t polls; size_t live; } fuzz_budget;
+
+/* memory_limit bounds tensor storage only; a host that must bound strings and
+ * lists as well counts bytes in its allocator, as this one does. */
+static void *fuzz_alloc(void *ud, void *p, size_t n) {
+    fuzz_budget *b = ud;
+    size_t old = p ? malloc_usable_size(p) : 0;
+    if (n == 0) { b->live -= old; free(p); return NULL; }
+    if (n > old && b->live - old + n > FUZZ_HEAP_LIMIT) return NULL;
+    void *q = realloc(p, n);
+    if (!q) return NULL;
+    b->live = b->live - old + malloc_usable_size(q);
+    return q;
+}
 
 static int fuzz_interrupt(void *ud) {
     fuzz_budget *b = ud;
@@ -34,6 +49,8 @@ static const char *const fuzz_closed[] = {"extern_fn", "kernel", "call_kernel", 
 static addsl_state *fuzz_open(fuzz_budget *b) {
     addsl_config cfg;
     addsl_config_init(&cfg);
+    cfg.alloc = fuzz_alloc;
+    cfg.alloc_ud = b;
     cfg.memory_limit = FUZZ_MEMORY_LIMIT;
     cfg.max_depth = FUZZ_MAX_DEPTH;
     cfg.write = fuzz_discard;
@@ -44,6 +61,25 @@ static addsl_state *fuzz_open(fuzz_budget *b) {
     if (!S) return NULL;
     for (size_t i = 0; i < sizeof fuzz_closed / sizeof fuzz_closed[0]; i++)
         addsl_set_number(S, fuzz_closed[i], 0);
+    return S;
+}
+
+/* The state for the next input: one state serves 'every' inputs (opening one
+ * costs more than most inputs), then a fresh one starts, so that what a script
+ * defines steers few others. FUZZ_FRESH=1 in the environment (replaying a
+ * crash) gives every input a fresh state. 'drop' closes the current one now. */
+static addsl_state *fuzz_state(fuzz_budget *b, unsigned every, int drop) {
+    static addsl_state *S;
+    static unsigned uses;
+    static int fresh = -1;
+    if (fresh < 0) fresh = getenv("FUZZ_FRESH") != NULL;
+    if (drop || (S && (fresh || ++uses >= every))) {
+        addsl_close(S);
+        S = NULL;
+        uses = 0;
+    }
+    if (!S && !drop) S = fuzz_open(b);
+    b->polls = 0;
     return S;
 }
 

@@ -9,14 +9,20 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+#define FUZZ_STATE_USES 256 /* inputs per state (see fuzz_state) */
+
+static fuzz_budget budget;
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    fuzz_budget b = {0};
-    /* A fresh state per input: compiling creates global slots that would pile up. */
-    addsl_state *S = fuzz_open(&b);
+    /* Compiling runs nothing, but it adds global slots: renew the state now and then. */
+    addsl_state *S = fuzz_state(&budget, FUZZ_STATE_USES, 0);
     if (!S) return 0;
     if (size > FUZZ_MAX_INPUT) size = FUZZ_MAX_INPUT;
-    /* Embedded NUL bytes stay: the compiler takes an explicit length. */
-    ad_proto *p = ad_compile(S, (const char *)data, size, "<fuzz>", size > 0 && data[0] == '>');
+    /* Embedded NUL bytes stay (the compiler takes a length), but the scanner
+     * reads src[len] as its sentinel, so the copy is NUL-terminated. */
+    char *src = fuzz_cstr(data, size);
+    if (!src) return 0;
+    ad_proto *p = ad_compile(S, src, size, "<fuzz>", size > 0 && data[0] == '>');
     if (p) {
         ad_buf out;
         ad_buf_init(&out, S);
@@ -24,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         ad_buf_free(&out);
         ad_proto_decref(S, p);
     }
-    ad_compile_incomplete((const char *)data, size);
-    addsl_close(S);
+    ad_compile_incomplete(src, size);
+    free(src);
     return 0;
 }

@@ -8,7 +8,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static addsl_state *state;
+#define FUZZ_STATE_USES 256 /* inputs per state (see fuzz_state) */
+
 static fuzz_budget budget;
 
 static const char use_tensor[] =
@@ -19,9 +20,8 @@ static const char use_tensor[] =
     "print(x.float().long().bool().reshape([-1])[:3])\n";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (!state) state = fuzz_open(&budget);
+    addsl_state *state = fuzz_state(&budget, FUZZ_STATE_USES, 0);
     if (!state) return 0;
-    budget.polls = 0;
     ad_tensor *t = NULL;
     if (ad_npy_parse(state, data, size, "<fuzz>.npy", &t) == ADDSL_OK) {
         if (addsl_set_global(state, "x", t) == ADDSL_OK) addsl_dostring(state, use_tensor, "<fuzz-use>");

@@ -9,6 +9,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+#define FUZZ_STATE_USES 16 /* inputs per state (see fuzz_state) */
+
+static fuzz_budget budget;
+
 static const char template_text[] =
     "op f(self, other) {\n"
     "    forward: kernel(\"ad_mul\")\n"
@@ -24,9 +28,6 @@ static const char template_text[] =
     "print(grad(f(x, 2.0).sum(), [x]))\n"
     "print(jvp(fn(a) => f(a, y), x, ones([2, 3])))\n";
 
-static addsl_state *state;
-static fuzz_budget budget;
-static unsigned runs;
 
 /* The next line of [*p, end), at most FUZZ_FORMULA_MAX bytes, or "grad" when none is left. */
 static void next_line(const char **p, const char *end, const char **s, int *n) {
@@ -39,20 +40,15 @@ static void next_line(const char **p, const char *end, const char **s, int *n) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    /* The template defines the op f at top level: renew the state per few inputs. */
-    if (!state || ++runs % 16 == 0 || getenv("FUZZ_FRESH")) {
-        addsl_close(state);
-        state = fuzz_open(&budget);
-        if (!state) return 0;
-    }
-    if (memchr(data, '\0', size)) return 0;
+    if (size && memchr(data, '\0', size)) return 0;
     const char *p = (const char *)data, *end = p + size, *s[3];
     int n[3];
     for (int i = 0; i < 3; i++) next_line(&p, end, &s[i], &n[i]);
     char src[sizeof template_text + 3 * FUZZ_FORMULA_MAX];
     snprintf(src, sizeof src, template_text, n[0], s[0], n[1], s[1], n[2], s[2]);
-    budget.polls = 0;
-    int rc = addsl_dostring(state, src, "<fuzz-op>");
-    if (rc == ADDSL_EXIT || rc == ADDSL_ENOMEM) { addsl_close(state); state = NULL; }
+    addsl_state *S = fuzz_state(&budget, FUZZ_STATE_USES, 0);
+    if (!S) return 0;
+    int rc = addsl_dostring(S, src, "<fuzz-op>");
+    if (rc == ADDSL_EXIT || rc == ADDSL_ENOMEM) fuzz_state(&budget, 0, 1);
     return 0;
 }

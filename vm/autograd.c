@@ -348,12 +348,12 @@ static int formula_args(engine *E, ad_node *n, ad_value *args, int *nargs) {
         ad_value_incref(grads[k]);
         if (grads[k].t == AD_TNONE && n->outs[k]) {
             ad_tensor *z = ad_tensor_zeros(S, n->outs[k]->dtype, n->outs[k]->ndim, n->outs[k]->shape);
-            if (!z) return S->errcode;
+            if (!z) { for (int j = 0; j < k; j++) ad_value_decref(S, grads[j]); *nargs = na; return S->errcode; }
             grads[k] = ad_tensor_value(z);
         }
     }
     ad_list *gl = ad_list_new(S, AD_TLIST, n->nout);
-    if (!gl) { for (int k = 0; k < n->nout; k++) ad_value_decref(S, grads[k]); return S->errcode; }
+    if (!gl) { for (int k = 0; k < n->nout; k++) ad_value_decref(S, grads[k]); *nargs = na; return S->errcode; }
     for (int k = 0; k < n->nout; k++) gl->items[k] = grads[k];
     args[na] = gl->items[0]; ad_value_incref(args[na]); na++;        /* grad */
     args[na++] = ad_list_value(gl, AD_TLIST);                          /* grads */
@@ -363,7 +363,7 @@ static int formula_args(engine *E, ad_node *n, ad_value *args, int *nargs) {
     if (n->nout == 1) { args[na] = outs[0]; ad_value_incref(args[na]); na++; }
     else {
         ad_list *rl = ad_list_new(S, AD_TTUPLE, n->nout);
-        if (!rl) return S->errcode;
+        if (!rl) { *nargs = na; return S->errcode; } /* the caller releases args[0..na) */
         for (int k = 0; k < n->nout; k++) { rl->items[k] = outs[k]; ad_value_incref(outs[k]); }
         args[na++] = ad_list_value(rl, AD_TTUPLE);
     }
@@ -373,7 +373,7 @@ static int formula_args(engine *E, ad_node *n, ad_value *args, int *nargs) {
         for (int k = 0; k < n->nout; k++) { args[na] = gl->items[k]; ad_value_incref(args[na]); na++; }
     }
     ad_list *mask = ad_list_new(S, AD_TLIST, n->nargs);
-    if (!mask) return S->errcode;
+    if (!mask) { *nargs = na; return S->errcode; }
     for (int i = 0; i < n->nargs; i++) mask->items[i] = ad_bool(edge_live(&n->edges[i]));
     args[na++] = ad_list_value(mask, AD_TLIST);
     *nargs = na;

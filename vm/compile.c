@@ -18,6 +18,7 @@
 typedef struct rbind { const char *name; ad_node *decl; int level; } rbind;
 
 typedef struct resolver {
+    int nest;        /* recursion depth of the walk */
     rbind *b;
     int n, cap;
     int level;       /* function nesting: 0 is the main chunk */
@@ -84,8 +85,19 @@ static void r_function(resolver *R, ad_node *fn, ad_nlist *params, ad_node *body
     R->n = save;
 }
 
+static void r_node_inner(resolver *R, ad_node *n);
+
+/* The tree can be as deep as the source nests; past the limit the compiler
+ * reports an error (the code generator checks the same bound) instead of
+ * overflowing the C stack. */
 static void r_node(resolver *R, ad_node *n) {
-    if (!n) return;
+    if (!n || R->nest > AD_MAX_SYNTAX_DEPTH) return;
+    R->nest++;
+    r_node_inner(R, n);
+    R->nest--;
+}
+
+static void r_node_inner(resolver *R, ad_node *n) {
     switch (n->kind) {
     case N_NAME: r_use(R, n->str); break;
     case N_LET: r_node(R, n->a); r_declare(R, n, n->str); break;
@@ -158,6 +170,7 @@ typedef struct fstate {
     const char *selfname; /* a named function's own name (compiled as SELF) */
     loopinfo *loop;
     int grad_regs[64]; bool grad_is_anomaly[64]; int ngrad;
+    int nest;             /* recursion depth of expr() and stmt() */
     int line, col;
 } fstate;
 
@@ -507,8 +520,20 @@ static void expr_seq(fstate *fs, ad_node *n, int dst) {
     fs->freereg = save;
 }
 
+static void expr_inner(fstate *fs, ad_node *n, int dst);
+
 static void expr(fstate *fs, ad_node *n, int dst) {
     if (fs->C->failed) return;
+    if (++fs->nest > AD_MAX_SYNTAX_DEPTH) {
+        cerror(fs, n->line, n->col, "expression nested too deeply (more than %d levels)", AD_MAX_SYNTAX_DEPTH);
+        fs->nest--;
+        return;
+    }
+    expr_inner(fs, n, dst);
+    fs->nest--;
+}
+
+static void expr_inner(fstate *fs, ad_node *n, int dst) {
     int sl = fs->line, sc = fs->col;
     setpos(fs, n);
     switch (n->kind) {
@@ -841,8 +866,20 @@ static void stmt_opdef(fstate *fs, ad_node *n) {
     }
 }
 
+static void stmt_inner(fstate *fs, ad_node *n);
+
 static void stmt(fstate *fs, ad_node *n) {
     if (fs->C->failed) return;
+    if (++fs->nest > AD_MAX_SYNTAX_DEPTH) {
+        cerror(fs, n->line, n->col, "blocks nested too deeply (more than %d levels)", AD_MAX_SYNTAX_DEPTH);
+        fs->nest--;
+        return;
+    }
+    stmt_inner(fs, n);
+    fs->nest--;
+}
+
+static void stmt_inner(fstate *fs, ad_node *n) {
     setpos(fs, n);
     int save = fs->freereg;
     switch (n->kind) {
@@ -1112,7 +1149,7 @@ ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name,
     memset(&P, 0, sizeof P);
     P.arena = &arena;
     if (!ad_parse_source(&P, src, len)) {
-        if (arena.failed) ad_nomem(S);
+        if (arena.failed || strcmp(P.err_msg, "out of memory") == 0) ad_nomem(S);
         else set_compile_error(S, name, src, len, P.err_line, P.err_col, P.err_msg);
         ad_arena_free(&arena);
         return NULL;

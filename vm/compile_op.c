@@ -280,7 +280,8 @@ static bool desugar_one(octx *c, ad_node *op) {
         if (single && strcmp(first, "forward") == 0) { in->forward = en->a; continue; }
         if (single && strcmp(first, "output_differentiability") == 0) { if (!parse_outdiff(c, en->a)) return false; continue; }
         if (single && strcmp(first, "result") == 0 && param_index(in, "result") < 0) {
-            if (in->outnames) return fail(c, en->line, en->col, "op '%s' has named outputs: give a JVP formula per output name instead of 'result'", op->str);
+            if (in->outnames && !is_name(en->a, "auto_linear"))
+                return fail(c, en->line, en->col, "op '%s' has named outputs: give a JVP formula per output name, or 'result: auto_linear'", op->str);
             result_entry = en; continue;
         }
         if (single && out_index(in, first) >= 0 && param_index(in, first) < 0) { outjvp[out_index(in, first)] = en; continue; }

@@ -48,7 +48,7 @@ int ad_shape_numel(ad_state *S, int ndim, const int64_t *shape, int64_t *out) {
     if (ndim < 0 || ndim > AD_MAX_DIMS)
         return ad_error(S, "tensor has %d dimensions, but at most %d are supported", ndim, AD_MAX_DIMS);
     int64_t n = 1;
-    bool overflow = false;
+    bool overflow = false, zero = false;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0) {
             char what[96];
@@ -56,14 +56,13 @@ int ad_shape_numel(ad_state *S, int ndim, const int64_t *shape, int64_t *out) {
                      (long long)shape[i]);
             return shape_error(S, what, ndim, shape);
         }
-        if (!ad_mul_ok(n, shape[i], &n)) overflow = true;
+        /* The product stops at the first overflow: a wrapped value can be 0 ([2^40, 2^40]). */
+        if (shape[i] == 0) zero = true;
+        else if (!overflow && !ad_mul_ok(n, shape[i], &n)) overflow = true;
     }
     /* A zero size anywhere makes the product 0, whatever overflowed before it. */
-    if (overflow && n != 0) {
-        for (int i = 0; i < ndim; i++)
-            if (shape[i] == 0) { *out = 0; return AD_OK; }
-        return shape_error(S, "tensor too large: too many elements for shape ", ndim, shape);
-    }
+    if (zero) { *out = 0; return AD_OK; }
+    if (overflow) return shape_error(S, "tensor too large: too many elements for shape ", ndim, shape);
     *out = n;
     return AD_OK;
 }

@@ -12,10 +12,11 @@
 /* A new header over t's storage; the caller has checked the geometry. */
 static ad_tensor *make_view(ad_state *S, ad_tensor *t, int ndim, const int64_t *shape,
                             const int64_t *strides, int64_t offset) {
+    int64_t numel;
+    /* Geometry checks do not bound the product: expand() can ask for [2^40, 2^40]. */
+    if (ad_shape_numel(S, ndim, shape, &numel)) return NULL;
     ad_tensor *v = ad_heap_alloc_header(S, sizeof *v);
     if (!v) return NULL;
-    int64_t numel = 1;
-    for (int i = 0; i < ndim; i++) numel *= shape[i];
     v->refcount = 1;
     v->storage = t->storage;
     t->storage->refcount++;

@@ -429,10 +429,9 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
         }
     }
     if (op == OP_ADD && a.t == AD_TSTR && b.t == AD_TSTR) {
-        ad_str *s = ad_str_new(S, NULL, 0);
-        if (!s) return S->errcode;
-        ad_free(S, s);
-        size_t n = a.u.s->len + b.u.s->len;
+        size_t n = a.u.s->len + b.u.s->len; /* each is at most AD_MAX_STRING: no wrap */
+        if (n > AD_MAX_STRING)
+            return ad_error(S, "string too long (%zu bytes; the limit is %zu)", n, (size_t)AD_MAX_STRING);
         ad_str *r = ad_malloc(S, sizeof *r + n + 1);
         if (!r) return ADDSL_ENOMEM;
         r->hdr.refcount = 1; r->len = n;
@@ -447,6 +446,12 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
 }
 
 static int compare(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *out) {
+    if ((op == OP_EQ || op == OP_NE) && (a.t == AD_TNONE || b.t == AD_TNONE)) {
+        /* t == none is a plain comparison (false for a tensor), as in Python. */
+        bool same = a.t == b.t;
+        *out = ad_bool(op == OP_EQ ? same : !same);
+        return ADDSL_OK;
+    }
     if (a.t == AD_TTENSOR || b.t == AD_TTENSOR) {
         static const int cmp[] = {AD_CMP_EQ, AD_CMP_NE, AD_CMP_LT, AD_CMP_LE, AD_CMP_GT, AD_CMP_GE};
         return ad_bi_compare(S, cmp[op - OP_EQ], a, b, out);

@@ -44,8 +44,7 @@ static const char *const model =
     "for step in range(2) {\n"
     "    let l = loss(w, x, y)\n"
     "    backward(l)\n"
-    "    no_grad { w -= 0.01 * w.grad }\n"
-    "    w.grad = none\n"
+    "    no_grad { w = (w - 0.01 * w.grad).requires_grad_() }\n"
     "}\n"
     "let s = sigmoid(x).sum(dim=1, keepdim=true)\n"
     "let msg = str(s.shape) + \" done\"\n";

@@ -1,0 +1,29 @@
+#!/bin/sh
+# run.sh: runs each libFuzzer target built by build.sh for a given time, one at a time.
+# Usage: run.sh SRCDIR BUILDDIR SECONDS [TARGET...]   (default: all four targets)
+# New corpus entries and crash inputs stay under BUILDDIR/fuzz/; a crash fails the run.
+srcdir=${1:?usage: run.sh SRCDIR BUILDDIR SECONDS [TARGET...]}
+builddir=${2:?}
+secs=${3:-60}
+shift 3
+[ $# -gt 0 ] || set -- compile program npy op
+out=$builddir/fuzz
+"$(dirname "$0")/seeds.sh" "$srcdir" "$out/seeds"
+status=0
+for t in "$@"; do
+    mkdir -p "$out/corpus/$t" "$out/crashes/$t"
+    dict=
+    [ "$t" = npy ] || dict=-dict="$srcdir/fuzz/addsl.dict"
+    echo "fuzz_$t: ${secs}s"
+    # Leak checks stay on; rss and per-input limits catch runaway scripts the sandbox missed.
+    if ! ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        "$out/fuzz_$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -max_len=4096 \
+            -print_final_stats=1 $dict -artifact_prefix="$out/crashes/$t/" \
+            "$out/corpus/$t" "$out/seeds/$t" > "$out/fuzz_$t.log" 2>&1; then
+        echo "fuzz_$t: FAILED (see $out/fuzz_$t.log and $out/crashes/$t/)"
+        status=1
+    fi
+    grep -E '^#[0-9]+.*(DONE|cov:)' "$out/fuzz_$t.log" | tail -1
+    grep -E 'stat::(number_of_executed_units|average_exec_per_sec)' "$out/fuzz_$t.log"
+done
+exit $status
