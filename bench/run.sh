@@ -191,3 +191,19 @@ ratiorow 8r "LSTM (f+bwd) / f recording (ratio)" "$(med agaddsl_lstm_f_grad)" "$
 row 9  "start-up, -e autograd vs -e 1 (ms)" ms "$(med addsl_agstartup)" addsl-e1 "$(med addsl_startup)" -
 row 9b "start-up, fastest run (ms)"       ms "$(med addsl_agstartup_min)" addsl-e1 "$(med addsl_startup_min)" -
 awk -v t="$(med addsl_agstartup)" 'BEGIN { printf "    start-up with the library in use: addsl under 10 ms: %s\n", (t < 0.010 ? "MET" : "MISSED") }'
+
+# C API (issue 4): calling a tiny script function from C, and a registered
+# kernel through the registry versus the same C function called directly.
+ADDSL_LIBDIR="$(dirname "$ADDSL")/.libs"
+if [ -f "$ADDSL_LIBDIR/libaddsl.so" ] && $CC -O2 -std=c11 -D_POSIX_C_SOURCE=199309L -I"$BENCH/../include" \
+        -o "$TMP/api_call" "$BENCH/api_call.c" -L"$ADDSL_LIBDIR" -laddsl -Wl,-rpath,"$ADDSL_LIBDIR"; then
+    for r in $(seq "$ROUNDS"); do collect api_ < <("$TMP/api_call"); done
+    echo
+    echo "C API (median of $ROUNDS rounds, seconds per call)"
+    for k in api_call_tensor api_callv_numbers script_fn_call kernel_call_kernel kernel_value_call kernel_direct_c; do
+        printf '    %-22s %s\n' "$k" "$(med api_$k)"
+    done
+    awk -v t="$(med api_api_callv_numbers)" 'BEGIN { printf "    script function called from C under 1 us: %s\n", (t < 1e-6 ? "MET" : "MISSED") }'
+else
+    echo "api_call: no libaddsl.so beside $ADDSL; C API row skipped"
+fi

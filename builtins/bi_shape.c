@@ -141,8 +141,10 @@ static int flatten_tensor(ad_state *S, ad_tensor *t, int64_t sd, int64_t ed, ad_
     int n = 0;
     if (t->ndim == 0) shape[n++] = 1;
     for (int i = 0; i < t->ndim; i++) {
-        if (i > a && i <= b) shape[n - 1] *= t->shape[i];
-        else shape[n++] = t->shape[i];
+        if (i != a) { shape[n++] = t->shape[i]; continue; }
+        /* Checked: an empty [2^40, 2^40, 0] must not wrap while merging. */
+        if (ad_shape_numel(S, b - a + 1, t->shape + a, &shape[n++])) return S->errcode;
+        i = b;
     }
     *out = ad_tensor_reshape(S, t, n, shape);
     return *out ? AD_OK : S->errcode;

@@ -237,7 +237,9 @@ int main(void) {
     /* TRAJ_CUDA_QUICK=1: small sizes only (for runs under compute-sanitizer) */
     const char *quick_env = getenv("TRAJ_CUDA_QUICK");
     const int quick = quick_env && *quick_env && strcmp(quick_env, "0") != 0;
-    uint64_t rng = 0x5eed1234abcdull;
+    const char *seed_env = getenv("TRAJ_CUDA_SEED");
+    uint64_t rng = seed_env && *seed_env ? strtoull(seed_env, NULL, 0) : 0x5eed1234abcdull;
+    printf("# seed %llu%s\n", (unsigned long long)rng, quick ? ", quick sizes" : "");
     int ntest = 0, nfail = 0;
     double worst_ratio[2] = {0, 0};
     for (int f64 = 0; f64 < 2; f64++)

@@ -37,11 +37,9 @@ void ad_node_decref(ad_state *S, ad_node *n) {
         ad_node *next = NULL;
         node_release_saved(S, n);
         for (int i = 0; i < n->nargs; i++) edge_release(S, &n->edges[i], &next);
-        if (n->gbuf) { for (int i = 0; i < n->nout; i++) ad_value_decref(S, n->gbuf[i]); ad_free(S, n->gbuf); }
+        for (int i = 0; i < n->nout; i++) ad_value_decref(S, n->gbuf[i]);
         ad_value opv; opv.t = AD_TOP; opv.u.op = n->op;
         ad_value_decref(S, opv);
-        ad_free(S, n->args); ad_free(S, n->versions); ad_free(S, n->outs);
-        ad_free(S, n->out_versions); ad_free(S, n->edges);
         ad_free(S, n);
         n = next;
     }
@@ -81,20 +79,24 @@ bool ad_autograd_needs_record(ad_state *S, const ad_opdef *op, const ad_value *a
 }
 
 int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout, ad_tensor **outs) {
-    ad_node *n = ad_calloc(S, 1, sizeof *n);
+    /* One allocation per node: recording a long chain of small ops is
+     * dominated by allocator calls otherwise. */
+    size_t na = (size_t)op->nparams, no = (size_t)nout;
+    size_t size = sizeof(ad_node) + (na + no) * sizeof(ad_value) + na * sizeof(ad_edge) + no * sizeof(ad_tensor *)
+                + (na + no) * sizeof(uint32_t);
+    ad_node *n = ad_calloc(S, 1, size);
     if (!n) return ADDSL_ENOMEM;
+    char *p = (char *)(n + 1);
+    n->args = (ad_value *)p; p += na * sizeof(ad_value);
+    n->gbuf = (ad_value *)p; p += no * sizeof(ad_value); /* all none (zero bits) */
+    n->edges = (ad_edge *)p; p += na * sizeof(ad_edge);
+    n->outs = (ad_tensor **)p; p += no * sizeof(ad_tensor *);
+    n->versions = (uint32_t *)p; p += na * sizeof(uint32_t);
+    n->out_versions = (uint32_t *)p;
     n->refcount = 1;
     n->op = op; op->hdr.refcount++;
     n->nargs = op->nparams;
     n->nout = nout;
-    n->args = ad_calloc(S, (size_t)(n->nargs ? n->nargs : 1), sizeof(ad_value));
-    n->versions = ad_calloc(S, (size_t)(n->nargs ? n->nargs : 1), sizeof(uint32_t));
-    n->edges = ad_calloc(S, (size_t)(n->nargs ? n->nargs : 1), sizeof(ad_edge));
-    n->outs = ad_calloc(S, (size_t)nout, sizeof(ad_tensor *));
-    n->out_versions = ad_calloc(S, (size_t)nout, sizeof(uint32_t));
-    if (!n->args || !n->versions || !n->edges || !n->outs || !n->out_versions) {
-        n->released = true; n->nargs = 0; ad_node_decref(S, n); return ADDSL_ENOMEM;
-    }
     ad_vm_current_pos(S, &n->line, &n->col, &n->chunk);
     for (int i = 0; i < n->nargs; i++) {
         n->args[i] = args[i];
@@ -179,9 +181,7 @@ static int discover(engine *E, ad_node *root) {
         if (n->released) { rc = ad_error(S, "%s", freed_msg); break; }
         if (!grow_arr(S, (void **)&E->nodes, &E->cap, E->n, sizeof *E->nodes)) { rc = ad_nomem(S); break; }
         E->nodes[E->n++] = n;
-        n->gbuf = ad_calloc(S, (size_t)n->nout, sizeof(ad_value));
-        if (!n->gbuf) { rc = ad_nomem(S); break; }
-        for (int i = 0; i < n->nout; i++) n->gbuf[i] = ad_none();
+        for (int i = 0; i < n->nout; i++) { ad_value_decref(S, n->gbuf[i]); n->gbuf[i] = ad_none(); }
         for (int i = 0; i < n->nargs && !rc; i++) {
             ad_edge *e = &n->edges[i];
             int m = e->nsub ? e->nsub : 1;
@@ -475,7 +475,7 @@ static void engine_free(engine *E) {
     ad_state *S = E->S;
     for (int i = 0; i < E->n; i++) {
         ad_node *n = E->nodes[i];
-        if (n->gbuf) { for (int k = 0; k < n->nout; k++) ad_value_decref(S, n->gbuf[k]); ad_free(S, n->gbuf); n->gbuf = NULL; }
+        for (int k = 0; k < n->nout; k++) { ad_value_decref(S, n->gbuf[k]); n->gbuf[k] = ad_none(); }
         ad_node_decref(S, n);
     }
     for (int i = 0; i < E->nleaves; i++) ad_value_decref(S, E->leaves[i].g);
@@ -912,6 +912,24 @@ static int bi_index_add_at(ad_state *S, ad_value *argv, int argc, ad_value *out)
     const ad_value *items = NULL;
     int rc = idx_list(S, argv[1], "index_add_at", &n, &items);
     if (rc) return rc;
+    bool basic = true;
+    for (int i = 0; i < n; i++)
+        if (!(ad_is_number(items[i]) || items[i].t == AD_TSLICE || items[i].t == AD_TNONE || items[i].t == AD_TELLIPSIS))
+            basic = false;
+    if (basic) {
+        /* Basic indexing selects a view without repeats: add through it. */
+        ad_tensor *res = ad_tensor_clone(S, self);
+        if (!res) return S->errcode;
+        ad_value view = ad_none(), sum = ad_none();
+        rc = ad_bi_index_get(S, res, n, items, &view);
+        if (!rc) rc = ad_bi_add(S, view, argv[2], &sum);
+        if (!rc) rc = ad_tensor_copy_into(S, view.u.tensor, sum.u.tensor);
+        ad_value_decref(S, view);
+        ad_value_decref(S, sum);
+        if (rc) { ad_tensor_decref(S, res); return rc; }
+        *out = ad_tensor_value(res);
+        return ADDSL_OK;
+    }
     /* Linear positions of the selected elements, by indexing an arange. */
     ad_tensor *lin = ad_tensor_empty(S, AD_INT64, self->ndim, self->shape);
     if (!lin) return S->errcode;

@@ -834,7 +834,7 @@ static int add_optemplate(fstate *fs, const ad_node *n) {
     t->njvp = in->njvp;
     ad_proto *p = fs->p;
     ad_optemplate **arr = ok ? ad_realloc(S, p->optemplates, (size_t)(p->noptemplates + 1) * sizeof *arr) : NULL;
-    if (!arr) { if (ok) nomem(fs); ad_optemplate_free(S, t); return -1; }
+    if (!arr) { nomem(fs); ad_optemplate_free(S, t); return -1; } /* a repeated report is ignored */
     p->optemplates = arr;
     p->optemplates[p->noptemplates] = t;
     return p->noptemplates++;
@@ -1148,14 +1148,15 @@ ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name,
     ad_parse P;
     memset(&P, 0, sizeof P);
     P.arena = &arena;
-    if (!ad_parse_source(&P, src, len)) {
+    if (!ad_parse_source(&P, src, len) || arena.failed) {
         if (arena.failed || strcmp(P.err_msg, "out of memory") == 0) ad_nomem(S);
         else set_compile_error(S, name, src, len, P.err_line, P.err_col, P.err_msg);
         ad_arena_free(&arena);
         return NULL;
     }
     ad_op_error operr;
-    if (!ad_desugar_ops(&arena, P.root, &operr)) {
+    /* A failed arena hands out a dummy node, so desugaring can "succeed". */
+    if (!ad_desugar_ops(&arena, P.root, &operr) || arena.failed) {
         if (arena.failed) ad_nomem(S);
         else set_compile_error(S, name, src, len, operr.line, operr.col, operr.msg);
         ad_arena_free(&arena);

@@ -269,9 +269,26 @@ static int set_tangent(ad_state *S, ad_tensor *out, ad_value tan) {
      * the tangent too, so forward-over-reverse differentiates through it. */
     if (out->grad_fn && !out->grad_fn_weak && out->grad_fn->outs && !out->grad_fn->released) {
         ad_tensor *saved = out->grad_fn->outs[out->output_nr];
-        if (saved) { ad_tensor_incref(t); ad_tensor_decref(S, saved->fw_grad); saved->fw_grad = t; }
+        if (saved) {
+            /* Detached: the tangent's own graph may hold the output, and a
+             * graph-carrying tangent here would close a reference cycle. */
+            ad_tensor *d = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
+            if (!d) return S->errcode;
+            ad_tensor_decref(S, saved->fw_grad);
+            saved->fw_grad = d;
+        }
     }
     return ADDSL_OK;
+}
+
+/* An output as a JVP formula sees it: a plain alias without graph or tangent
+ * (the tangent computed from it is stored on the output itself, so a graph
+ * link back to the output would be a reference cycle). */
+static ad_value plain_output(ad_state *S, ad_tensor *o, int *rc) {
+    if (!o) return ad_none();
+    ad_tensor *a = ad_tensor_as_strided(S, o, o->ndim, o->shape, o->strides, o->offset);
+    if (!a) { *rc = S->errcode; return ad_none(); }
+    return ad_tensor_value(a);
 }
 
 /* Forward mode: computes the tangent of each output from the inputs' tangents. */
@@ -318,7 +335,7 @@ static int propagate_tangents(ad_state *S, const ad_opdef *op, const ad_value *s
         na = total;
         for (int i = 0; i < op->nparams && !rc; i++) rc = strip_tangent(S, slots[i], &args[i]);
         if (!rc) rc = tangent_or_zeros(S, slots[p], &args[op->nparams]);          /* grad */
-        if (!rc && outs[0]) { ad_tensor_incref(outs[0]); args[op->nparams + 2] = ad_tensor_value(outs[0]); } /* result */
+        if (!rc && outs[0]) args[op->nparams + 2] = plain_output(S, outs[0], &rc); /* result */
         ad_value tan = ad_none();
         if (!rc) rc = ad_vm_call_value(S, op->vjp[e].fn, total, args, &tan);
         if (!rc && outs[0]) rc = set_tangent(S, outs[0], tan);
@@ -335,8 +352,8 @@ static int propagate_tangents(ad_state *S, const ad_opdef *op, const ad_value *s
             }
         }
         int rbase = na;
-        args[na++] = (op->nout == 1 && outs[0]) ? (ad_tensor_incref(outs[0]), ad_tensor_value(outs[0])) : ad_none();
-        for (int k = 0; k < op->nout; k++) args[na++] = outs[k] ? (ad_tensor_incref(outs[k]), ad_tensor_value(outs[k])) : ad_none();
+        args[na++] = op->nout == 1 ? plain_output(S, outs[0], &rc) : ad_none();
+        for (int k = 0; k < op->nout; k++) args[na++] = plain_output(S, outs[k], &rc);
         if (op->outnames)
             for (int k = 0; k < op->nout; k++) { args[na] = args[rbase + 1 + k]; ad_value_incref(args[na]); na++; }
         for (int k = 0; k < op->nout && !rc; k++) {

@@ -123,7 +123,10 @@ static bool compute_stride(const ad_tensor *t, int nn, const int64_t *ns, int64_
     if (t->numel == 0) {
         if (ad_shape_equal(on, os, nn, ns)) { memcpy(out, ost, (size_t)nn * sizeof *out); return true; }
         int64_t s = 1;
-        for (int d = nn - 1; d >= 0; d--) { out[d] = s; s *= ns[d] > 1 ? ns[d] : 1; }
+        for (int d = nn - 1; d >= 0; d--) { /* saturates: only an empty view can overflow */
+            out[d] = s;
+            if (__builtin_mul_overflow(s, ns[d] > 1 ? ns[d] : 1, &s)) s = INT64_MAX;
+        }
         return true;
     }
     int view_d = nn - 1;
