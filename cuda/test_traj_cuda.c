@@ -224,8 +224,11 @@ static double compare(const tcase *c, bufs *B, double tol, const char **worst) {
 int main(void) {
     int ndev = addsl_cuda_device_count();
     if (ndev <= 0) {
+        /* 77 is the skip status of plain test drivers; automake's TAP driver
+         * wants a "1..0 # SKIP" plan and status 0, which TRAJ_CUDA_SKIP_STATUS=0 gives. */
+        const char *st = getenv("TRAJ_CUDA_SKIP_STATUS");
         printf("1..0 # SKIP no CUDA device (driver or GPU absent)\n");
-        return 77;
+        return st && *st ? atoi(st) : 77;
     }
     char name[256] = "";
     CK(addsl_cuda_device_name(name, sizeof name));
