@@ -60,7 +60,7 @@ static bool lex_string(npy_lex *L, char *buf, size_t cap) {
     char q = *L->p++;
     size_t n = 0;
     while (L->p < L->end && *L->p != q) {
-        if (*L->p == '\\' || n + 1 >= cap) return false;
+        if (*L->p == '\\' || *L->p == '\0' || n + 1 >= cap) return false; /* a NUL would cut the key short */
         buf[n++] = *L->p++;
     }
     if (L->p >= L->end) return false;

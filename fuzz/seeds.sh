@@ -9,9 +9,9 @@ n=0
 for f in "$srcdir"/tests/*/*.ad "$srcdir"/samples/*.ad "$srcdir"/tests/hostile/*.ad; do
     [ -f "$f" ] || continue
     n=$((n + 1))
-    cp "$f" "$out/compile/$n.ad"
+    cp -f "$f" "$out/compile/$n.ad"
     # Scripts that need the file system or native code gain nothing in the sandbox.
-    grep -q 'extern\|load(\|save(\|args\[' "$f" || cp "$f" "$out/program/$n.ad"
+    grep -q 'extern\|load(\|save(\|args\[' "$f" || cp -f "$f" "$out/program/$n.ad"
 done
 for f in "$srcdir"/lib/*.ad; do
     [ -f "$f" ] && cp "$f" "$out/compile/lib-$(basename "$f")"
