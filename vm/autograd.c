@@ -855,19 +855,6 @@ static int bi_all_ops(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return ADDSL_OK;
 }
 
-static int bi_kernel(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    const char *name;
-    int rc = ad_arg_str(S, argv[0], "kernel", "name", &name);
-    if (rc) return rc;
-    int slot = ad_global_slot(S, name, false);
-    if (slot < 0 || !S->globals->defined[slot] || S->globals->values[slot].t != AD_TBUILTIN)
-        return ad_error(S, "kernel(): no kernel named '%s'", name);
-    *out = S->globals->values[slot];
-    ad_value_incref(*out);
-    return ADDSL_OK;
-}
-
 const ad_builtin_def ad_bi_autograd_defs[] = {
     {"backward", bi_backward, "tensors, grad_tensors=none, retain_graph=none, create_graph=false, inputs=none"},
     {"grad", bi_grad, "outputs, inputs, grad_outputs=none, retain_graph=none, create_graph=false, allow_unused=false, materialize_grads=false"},
@@ -878,7 +865,6 @@ const ad_builtin_def ad_bi_autograd_defs[] = {
     {"op_params", bi_op_params, "op"},
     {"op_differentiable", bi_op_differentiable, "op"},
     {"all_ops", bi_all_ops, ""},
-    {"kernel", bi_kernel, "name"},
     {NULL, NULL, NULL}
 };
 

@@ -458,7 +458,17 @@ static void expr_call(fstate *fs, ad_node *n, int dst) {
     int nargs = 0, nkw = 0, kwk = -1;
     if (n->kind == N_METHOD) {
         setpos(fs, n);
-        load_var(fs, resolve(fs, n->str, true), base);
+        /* x.f() means the op or function f even where a local named f
+         * (say a tensor 't', calling x.t()) shadows it. */
+        ad_globals *G = fs->C->S->globals;
+        int g = ad_global_slot(fs->C->S, n->str, false);
+        if (g >= 0 && (G->defined[g] || G->declared[g] || G->lazy[g])) {
+            vref v = {V_GLOBAL, g};
+            note_global(fs, g, true);
+            load_var(fs, v, base);
+        } else {
+            load_var(fs, resolve(fs, n->str, true), base);
+        }
         reserve(fs, 1);
         expr(fs, n->a, base + 1);
         call_args(fs, n->list, base, 1, &nargs, &nkw, &kwk);
