@@ -22,7 +22,7 @@ typedef struct fuzz_budget { uint64_t polls; size_t live; } fuzz_budget;
 
 /* memory_limit bounds tensor storage only; a host that must bound strings and
  * lists as well counts bytes in its allocator, as this one does. */
-static void *fuzz_alloc(void *ud, void *p, size_t n) {
+static inline void *fuzz_alloc(void *ud, void *p, size_t n) {
     fuzz_budget *b = ud;
     size_t old = p ? malloc_usable_size(p) : 0;
     if (n == 0) { b->live -= old; free(p); return NULL; }
@@ -33,12 +33,12 @@ static void *fuzz_alloc(void *ud, void *p, size_t n) {
     return q;
 }
 
-static int fuzz_interrupt(void *ud) {
+static inline int fuzz_interrupt(void *ud) {
     fuzz_budget *b = ud;
     return ++b->polls > FUZZ_MAX_POLLS;
 }
 
-static void fuzz_discard(void *ud, const char *text, size_t len, int is_err) {
+static inline void fuzz_discard(void *ud, const char *text, size_t len, int is_err) {
     (void)ud; (void)text; (void)len; (void)is_err;
 }
 
@@ -46,7 +46,7 @@ static void fuzz_discard(void *ud, const char *text, size_t len, int is_err) {
  * (extern compiles to a call of extern_fn; kernel values take raw pointers). */
 static const char *const fuzz_closed[] = {"extern_fn", "kernel", "call_kernel", "save", "load"};
 
-static addsl_state *fuzz_open(fuzz_budget *b) {
+static inline addsl_state *fuzz_open(fuzz_budget *b) {
     addsl_config cfg;
     addsl_config_init(&cfg);
     cfg.alloc = fuzz_alloc;
@@ -68,7 +68,7 @@ static addsl_state *fuzz_open(fuzz_budget *b) {
  * costs more than most inputs), then a fresh one starts, so that what a script
  * defines steers few others. FUZZ_FRESH=1 in the environment (replaying a
  * crash) gives every input a fresh state. 'drop' closes the current one now. */
-static addsl_state *fuzz_state(fuzz_budget *b, unsigned every, int drop) {
+static inline addsl_state *fuzz_state(fuzz_budget *b, unsigned every, int drop) {
     static addsl_state *S;
     static unsigned uses;
     static int fresh = -1;
@@ -84,7 +84,7 @@ static addsl_state *fuzz_state(fuzz_budget *b, unsigned every, int drop) {
 }
 
 /* A NUL-terminated copy of the fuzz input, cut at FUZZ_MAX_INPUT bytes. */
-static char *fuzz_cstr(const uint8_t *data, size_t size) {
+static inline char *fuzz_cstr(const uint8_t *data, size_t size) {
     if (size > FUZZ_MAX_INPUT) size = FUZZ_MAX_INPUT;
     char *s = malloc(size + 1);
     if (!s) return NULL;
