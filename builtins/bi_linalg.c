@@ -18,23 +18,10 @@ void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a, 
 void dgetri_(const int *n, double *a, const int *lda, const int *ipiv, double *work,
              const int *lwork, int *info);
 
-static const char *torch_name(ad_dtype dt) {
-    static const char *const names[] = {"Float", "Double", "Long", "Bool"};
-    return dt < AD_NDTYPES ? names[dt] : "?";
-}
-
 /* C++ scalar names, as torch's matmul dtype message prints them. */
 static const char *c_name(ad_dtype dt) {
     static const char *const names[] = {"float", "double", "long int", "bool"};
     return dt < AD_NDTYPES ? names[dt] : "?";
-}
-
-static int fail(ad_state *S) { return S->errcode ? S->errcode : ADDSL_ERUNTIME; }
-
-static int ret_tensor(ad_state *S, ad_tensor *t, ad_value *out) {
-    if (!t) return fail(S);
-    *out = ad_tensor_value(t);
-    return ADDSL_OK;
 }
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -70,7 +57,7 @@ static int blas_operand(ad_state *S, ad_tensor **t, int *trans, int64_t *ld) {
         return ADDSL_OK;
     }
     ad_tensor *c = ad_tensor_clone(S, x);
-    if (!c) return fail(S);
+    if (!c) return ad_fail(S);
     *t = c;
     blas_layout(c->shape[nd - 2], c->shape[nd - 1], c->strides[nd - 2], c->strides[nd - 1], trans, ld);
     return ADDSL_OK;
@@ -263,7 +250,7 @@ int ad_bi_matmul(ad_state *S, ad_value a, ad_value b, ad_value *out) {
     ad_tensor *c = matmul(S, ta, tb);
     ad_tensor_decref(S, ta);
     ad_tensor_decref(S, tb);
-    return ret_tensor(S, c, out);
+    return ad_ret_tensor(S, c, out);
 }
 
 /* ---- builtins ----------------------------------------------------------- */
@@ -299,7 +286,7 @@ static ad_tensor *mm(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *self, d
     if (check_dtypes(S, a, b)) return NULL;
     if (self && self->dtype != a->dtype) {
         ad_error(S, "self and mat2 must have the same dtype, but got %s and %s",
-                 torch_name(self->dtype), torch_name(b->dtype));
+                 ad_torch_dtype_name(self->dtype), ad_torch_dtype_name(b->dtype));
         return NULL;
     }
     return mm_checked(S, a, b, self, alpha, beta);
@@ -312,7 +299,7 @@ static int bi_mm(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     ad_tensor *c = mm(S, t[0], t[1], NULL, 1, 0);
     put_tensors(S, 2, t);
-    return ret_tensor(S, c, out);
+    return ad_ret_tensor(S, c, out);
 }
 
 static ad_tensor *bmm(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *self, double alpha,
@@ -328,7 +315,7 @@ static ad_tensor *bmm(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *self, 
     }
     if (self && self->dtype != a->dtype) {
         ad_error(S, "self and batch2 must have the same dtype, but got %s and %s",
-                 torch_name(self->dtype), torch_name(b->dtype));
+                 ad_torch_dtype_name(self->dtype), ad_torch_dtype_name(b->dtype));
         return NULL;
     }
     return product(S, a, b, self, alpha, beta);
@@ -341,7 +328,7 @@ static int bi_bmm(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     ad_tensor *c = bmm(S, t[0], t[1], NULL, 1, 0);
     put_tensors(S, 2, t);
-    return ret_tensor(S, c, out);
+    return ad_ret_tensor(S, c, out);
 }
 
 /* mat @ vec as an N = 1 gemm; 'self' (1-D or broadcastable) for addmv. */
@@ -379,7 +366,7 @@ static int bi_mv(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     ad_tensor *c = mv(S, t[0], t[1], NULL, 1, 0);
     put_tensors(S, 2, t);
-    return ret_tensor(S, c, out);
+    return ad_ret_tensor(S, c, out);
 }
 
 static int bi_dot(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -392,13 +379,13 @@ static int bi_dot(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         ad_error(S, "1D tensors expected, but got %dD and %dD tensors", t[0]->ndim, t[1]->ndim);
     else if (t[0]->dtype != t[1]->dtype)
         ad_error(S, "dot : expected both vectors to have same dtype, but found %s and %s",
-                 torch_name(t[0]->dtype), torch_name(t[1]->dtype));
+                 ad_torch_dtype_name(t[0]->dtype), ad_torch_dtype_name(t[1]->dtype));
     else if (t[0]->dtype == AD_BOOL)
         ad_error(S, "\"dot\" not implemented for 'Bool'");
     else
         c = dot_product(S, t[0], t[1]);
     put_tensors(S, 2, t);
-    return ret_tensor(S, c, out);
+    return ad_ret_tensor(S, c, out);
 }
 
 /* outer is a broadcast multiply in torch, so it promotes dtypes like '*'. */
@@ -418,7 +405,7 @@ static int bi_outer(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         rc = ad_bi_mul(S, va, vb, out);
         ad_tensor_decref(S, col);
     } else if (!rc) {
-        rc = fail(S);
+        rc = ad_fail(S);
     }
     put_tensors(S, 2, t);
     return rc;
@@ -437,7 +424,7 @@ static int add_product(ad_state *S, ad_value *argv, const char *fn, const char *
     if (rc) return rc;
     ad_tensor *c = f(S, t[1], t[2], t[0], alpha, beta);
     put_tensors(S, 3, t);
-    return ret_tensor(S, c, out);
+    return ad_ret_tensor(S, c, out);
 }
 
 static int bi_addmm(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -492,7 +479,7 @@ static int check_square(ad_state *S, const ad_tensor *a, const char *fn) {
                         fn, (long long)r, (long long)c);
     if (!ad_dtype_is_float(a->dtype))
         return ad_error(S, "%s: Expected a floating point or complex tensor as input. Got %s", fn,
-                        torch_name(a->dtype));
+                        ad_torch_dtype_name(a->dtype));
     if (r > INT32_MAX / 2) return ad_error(S, "%s: matrix too large", fn);
     return ADDSL_OK;
 }
@@ -538,12 +525,12 @@ static int bi_linalg_inv(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     int *piv = NULL;
     double *work = NULL;
     if ((rc = check_square(S, a, "linalg.inv"))) goto done;
-    if (!(lu = f64_copy(S, a))) { rc = fail(S); goto done; }
+    if (!(lu = f64_copy(S, a))) { rc = ad_fail(S); goto done; }
     int n = (int)a->shape[a->ndim - 1], ld = n > 1 ? n : 1, info = 0;
     int64_t nb = batch_count(a), sing;
     piv = ad_malloc(S, sizeof(int) * (size_t)(nb * n + 1));
     work = ad_malloc(S, sizeof(double) * (size_t)(n + 1) * 64);
-    if (!piv || !work) { rc = fail(S); goto done; }
+    if (!piv || !work) { rc = ad_fail(S); goto done; }
     if ((rc = lu_batch(S, lu, piv, &sing))) goto done;
     if (sing >= 0) {
         rc = ad_error(S, "linalg.inv: The diagonal element %lld is zero, the inversion could not be "
@@ -554,14 +541,14 @@ static int bi_linalg_inv(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     for (int64_t b = 0; b < nb; b++)
         dgetri_(&n, (double *)ad_tensor_data(lu) + b * n * n, &ld, piv + b * n, work, &lwork, &info);
     r = ad_tensor_to(S, lu, a->dtype);
-    if (!r) rc = fail(S);
+    if (!r) rc = ad_fail(S);
 done:
     ad_free(S, piv);
     ad_free(S, work);
     ad_tensor_decref(S, lu);
     ad_tensor_decref(S, a);
     if (rc) { ad_tensor_decref(S, r); return rc; }
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 /* det and slogdet share the LU; 'mode' 0: det, 1: (sign, logabsdet). */
@@ -571,13 +558,13 @@ static int det_common(ad_state *S, ad_value *argv, int mode, const char *fn, ad_
     if (rc) return rc;
     int *piv = NULL;
     if ((rc = check_square(S, a, fn))) goto done;
-    if (!(lu = f64_copy(S, a))) { rc = fail(S); goto done; }
+    if (!(lu = f64_copy(S, a))) { rc = ad_fail(S); goto done; }
     int n = (int)a->shape[a->ndim - 1];
     int64_t nb = batch_count(a), sing;
     piv = ad_malloc(S, sizeof(int) * (size_t)(nb * n + 1));
     d = ad_tensor_empty(S, a->dtype, a->ndim - 2, a->shape);
     la = mode ? ad_tensor_empty(S, a->dtype, a->ndim - 2, a->shape) : NULL;
-    if (!piv || !d || (mode && !la)) { rc = fail(S); goto done; }
+    if (!piv || !d || (mode && !la)) { rc = ad_fail(S); goto done; }
     if (n && (rc = lu_batch(S, lu, piv, &sing))) goto done;
     const double *m = ad_tensor_data(lu);
     for (int64_t b = 0; b < nb; b++) {
@@ -602,9 +589,9 @@ done:
     ad_tensor_decref(S, lu);
     ad_tensor_decref(S, a);
     if (rc) { ad_tensor_decref(S, d); ad_tensor_decref(S, la); return rc; }
-    if (mode == 0) return ret_tensor(S, d, out);
+    if (mode == 0) return ad_ret_tensor(S, d, out);
     ad_list *l = ad_list_new(S, AD_TTUPLE, 2);
-    if (!l) { ad_tensor_decref(S, d); ad_tensor_decref(S, la); return fail(S); }
+    if (!l) { ad_tensor_decref(S, d); ad_tensor_decref(S, la); return ad_fail(S); }
     l->items[0] = ad_tensor_value(d);
     l->items[1] = ad_tensor_value(la);
     *out = ad_list_value(l, AD_TTUPLE);
@@ -627,7 +614,7 @@ static ad_tensor *solve(ad_state *S, ad_tensor *a, ad_tensor *b) {
     if (check_square(S, a, "linalg.solve")) return NULL;
     if (a->dtype != b->dtype) {
         ad_error(S, "linalg.solve: Expected A and B to have the same dtype, but found A of type "
-                 "%s and B of type %s instead", torch_name(a->dtype), torch_name(b->dtype));
+                 "%s and B of type %s instead", ad_torch_dtype_name(a->dtype), ad_torch_dtype_name(b->dtype));
         return NULL;
     }
     int n = (int)a->shape[a->ndim - 1];
@@ -699,7 +686,7 @@ static int bi_linalg_solve(ad_state *S, ad_value *argv, int argc, ad_value *out)
     if (rc) return rc;
     ad_tensor *x = solve(S, t[0], t[1]);
     put_tensors(S, 2, t);
-    return ret_tensor(S, x, out);
+    return ad_ret_tensor(S, x, out);
 }
 
 const ad_builtin_def ad_bi_linalg_defs[] = {

@@ -21,19 +21,6 @@ static const int K_SOFT_CE[2] = {AD_K_loss_soft_ce_f32, AD_K_loss_soft_ce_f64};
 /* Room for "[a, b, ...]" of AD_MAX_DIMS sizes. */
 #define SHAPE_TEXT 400
 
-static const char *torch_name(ad_dtype dt) {
-    static const char *const names[] = {"Float", "Double", "Long", "Bool"};
-    return dt < AD_NDTYPES ? names[dt] : "?";
-}
-
-static int fail(ad_state *S) { return S->errcode ? S->errcode : ADDSL_ERUNTIME; }
-
-static int ret_tensor(ad_state *S, ad_tensor *t, ad_value *out) {
-    if (!t) return fail(S);
-    *out = ad_tensor_value(t);
-    return ADDSL_OK;
-}
-
 static const char *shape_text(char *buf, int ndim, const int64_t *shape) {
     size_t n = 0;
     buf[n++] = '[';
@@ -84,7 +71,7 @@ static int loss_dtype(ad_state *S, const ad_tensor *x, const ad_tensor *t, const
                       ad_dtype *dt) {
     *dt = ad_promote(x->dtype, t->dtype);
     if (!ad_dtype_is_float(*dt))
-        return ad_error(S, "\"%s\" not implemented for '%s'", fn, torch_name(*dt));
+        return ad_error(S, "\"%s\" not implemented for '%s'", fn, ad_torch_dtype_name(*dt));
     return ADDSL_OK;
 }
 
@@ -125,7 +112,7 @@ static int pointwise(ad_state *S, ad_value *argv, bool has_param, int kind, cons
     ad_tensor_decref(S, x);
     ad_tensor_decref(S, t);
     if (rc) return rc;
-    return ret_tensor(S, reduce_loss(S, loss, mode), out);
+    return ad_ret_tensor(S, reduce_loss(S, loss, mode), out);
 }
 
 static int bi_mse_loss(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -182,8 +169,8 @@ static int bce_prepare(ad_state *S, ad_value *argv, bool logits, const char *fn,
                                "is deprecated. Please ensure they have the same size.", s1, s2);
     }
     if (!rc) rc = loss_dtype(S, x, t, fn, &o->dt);
-    if (!rc && !(o->x = expand_as(S, x, o->dt, x->ndim, x->shape))) rc = fail(S);
-    if (!rc && !(o->t = expand_as(S, t, o->dt, x->ndim, x->shape))) rc = fail(S);
+    if (!rc && !(o->x = expand_as(S, x, o->dt, x->ndim, x->shape))) rc = ad_fail(S);
+    if (!rc && !(o->t = expand_as(S, t, o->dt, x->ndim, x->shape))) rc = ad_fail(S);
     for (int k = 0; k < (logits ? 2 : 1) && !rc; k++) {
         ad_value v = argv[k ? 4 : 2];
         ad_tensor *wt;
@@ -191,7 +178,7 @@ static int bce_prepare(ad_state *S, ad_value *argv, bool logits, const char *fn,
         if ((rc = ad_arg_tensor(S, v, fn, k ? "pos_weight" : "weight", &wt))) break;
         ad_tensor *e = expand_as(S, wt, o->dt, x->ndim, x->shape);
         ad_tensor_decref(S, wt);
-        if (!e) rc = fail(S);
+        if (!e) rc = ad_fail(S);
         if (k) o->pw = e; else o->w = e;
     }
     ad_tensor_decref(S, x);
@@ -218,7 +205,7 @@ static int bi_bce(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         }
     }
     bce_release(S, &o);
-    return ret_tensor(S, reduce_loss(S, loss, o.mode), out);
+    return ad_ret_tensor(S, reduce_loss(S, loss, o.mode), out);
 }
 
 static int bi_bce_logits(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -234,7 +221,7 @@ static int bi_bce_logits(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         ad_kreg_call(S, K_BCE_LOGITS[o.dt], a, &r);
     }
     bce_release(S, &o);
-    return ret_tensor(S, reduce_loss(S, loss, o.mode), out);
+    return ad_ret_tensor(S, reduce_loss(S, loss, o.mode), out);
 }
 
 /* ---- nll and cross entropy ---------------------------------------------- */
@@ -284,9 +271,9 @@ static int nll_prepare(ad_state *S, ad_tensor *x, ad_value *argv, const char *fn
     if (!rc) rc = ad_arg_tensor(S, argv[1], fn, "target", &t);
     if (rc) return rc;
     if (!ad_dtype_is_float(x->dtype))
-        rc = ad_error(S, "\"%s\" not implemented for '%s'", fn, torch_name(x->dtype));
+        rc = ad_error(S, "\"%s\" not implemented for '%s'", fn, ad_torch_dtype_name(x->dtype));
     else if (t->dtype != AD_INT64)
-        rc = ad_error(S, "expected scalar type Long but found %s", torch_name(t->dtype));
+        rc = ad_error(S, "expected scalar type Long but found %s", ad_torch_dtype_name(t->dtype));
     else
         rc = nll_shapes(S, x, t);
     o->N = x->ndim == 1 ? 1 : x->shape[0];
@@ -300,11 +287,11 @@ static int nll_prepare(ad_state *S, ad_tensor *x, ad_value *argv, const char *fn
                           "classes but got weight tensor of shape: %s", (long long)o->C,
                           shape_text(s, w->ndim, w->shape));
         else if (!(o->weight = expand_as(S, w, x->dtype, 1, w->shape)))
-            rc = fail(S);
+            rc = ad_fail(S);
         ad_tensor_decref(S, w);
     }
-    if (!rc && !(o->logp = ad_tensor_contiguous(S, x))) rc = fail(S);
-    if (!rc && !(o->target = ad_tensor_contiguous(S, t))) rc = fail(S);
+    if (!rc && !(o->logp = ad_tensor_contiguous(S, x))) rc = ad_fail(S);
+    if (!rc && !(o->target = ad_tensor_contiguous(S, t))) rc = ad_fail(S);
     ad_tensor_decref(S, t);
     if (rc) nll_release(S, o);
     return rc;
@@ -317,7 +304,7 @@ static int nll_elements(ad_state *S, nll_ops *o, double smoothing, ad_tensor **l
     const ad_tensor *t = o->target;
     ad_tensor *l = ad_tensor_empty(S, dt, t->ndim, t->shape);
     ad_tensor *w = l ? ad_tensor_empty(S, dt, t->ndim, t->shape) : NULL;
-    if (!w) { ad_tensor_decref(S, l); return fail(S); }
+    if (!w) { ad_tensor_decref(S, l); return ad_fail(S); }
     ad_karg a[9] = {{.p = ad_tensor_data(o->logp)}, {.p = ad_tensor_data(t)},
                     {.p = data_or_null(o->weight)}, {.p = ad_tensor_data(l)},
                     {.p = ad_tensor_data(w)}, {.i64 = o->N}, {.i64 = o->C}, {.i64 = o->D},
@@ -377,7 +364,7 @@ static int bi_nll_loss(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     ad_tensor *r = nll_run(S, x, args, 0, "nll_loss");
     ad_tensor_decref(S, x);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 /* Cross entropy against class probabilities (target shaped like input). */
@@ -444,7 +431,7 @@ static int bi_cross_entropy(ad_state *S, ad_value *argv, int argc, ad_value *out
         ad_tensor_decref(S, logp);
     }
     ad_tensor_decref(S, x);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 const ad_builtin_def ad_bi_loss_defs[] = {

@@ -26,26 +26,13 @@ static const int K_CUMPROD[3] = {AD_K_red_cumprod_f32, AD_K_red_cumprod_f64, AD_
 static const int K_SORT[3] = {AD_K_red_sort_f32, AD_K_red_sort_f64, AD_K_red_sort_i64};
 
 /* PyTorch's scalar-type names, as its messages print them ("Got: Long"). */
-static const char *torch_name(ad_dtype dt) {
-    static const char *const names[] = {"Float", "Double", "Long", "Bool"};
-    return dt < AD_NDTYPES ? names[dt] : "?";
-}
-
-static int fail(ad_state *S) { return S->errcode ? S->errcode : ADDSL_ERUNTIME; }
-
-static int ret_tensor(ad_state *S, ad_tensor *t, ad_value *out) {
-    if (!t) return fail(S);
-    *out = ad_tensor_value(t);
-    return ADDSL_OK;
-}
-
 /* A 2-tuple that steals both tensors (either may be NULL after an error). */
 static int ret_pair(ad_state *S, ad_tensor *a, ad_tensor *b, ad_value *out) {
     ad_list *l = (a && b) ? ad_list_new(S, AD_TTUPLE, 2) : NULL;
     if (!l) {
         ad_tensor_decref(S, a);
         ad_tensor_decref(S, b);
-        return fail(S);
+        return ad_fail(S);
     }
     l->items[0] = ad_tensor_value(a);
     l->items[1] = ad_tensor_value(b);
@@ -113,17 +100,17 @@ static int plan_layout(ad_state *S, ad_tensor *t, const bool *mask, rplan *p) {
             else p->inner *= t->shape[d];
         }
         p->x = ad_tensor_contiguous(S, t);
-        return p->x ? ADDSL_OK : fail(S);
+        return p->x ? ADDSL_OK : ad_fail(S);
     }
     int64_t perm[AD_MAX_DIMS];
     int k = 0;
     for (int d = 0; d < nd; d++) if (!mask[d]) { perm[k++] = d; p->outer *= t->shape[d]; }
     for (int d = 0; d < nd; d++) if (mask[d]) { perm[k++] = d; p->n *= t->shape[d]; }
     ad_tensor *pt = ad_tensor_permute(S, t, nd, perm);
-    if (!pt) return fail(S);
+    if (!pt) return ad_fail(S);
     p->x = ad_tensor_contiguous(S, pt);
     ad_tensor_decref(S, pt);
-    return p->x ? ADDSL_OK : fail(S);
+    return p->x ? ADDSL_OK : ad_fail(S);
 }
 
 static int plan_reduce(ad_state *S, ad_tensor *t, int ndims, const int64_t *dims, bool keepdim,
@@ -224,7 +211,7 @@ ad_tensor *ad_reduce_mean(ad_state *S, ad_tensor *t, int ndims, const int64_t *d
     if (!ad_dtype_is_float(cdt)) {
         ad_error(S, "mean(): could not infer output dtype. %s dtype must be either a floating "
                  "point or complex dtype. Got: %s", dtype >= 0 ? "Optional" : "Input",
-                 torch_name(cdt));
+                 ad_torch_dtype_name(cdt));
         return NULL;
     }
     return reduce_with(S, t, cdt, ndims, dims, keepdim, K_MEAN[cdt], cdt, NULL);
@@ -232,7 +219,7 @@ ad_tensor *ad_reduce_mean(ad_state *S, ad_tensor *t, int ndims, const int64_t *d
 
 ad_tensor *ad_reduce_softmax(ad_state *S, ad_tensor *t, int64_t dim, bool log, const char *fn) {
     if (!ad_dtype_is_float(t->dtype)) {
-        ad_error(S, "\"%s\" not implemented for '%s'", fn, torch_name(t->dtype));
+        ad_error(S, "\"%s\" not implemented for '%s'", fn, ad_torch_dtype_name(t->dtype));
         return NULL;
     }
     return map_dim(S, t, dim, t->dtype, (log ? K_LOGSOFTMAX : K_SOFTMAX)[t->dtype]);
@@ -269,7 +256,7 @@ static int bi_sum(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     ad_tensor *o = ad_reduce_sum(S, r.t, r.ndims, r.dims, r.keepdim, r.dtype);
     ad_tensor_decref(S, r.t);
-    return ret_tensor(S, o, out);
+    return ad_ret_tensor(S, o, out);
 }
 
 static int bi_mean(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -279,7 +266,7 @@ static int bi_mean(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     ad_tensor *o = ad_reduce_mean(S, r.t, r.ndims, r.dims, r.keepdim, r.dtype);
     ad_tensor_decref(S, r.t);
-    return ret_tensor(S, o, out);
+    return ad_ret_tensor(S, o, out);
 }
 
 static int bi_prod(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -289,7 +276,7 @@ static int bi_prod(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     ad_tensor *o = sum_like(S, r.t, r.ndims, r.dims, r.keepdim, r.dtype, K_PROD);
     ad_tensor_decref(S, r.t);
-    return ret_tensor(S, o, out);
+    return ad_ret_tensor(S, o, out);
 }
 
 static int bool_reduce(ad_state *S, ad_value *argv, const char *fn, int kid, ad_value *out) {
@@ -298,7 +285,7 @@ static int bool_reduce(ad_state *S, ad_value *argv, const char *fn, int kid, ad_
     if (rc) return rc;
     ad_tensor *o = reduce_with(S, r.t, AD_BOOL, r.ndims, r.dims, r.keepdim, kid, AD_BOOL, NULL);
     ad_tensor_decref(S, r.t);
-    return ret_tensor(S, o, out);
+    return ad_ret_tensor(S, o, out);
 }
 
 static int bi_all(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -325,7 +312,7 @@ static int bi_trace(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         ad_tensor_decref(S, dg);
     }
     ad_tensor_decref(S, t);
-    return ret_tensor(S, o, out);
+    return ad_ret_tensor(S, o, out);
 }
 
 /* ---- builtins: extremes ------------------------------------------------- */
@@ -352,7 +339,7 @@ static int extreme_index(ad_state *S, ad_tensor *t, int ndims, const int64_t *di
                          bool is_max, const char *fn, ad_tensor **vals, ad_tensor **idx) {
     ad_dtype kdt = t->dtype == AD_BOOL ? AD_INT64 : t->dtype;
     ad_tensor *c = ad_tensor_to(S, t, kdt);
-    if (!c) return fail(S);
+    if (!c) return ad_fail(S);
     rplan p;
     int rc = plan_reduce(S, c, ndims, dims, keepdim, &p);
     ad_tensor_decref(S, c);
@@ -373,7 +360,7 @@ static int extreme_index(ad_state *S, ad_tensor *t, int ndims, const int64_t *di
     if (!i || (vals && !v)) {
         ad_tensor_decref(S, i);
         ad_tensor_decref(S, v);
-        return fail(S);
+        return ad_fail(S);
     }
     if (vals) *vals = v;
     *idx = i;
@@ -386,7 +373,7 @@ static int amax_amin(ad_state *S, ad_value *argv, bool is_max, const char *fn, a
     if (rc) return rc;
     ad_tensor *o = extreme_all(S, r.t, r.ndims, r.dims, r.keepdim, is_max, fn);
     ad_tensor_decref(S, r.t);
-    return ret_tensor(S, o, out);
+    return ad_ret_tensor(S, o, out);
 }
 
 static int bi_amax(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -416,7 +403,7 @@ static int max_min(ad_state *S, ad_value *argv, bool is_max, const char *fn, ad_
         if (rc) return rc;
         ad_tensor *o = extreme_all(S, t, -1, NULL, false, is_max, fn);
         ad_tensor_decref(S, t);
-        return ret_tensor(S, o, out);
+        return ad_ret_tensor(S, o, out);
     }
     int64_t dim;
     bool keepdim;
@@ -452,7 +439,7 @@ static int argmax_argmin(ad_state *S, ad_value *argv, bool is_max, const char *f
     else rc = extreme_index(S, r.t, r.ndims, r.dims, r.keepdim, is_max, fn, NULL, &i);
     ad_tensor_decref(S, r.t);
     if (rc) return rc;
-    return ret_tensor(S, i, out);
+    return ad_ret_tensor(S, i, out);
 }
 
 static int bi_argmax(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -475,7 +462,7 @@ static int bi_logsumexp(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_dtype cdt = ad_dtype_is_float(r.t->dtype) ? r.t->dtype : AD_FLOAT32;
     ad_tensor *o = reduce_with(S, r.t, cdt, r.ndims, r.dims, r.keepdim, K_LSE[cdt], cdt, NULL);
     ad_tensor_decref(S, r.t);
-    return ret_tensor(S, o, out);
+    return ad_ret_tensor(S, o, out);
 }
 
 /* The order of a norm: a number, or "fro" / "inf" / "-inf". */
@@ -519,12 +506,12 @@ static int norm_common(ad_state *S, ad_value *argv, const char *fn, bool linalg,
         o = vector_norm(S, r.t, ord, &r, linalg);
     else if (linalg)
         ad_error(S, "linalg.vector_norm: Expected a floating point or complex tensor as input. Got %s",
-                 torch_name(r.t->dtype));
+                 ad_torch_dtype_name(r.t->dtype));
     else
         ad_error(S, "norm(): input dtype should be either floating point or complex. Got %s instead.",
-                 torch_name(r.t->dtype));
+                 ad_torch_dtype_name(r.t->dtype));
     ad_tensor_decref(S, r.t);
-    return ret_tensor(S, o, out);
+    return ad_ret_tensor(S, o, out);
 }
 
 static int bi_norm(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -568,7 +555,7 @@ static int moments(ad_state *S, ad_value *argv, const char *fn, bool take_sqrt, 
     }
     ad_tensor_decref(S, r.t);
     if (with_mean) return ret_pair(S, v, m, out);
-    return ret_tensor(S, v, out);
+    return ad_ret_tensor(S, v, out);
 }
 
 static int bi_var(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -607,7 +594,7 @@ static int softmax_common(ad_state *S, ad_value *argv, bool log, const char *fn,
     ad_tensor *o = c ? ad_reduce_softmax(S, c, dim, log, fn) : NULL;
     ad_tensor_decref(S, c);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, o, out);
+    return ad_ret_tensor(S, o, out);
 }
 
 static int bi_softmax(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -633,7 +620,7 @@ static int scan_common(ad_state *S, ad_value *argv, const int *kids, const char 
     ad_tensor *o = map_dim(S, t, dim, kdt, kids[kdt]);
     if (cdt == AD_BOOL) o = cast_steal(S, o, AD_BOOL);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, o, out);
+    return ad_ret_tensor(S, o, out);
 }
 
 static int bi_cumsum(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -660,7 +647,7 @@ static int sorted_rows(ad_state *S, ad_tensor *t, int d, bool desc, int64_t *per
     ad_tensor *pt = ad_tensor_permute(S, t, nd, perm);
     ad_tensor *x = pt ? contig_as(S, pt, kdt) : NULL;
     ad_tensor_decref(S, pt);
-    if (!x) return fail(S);
+    if (!x) return ad_fail(S);
     int64_t n = nd ? x->shape[nd - 1] : 1, rows = n ? x->numel / n : 0;
     ad_tensor *v = ad_tensor_empty(S, kdt, nd, x->shape);
     ad_tensor *i = ad_tensor_empty(S, AD_INT64, nd, x->shape);
@@ -671,7 +658,7 @@ static int sorted_rows(ad_state *S, ad_tensor *t, int d, bool desc, int64_t *per
                         {.i64 = rows}, {.i64 = n}, {.i32 = desc}}, r;
         ad_kreg_call(S, K_SORT[kdt], a, &r);
     } else {
-        rc = fail(S);
+        rc = ad_fail(S);
         ad_tensor_decref(S, v);
         ad_tensor_decref(S, i);
         v = i = NULL;
@@ -721,7 +708,7 @@ static int sort_select(ad_state *S, ad_tensor *t, int64_t dim, bool desc, int64_
     if (!v || !i) {
         ad_tensor_decref(S, v);
         ad_tensor_decref(S, i);
-        return fail(S);
+        return ad_fail(S);
     }
     *vals = v;
     *idx = i;
@@ -757,7 +744,7 @@ static int bi_argsort(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_tensor_decref(S, t);
     if (rc) return rc;
     ad_tensor_decref(S, v);
-    return ret_tensor(S, i, out);
+    return ad_ret_tensor(S, i, out);
 }
 
 /* topk(self, k, dim=-1, largest=true, sorted=true): results are always sorted. */
@@ -808,7 +795,7 @@ static int bi_median(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     } else {
         int64_t flat = t->numel;
         src = ad_tensor_reshape(S, t, 1, &flat);
-        rc = src ? ADDSL_OK : fail(S);
+        rc = src ? ADDSL_OK : ad_fail(S);
     }
     if (!rc && with_dim && t->ndim && t->shape[d] == 0)
         rc = ad_error(S, "median(): Expected reduction dim %d to have non-zero size.", d);
@@ -837,7 +824,7 @@ static int bi_median(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     if (with_dim) return ret_pair(S, mv, mi, out);
     ad_tensor_decref(S, mi);
-    return ret_tensor(S, mv, out);
+    return ad_ret_tensor(S, mv, out);
 }
 
 const ad_builtin_def ad_bi_reduce_defs[] = {

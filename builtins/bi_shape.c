@@ -11,12 +11,6 @@
 
 /* ---- helpers ---- */
 
-static int ret_tensor(ad_state *S, ad_tensor *t, ad_value *out) {
-    if (!t) return S->errcode ? S->errcode : ADDSL_ENOMEM;
-    *out = ad_tensor_value(t);
-    return AD_OK;
-}
-
 /* Returns 'msg' + shape a + mid + shape b + tail as an error. */
 static int shapes_error(ad_state *S, const char *msg, int na, const int64_t *a, const char *mid, int nb,
                         const int64_t *b, const char *tail) {
@@ -109,7 +103,7 @@ static int shape_op(ad_state *S, ad_value *argv, const char *fn, bool view, ad_v
     if (rc || (rc = ad_arg_tensor(S, argv[0], fn, "self", &t))) return rc;
     ad_tensor *r = view ? ad_tensor_view(S, t, n, shape) : ad_tensor_reshape(S, t, n, shape);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int bi_reshape(FN_ARGS) { (void)argc; return shape_op(S, argv, "reshape", false, out); }
@@ -126,7 +120,7 @@ static int as_other(ad_state *S, ad_value *argv, const char *fn, int kind, ad_va
     else r = ad_tensor_expand(S, t, o->ndim, o->shape);
     ad_tensor_decref(S, t);
     ad_tensor_decref(S, o);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int bi_view_as(FN_ARGS) { (void)argc; return as_other(S, argv, "view_as", 0, out); }
@@ -159,7 +153,7 @@ static int bi_flatten(FN_ARGS) {
     if ((rc = ad_arg_tensor(S, argv[0], "flatten", "self", &t))) return rc;
     rc = flatten_tensor(S, t, sd, ed, &r);
     ad_tensor_decref(S, t);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 static int bi_ravel(FN_ARGS) {
@@ -169,7 +163,7 @@ static int bi_ravel(FN_ARGS) {
     if (rc) return rc;
     rc = flatten_tensor(S, t, 0, -1, &r);
     ad_tensor_decref(S, t);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 static int unflatten_shape(ad_state *S, const ad_tensor *t, int d, int ns, int64_t *sizes, int *n,
@@ -210,7 +204,7 @@ static int bi_unflatten(FN_ARGS) {
     if (!rc) rc = unflatten_shape(S, t, d, ns, sizes, &n, shape);
     ad_tensor *r = rc ? NULL : ad_tensor_reshape(S, t, n, shape);
     ad_tensor_decref(S, t);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 /* ---- axis permutations ---- */
@@ -223,7 +217,7 @@ static int two_dims_op(ad_state *S, ad_value *argv, const char *fn, ad_value *ou
     if ((rc = ad_arg_tensor(S, argv[0], fn, "self", &t))) return rc;
     ad_tensor *r = ad_tensor_transpose(S, t, a, b);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int bi_transpose(FN_ARGS) { (void)argc; return two_dims_op(S, argv, "transpose", out); }
@@ -238,7 +232,7 @@ static int bi_t(FN_ARGS) {
     if (t->ndim > 2) rc = ad_error(S, "t() expects a tensor with <= 2 dimensions, but self is %dD", t->ndim);
     else r = ad_tensor_transpose(S, t, 0, t->ndim == 2 ? 1 : 0);
     ad_tensor_decref(S, t);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 static int bi_permute(FN_ARGS) {
@@ -250,7 +244,7 @@ static int bi_permute(FN_ARGS) {
     if (rc || (rc = ad_arg_tensor(S, argv[0], "permute", "self", &t))) return rc;
     ad_tensor *r = ad_tensor_permute(S, t, n, dims);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 /* Normalized, duplicate-free dims for movedim's source or destination. */
@@ -295,7 +289,7 @@ static int bi_movedim(FN_ARGS) {
         r = ad_tensor_permute(S, t, t->ndim, perm);
     }
     ad_tensor_decref(S, t);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 static int bi_unsqueeze(FN_ARGS) {
@@ -306,7 +300,7 @@ static int bi_unsqueeze(FN_ARGS) {
     if (rc || (rc = ad_arg_tensor(S, argv[0], "unsqueeze", "self", &t))) return rc;
     ad_tensor *r = ad_tensor_unsqueeze(S, t, d);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int bi_squeeze(FN_ARGS) {
@@ -318,7 +312,7 @@ static int bi_squeeze(FN_ARGS) {
     if (rc || (rc = ad_arg_tensor(S, argv[0], "squeeze", "self", &t))) return rc;
     ad_tensor *r = ad_tensor_squeeze(S, t, n, dims);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int expand_op(ad_state *S, ad_value *argv, const char *fn, ad_value *out) {
@@ -329,7 +323,7 @@ static int expand_op(ad_state *S, ad_value *argv, const char *fn, ad_value *out)
     if (rc || (rc = ad_arg_tensor(S, argv[0], fn, "self", &t))) return rc;
     ad_tensor *r = ad_tensor_expand(S, t, n, shape);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int bi_expand(FN_ARGS) { (void)argc; return expand_op(S, argv, "expand", out); }
@@ -406,7 +400,7 @@ static int bi_cat(FN_ARGS) {
     if (rc || (rc = tlist_get(S, argv[0], "cat", &tl))) return rc;
     rc = cat_tensors(S, &tl, dim, &r);
     tlist_free(S, &tl);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 static int stack_tensors(ad_state *S, const tlist *tl, int64_t dim, ad_tensor **out) {
@@ -451,7 +445,7 @@ static int bi_stack(FN_ARGS) {
     if (rc || (rc = tlist_get(S, argv[0], "stack", &tl))) return rc;
     rc = stack_tensors(S, &tl, dim, &r);
     tlist_free(S, &tl);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 /* hstack/vstack: lift each input to at least 'rank' dims, then cat. */
@@ -473,7 +467,7 @@ static int hvstack(ad_state *S, ad_value *argv, const char *fn, bool vertical, a
     int64_t dim = (!vertical && tl.n > 0 && tl.t[0]->ndim == 1) ? 0 : (vertical ? 0 : 1);
     if (!rc) rc = cat_tensors(S, &tl, dim, &r);
     tlist_free(S, &tl);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 static int bi_hstack(FN_ARGS) { (void)argc; return hvstack(S, argv, "hstack", false, out); }
@@ -611,7 +605,7 @@ static int bi_narrow(FN_ARGS) {
     if ((rc = ad_arg_tensor(S, argv[0], "narrow", "self", &t))) return rc;
     ad_tensor *r = ad_tensor_narrow(S, t, dim, start, len);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int bi_select(FN_ARGS) {
@@ -623,7 +617,7 @@ static int bi_select(FN_ARGS) {
     if ((rc = ad_arg_tensor(S, argv[0], "select", "self", &t))) return rc;
     ad_tensor *r = ad_tensor_select(S, t, dim, index);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 /* ---- element rearrangements (copies) ---- */
@@ -676,7 +670,7 @@ static int bi_flip(FN_ARGS) {
     }
     ad_tensor *r = rc ? NULL : remap_copy(S, t, t->ndim, t->shape, &m);
     ad_tensor_decref(S, t);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 static int roll_setup(ad_state *S, ad_value *argv, ad_tensor *t, remap *m, bool *flat) {
@@ -720,7 +714,7 @@ static int bi_roll(FN_ARGS) {
     }
     ad_tensor_decref(S, src);
     ad_tensor_decref(S, t);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 /* repeat(sizes), or tile(dims) when 'tile' pads short dims with ones. */
@@ -746,7 +740,7 @@ static int repeat_op(ad_state *S, ad_value *argv, const char *fn, bool tile, ad_
     }
     ad_tensor *r = rc ? NULL : remap_copy(S, t, n, shape, &m);
     ad_tensor_decref(S, t);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 static int bi_repeat(FN_ARGS) { (void)argc; return repeat_op(S, argv, "repeat", false, out); }
@@ -772,7 +766,7 @@ static int tri_op(ad_state *S, ad_value *argv, const char *fn, bool lower, ad_va
         int64_t col = i % cols, row = (i / cols) % rows;
         if (lower ? col - row > k : col - row < k) ad_tensor_set_flat(r, i, 0.0);
     }
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int bi_tril(FN_ARGS) { (void)argc; return tri_op(S, argv, "tril", true, out); }
@@ -788,7 +782,7 @@ static int bi_diagonal(FN_ARGS) {
     if ((rc = ad_arg_tensor(S, argv[0], "diagonal", "self", &t))) return rc;
     ad_tensor *r = ad_tensor_diagonal(S, t, off, d1, d2);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 /* Zeros of t's batch shape plus two dims of size n+|off| at d1, d2, with t's
@@ -819,7 +813,7 @@ static int bi_diag_embed(FN_ARGS) {
     if (t->ndim == 0) { ad_tensor_decref(S, t); return ad_error(S, "diag_embed(): input must have at least 1 dimension"); }
     ad_tensor *r = embed_diag(S, t, off, d1, d2);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int bi_diag(FN_ARGS) {
@@ -838,7 +832,7 @@ static int bi_diag(FN_ARGS) {
         rc = ad_error(S, "matrix or a vector expected");
     }
     ad_tensor_decref(S, t);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 /* ---- indexed gathers and scatters ---- */
@@ -887,7 +881,7 @@ static int bi_index_select(FN_ARGS) {
     if (!rc) rc = index_select_tensor(S, t, d, idx, &r);
     ad_tensor_decref(S, t);
     ad_tensor_decref(S, idx);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 static int gather_msg(ad_state *S, const ad_tensor *t, int d, const ad_tensor *idx) {
@@ -945,7 +939,7 @@ static int bi_gather(FN_ARGS) {
     if (!rc) rc = gather_tensor(S, t, d, idx, &r);
     ad_tensor_decref(S, t);
     ad_tensor_decref(S, idx);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 static void add_elem(ad_tensor *dst, int64_t doff, const ad_tensor *src, int64_t soff) {
@@ -1039,7 +1033,7 @@ static int scatter_op(ad_state *S, ad_value *argv, const char *fn, bool add, boo
     ad_tensor_decref(S, src);
     ad_tensor_decref(S, idx);
     ad_tensor_decref(S, t);
-    return rc ? rc : ret_tensor(S, dst, out);
+    return rc ? rc : ad_ret_tensor(S, dst, out);
 }
 
 static int bi_scatter(FN_ARGS) { (void)argc; return scatter_op(S, argv, "scatter", false, false, out); }
@@ -1071,7 +1065,7 @@ static int bi_masked_select(FN_ARGS) {
     ad_tensor_decref(S, em);
     ad_tensor_decref(S, t);
     ad_tensor_decref(S, mask);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 /* The index that repeats each position i of a dim of 'size' reps[i] times. */
@@ -1122,7 +1116,7 @@ static int bi_repeat_interleave(FN_ARGS) {
     ad_tensor_decref(S, idx);
     ad_tensor_decref(S, src);
     ad_tensor_decref(S, t);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 const ad_builtin_def ad_bi_shape_defs[] = {

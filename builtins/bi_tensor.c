@@ -19,12 +19,6 @@ static int self_arg(ad_state *S, ad_value *argv, const char *fn, ad_tensor **t) 
 }
 
 /* Returns t (stolen) as the result, or the pending error when t is NULL. */
-static int ret_tensor(ad_state *S, ad_tensor *t, ad_value *out) {
-    if (!t) return S->errcode ? S->errcode : ADDSL_ENOMEM;
-    *out = ad_tensor_value(t);
-    return AD_OK;
-}
-
 static ad_value int_list_value(ad_state *S, int n, const int64_t *v) {
     ad_list *l = ad_list_new(S, AD_TLIST, n);
     if (!l) return ad_none();
@@ -145,7 +139,7 @@ static int convert(ad_state *S, ad_value *argv, const char *fn, int dt, ad_value
     if (rc) return rc;
     ad_tensor *r = ad_tensor_to(S, t, (ad_dtype)dt);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 /* to(dtype), to(other_tensor) or to("cpu"), which changes nothing. */
@@ -203,7 +197,7 @@ static int bi_cpu(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "cpu", &t);
     if (rc) return rc;
-    return ret_tensor(S, t, out);
+    return ad_ret_tensor(S, t, out);
 }
 
 static int bi_contiguous(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -213,7 +207,7 @@ static int bi_contiguous(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     ad_tensor *r = ad_tensor_contiguous(S, t);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int bi_clone(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -223,7 +217,7 @@ static int bi_clone(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     ad_tensor *r = ad_tensor_clone(S, t);
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 /* A new header over the same storage, outside any graph. */
@@ -235,7 +229,7 @@ static int bi_detach(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_tensor *r = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
     ad_tensor_decref(S, t);
     if (r) { r->requires_grad = false; r->grad_fn = NULL; }
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int bi_requires_grad_(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -357,7 +351,7 @@ static int bi_masked_fill(ad_state *S, ad_value *argv, int argc, ad_value *out) 
     ad_tensor_decref(S, t);
     ad_tensor_decref(S, mask);
     if (rc) { ad_tensor_decref(S, r); return rc; }
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 /* ---- whole-tensor queries ---- */
@@ -381,7 +375,7 @@ static int bi_nonzero(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         }
     }
     ad_tensor_decref(S, t);
-    return ret_tensor(S, r, out);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int two_tensors(ad_state *S, ad_value *argv, const char *fn, ad_tensor **a, ad_tensor **b) {
@@ -449,7 +443,7 @@ static int bi_isclose(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     ad_tensor *r;
     int rc = isclose_tensor(S, argv, "isclose", &r);
-    return rc ? rc : ret_tensor(S, r, out);
+    return rc ? rc : ad_ret_tensor(S, r, out);
 }
 
 static int bi_allclose(ad_state *S, ad_value *argv, int argc, ad_value *out) {

@@ -21,8 +21,6 @@ typedef struct traj_call {
     double dt_scalar;
 } traj_call;
 
-static int fail(ad_state *S) { return S->errcode ? S->errcode : ADDSL_ERUNTIME; }
-
 static void call_free(ad_state *S, traj_call *c) {
     ad_tensor_decref(S, c->u);
     for (int i = 0; i < 3; i++) ad_tensor_decref(S, c->start[i]);
@@ -47,7 +45,7 @@ static int as_operand(ad_state *S, traj_call *c, ad_value v, const char *pname, 
     ad_tensor_decref(S, t);
     y = x ? ad_tensor_contiguous(S, x) : NULL;
     ad_tensor_decref(S, x);
-    if (!y) return fail(S);
+    if (!y) return ad_fail(S);
     *out = y;
     return ADDSL_OK;
 }
@@ -96,7 +94,7 @@ static int parse_idx(ad_state *S, traj_call *c, ad_value v) {
             return ad_error(S, "%s(): without start_idx the start tensors need %lld rows (or 1), got %lld",
                             c->fn, (long long)c->b, (long long)c->B0);
         c->sidx = ad_calloc(S, (size_t)(c->b ? c->b : 1), sizeof(int64_t));
-        return c->sidx ? ADDSL_OK : fail(S);
+        return c->sidx ? ADDSL_OK : ad_fail(S);
     }
     ad_tensor *t;
     int rc = ad_arg_tensor(S, v, c->fn, "start_idx", &t);
@@ -115,7 +113,7 @@ static int parse_idx(ad_state *S, traj_call *c, ad_value v) {
         c->sidx[i] = s < 0 ? s + c->B0 : s;
     }
     ad_tensor_decref(S, t);
-    return c->sidx ? rc : fail(S);
+    return c->sidx ? rc : ad_fail(S);
 }
 
 /* dt: a number or one-element tensor; acc/jerk also take H entries. */
@@ -123,7 +121,7 @@ static int parse_dt(ad_state *S, traj_call *c, ad_value v) {
     ad_tensor *t;
     int rc;
     /* a number keeps its double precision (a tensor made from it would be float32) */
-    if (ad_is_number(v)) t = ad_tensor_scalar(S, AD_FLOAT64, v.u.n), rc = t ? ADDSL_OK : fail(S);
+    if (ad_is_number(v)) t = ad_tensor_scalar(S, AD_FLOAT64, v.u.n), rc = t ? ADDSL_OK : ad_fail(S);
     else rc = ad_arg_tensor(S, v, c->fn, "dt", &t);
     if (rc) return rc;
     int64_t n = t->numel;
@@ -141,7 +139,7 @@ static int parse_dt(ad_state *S, traj_call *c, ad_value v) {
         else ((double *)c->dts)[h] = x;
     }
     ad_tensor_decref(S, t);
-    return c->dts ? ADDSL_OK : fail(S);
+    return c->dts ? ADDSL_OK : ad_fail(S);
 }
 
 static int parse_mode(ad_state *S, traj_call *c, ad_value v) {
@@ -174,7 +172,7 @@ static int tuple4(ad_state *S, ad_tensor **t, ad_value *out) {
     ad_list *l = ad_list_new(S, AD_TTUPLE, 4);
     if (!l) {
         for (int i = 0; i < 4; i++) ad_tensor_decref(S, t[i]);
-        return fail(S);
+        return ad_fail(S);
     }
     for (int i = 0; i < 4; i++) l->items[i] = ad_tensor_value(t[i]);
     *out = ad_list_value(l, AD_TTUPLE);
@@ -209,7 +207,7 @@ static int traj_fwd(ad_state *S, ad_value *argv, int step, const char *fn, ad_va
     ad_tensor *o[4] = {NULL, NULL, NULL, NULL};
     int rc = parse_call(S, &c, argv);
     for (int i = 0; i < 4 && !rc; i++)
-        if (!(o[i] = traj_out(S, &c))) rc = fail(S);
+        if (!(o[i] = traj_out(S, &c))) rc = ad_fail(S);
     if (!rc) {
         run_fwd(&c, o);
         rc = tuple4(S, o, out);
@@ -226,7 +224,7 @@ static int parse_grads(ad_state *S, traj_call *c, const ad_value *g) {
     int64_t shape[3] = {c->b, c->H, c->d};
     for (int i = 0; i < 4; i++) {
         if (g[i].t == AD_TNONE) {
-            if (!(c->grads[i] = ad_tensor_zeros(S, c->dt, 3, shape))) return fail(S);
+            if (!(c->grads[i] = ad_tensor_zeros(S, c->dt, 3, shape))) return ad_fail(S);
             continue;
         }
         int rc = as_operand(S, c, g[i], names[i], c->dt, &c->grads[i]);
@@ -260,11 +258,11 @@ static int traj_bwd(ad_state *S, ad_value *argv, int step, const char *fn, ad_va
     void *gst = NULL;
     int rc = parse_call(S, &c, argv + 4);
     if (!rc) rc = parse_grads(S, &c, argv);
-    if (!rc && !(o[0] = ad_tensor_empty(S, c.dt, 3, c.u->shape))) rc = fail(S);
+    if (!rc && !(o[0] = ad_tensor_empty(S, c.dt, 3, c.u->shape))) rc = ad_fail(S);
     for (int i = 0; i < 3 && !rc; i++)
-        if (!(o[i + 1] = ad_tensor_empty(S, c.dt, c.start[i]->ndim, c.start[i]->shape))) rc = fail(S);
+        if (!(o[i + 1] = ad_tensor_empty(S, c.dt, c.start[i]->ndim, c.start[i]->shape))) rc = ad_fail(S);
     if (!rc && !(gst = ad_malloc(S, (size_t)(3 * (c.b ? c.b : 1) * c.d + 1) * ad_dtype_size(c.dt))))
-        rc = fail(S);
+        rc = ad_fail(S);
     if (!rc) {
         run_bwd(&c, o[0], gst, o + 1);
         rc = tuple4(S, o, out);

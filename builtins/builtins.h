@@ -40,6 +40,13 @@ int ad_bi_index_set(ad_state *S, ad_tensor *t, int n, const ad_value *idx, ad_va
 /* A tensor from a number, bool, or nested list/tuple of them; dtype -1 infers
  * it (ints -> int64, any float -> float32, all bools -> bool). */
 int ad_tensor_from_value(ad_state *S, ad_value v, int dtype, ad_tensor **out);
+/* The error code of a failed call that set one (runtime error otherwise). */
+int ad_fail(ad_state *S);
+/* *out = t (reference stolen), or the error when t is NULL. */
+int ad_ret_tensor(ad_state *S, ad_tensor *t, ad_value *out);
+/* "Float", "Double", "Long", "Bool": dtype names in PyTorch's messages. */
+const char *ad_torch_dtype_name(ad_dtype dt);
+
 /* t.tolist() / a 0-d tensor's Python value. */
 int ad_tensor_to_value(ad_state *S, const ad_tensor *t, ad_value *out);
 

@@ -84,3 +84,16 @@ int ad_arg_str(ad_state *S, ad_value v, const char *fn, const char *pname, const
     *out = v.u.s->data;
     return ADDSL_OK;
 }
+
+int ad_fail(ad_state *S) { return S->errcode ? S->errcode : ADDSL_ERUNTIME; }
+
+int ad_ret_tensor(ad_state *S, ad_tensor *t, ad_value *out) {
+    if (!t) return ad_fail(S);
+    *out = ad_tensor_value(t);
+    return ADDSL_OK;
+}
+
+const char *ad_torch_dtype_name(ad_dtype dt) {
+    static const char *const names[] = {"Float", "Double", "Long", "Bool"};
+    return dt < AD_NDTYPES ? names[dt] : "?";
+}
