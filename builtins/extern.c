@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "kernel.h"
+#include "kernel_ids.h"
 #include "state.h"
 #include "tensor.h"
 #include "vm.h"
@@ -164,6 +165,11 @@ int ad_kernel_invoke(ad_state *S, int kid, const char *fname, const ad_value *ar
     *out = ad_none();
     if (n < 0) return ad_error(S, "%s(): no such kernel", fname);
     if (argc == n - 2 && out_of_place(S, kid)) return invoke_out(S, kid, fname, argv, argc, out);
+    /* The explicit form hands the script's pointers and counts to C as they
+     * are: a door to native memory, opened only for kernels the host chose
+     * (registered or bound with extern), never for the shipped ones. */
+    if (kid < AD_K_COUNT)
+        return ad_error(S, "%s(): shipped kernels take only their tensor inputs (the output is allocated for them)", fname);
     if (argc != n)
         return ad_error(S, "%s() takes %d argument%s but %d %s given", fname, n, n == 1 ? "" : "s", argc, argc == 1 ? "was" : "were");
     ad_karg a[AD_KERNEL_MAX_ARGS], r;
