@@ -88,6 +88,12 @@ static int mark_dims(ad_state *S, const ad_tensor *t, int ndims, const int64_t *
 
 /* Reduced dims that are one run of a contiguous tensor need no copy; any
  * other set is permuted last and copied once. */
+/* a * b, saturated: an empty tensor may have other sizes whose product overflows. */
+static int64_t mul_sat(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 static int plan_layout(ad_state *S, ad_tensor *t, const bool *mask, rplan *p) {
     int nd = t->ndim, first = -1, last = -1, count = 0;
     for (int d = 0; d < nd; d++)
@@ -95,17 +101,17 @@ static int plan_layout(ad_state *S, ad_tensor *t, const bool *mask, rplan *p) {
     p->outer = p->n = p->inner = 1;
     if (count == 0 || (last - first + 1 == count && ad_tensor_is_contiguous(t))) {
         for (int d = 0; d < nd; d++) {
-            if (count && d < first) p->outer *= t->shape[d];
-            else if (count && d <= last) p->n *= t->shape[d];
-            else p->inner *= t->shape[d];
+            if (count && d < first) p->outer = mul_sat(p->outer, t->shape[d]);
+            else if (count && d <= last) p->n = mul_sat(p->n, t->shape[d]);
+            else p->inner = mul_sat(p->inner, t->shape[d]);
         }
         p->x = ad_tensor_contiguous(S, t);
         return p->x ? ADDSL_OK : ad_fail(S);
     }
     int64_t perm[AD_MAX_DIMS];
     int k = 0;
-    for (int d = 0; d < nd; d++) if (!mask[d]) { perm[k++] = d; p->outer *= t->shape[d]; }
-    for (int d = 0; d < nd; d++) if (mask[d]) { perm[k++] = d; p->n *= t->shape[d]; }
+    for (int d = 0; d < nd; d++) if (!mask[d]) { perm[k++] = d; p->outer = mul_sat(p->outer, t->shape[d]); }
+    for (int d = 0; d < nd; d++) if (mask[d]) { perm[k++] = d; p->n = mul_sat(p->n, t->shape[d]); }
     ad_tensor *pt = ad_tensor_permute(S, t, nd, perm);
     if (!pt) return ad_fail(S);
     p->x = ad_tensor_contiguous(S, pt);
@@ -161,9 +167,9 @@ static ad_tensor *reduce_with(ad_state *S, ad_tensor *t, ad_dtype cdt, int ndims
 static void split3(const ad_tensor *t, int d, int64_t *outer, int64_t *n, int64_t *inner) {
     *outer = *n = *inner = 1;
     for (int i = 0; i < t->ndim; i++) {
-        if (i < d) *outer *= t->shape[i];
+        if (i < d) *outer = mul_sat(*outer, t->shape[i]);
         else if (i == d) *n = t->shape[i];
-        else *inner *= t->shape[i];
+        else *inner = mul_sat(*inner, t->shape[i]);
     }
 }
 
