@@ -141,12 +141,16 @@ bool ad_values_equal(ad_value a, ad_value b) {
     }
 }
 
-/* Shortest text that reads back as the same double; integral values have no fraction. */
+/* Shortest text that reads back as the same double, up to 16 significant
+ * digits; integral values have no fraction. Stopping at 16 digits hides the
+ * last-bit noise of libm and of decimal fractions (cbrt(27.0) prints 3, as
+ * the contract says, and 0.1 + 0.2 prints 0.3) at the price of not always
+ * reading back bit-exactly; tensors and save() keep every bit. */
 int ad_format_number(char *out, size_t n, double x) {
     if (isnan(x)) return snprintf(out, n, "nan");
     if (isinf(x)) return snprintf(out, n, x > 0 ? "inf" : "-inf");
     if (x == floor(x) && fabs(x) < 1e16) return snprintf(out, n, "%.0f", x == 0 ? 0.0 : x);
-    for (int prec = 1; prec <= 17; prec++) {
+    for (int prec = 1; prec <= 16; prec++) {
         snprintf(out, n, "%.*g", prec, x);
         if (strtod(out, NULL) == x) break;
     }

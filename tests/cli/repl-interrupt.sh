@@ -34,9 +34,11 @@ grep -qx 7 "$tmp/out" || { echo "FAIL: no '7': Ctrl-C at the prompt did not drop
 grep -qi 'interrupt' "$tmp/out" || { echo "FAIL: no message for the interrupted script"; fail=1; }
 [ $fail -eq 0 ] || sed 's/^/  session: /' "$tmp/out"
 
-# Outside the REPL, SIGINT stops a script with status 1 and a message.
+# Outside the REPL, SIGINT stops a script with status 1 and a message. (--foreground:
+# plain timeout also signals its whole process group, and that second SIGINT
+# would kill the script by design before the VM reaches its next poll.)
 printf 'while true {\n}\n' >"$tmp/loop.ad"
-timeout --preserve-status -s INT 1 "$addsl" "$tmp/loop.ad" >/dev/null 2>"$tmp/err"
+timeout --foreground --preserve-status -s INT 1 "$addsl" "$tmp/loop.ad" >/dev/null 2>"$tmp/err"
 rc=$?
 [ $rc -eq 1 ] || { echo "FAIL: SIGINT to a script gave status $rc"; fail=1; }
 [ -s "$tmp/err" ] || { echo "FAIL: SIGINT to a script printed no message"; fail=1; }
