@@ -1,6 +1,7 @@
 /* bi_index.c: t[...] and t[...] = v with PyTorch's rules: basic indices give
  * views, int/bool tensor (advanced) indices gather into a new tensor. */
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "builtins.h"
@@ -84,7 +85,7 @@ static int do_int(ad_state *S, ix *x, int64_t i) {
 
 static int slice_part(ad_state *S, ad_value v, int64_t dflt, int64_t *out) {
     if (v.t == AD_TNONE) { *out = dflt; return AD_OK; }
-    if (v.t == AD_TINT || (v.t == AD_TNUM && v.u.n == (double)(int64_t)v.u.n)) {
+    if (v.t == AD_TINT || (v.t == AD_TNUM && isfinite(v.u.n) && v.u.n == floor(v.u.n))) {
         double n = v.u.n;
         *out = n > 9e18 ? INT64_MAX : n < -9e18 ? INT64_MIN + 1 : (int64_t)n;
         return AD_OK;
@@ -193,7 +194,8 @@ static int do_one(ad_state *S, ix *x, ad_value v, int ellipsis_span) {
     }
     case AD_TINT: return do_int(S, x, (int64_t)v.u.n);
     case AD_TNUM:
-        if (v.u.n != (double)(int64_t)v.u.n) return bad_index(S, "float");
+        /* Checked before the cast: nan, inf and huge values have no int64. */
+        if (!(fabs(v.u.n) < 9.2e18) || v.u.n != floor(v.u.n)) return bad_index(S, "float");
         return do_int(S, x, (int64_t)v.u.n);
     case AD_TSLICE: return do_slice(S, x, v.u.sl);
     case AD_TTENSOR:

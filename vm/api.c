@@ -1,6 +1,7 @@
 /* api.c: the public C API of include/addsl.h on top of the compiler and VM.
  * Every entry point checks its arguments and returns a status; none exits. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,7 +416,7 @@ int addsl_set_number(addsl_state *S, const char *name, double x) {
     if (!S) return ADDSL_EARG;
     ad_clear_error(S);
     if (!name) return ad_error_code(S, ADDSL_EARG, "addsl_set_number: NULL name");
-    bool is_int = x == (double)(int64_t)x && x > -9007199254740992.0 && x < 9007199254740992.0;
+    bool is_int = x > -9007199254740992.0 && x < 9007199254740992.0 && x == floor(x);
     return ad_global_set(S, name, is_int ? ad_int(x) : ad_num(x));
 }
 
