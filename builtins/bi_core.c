@@ -140,26 +140,23 @@ static int bi_apply(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return ad_vm_call_value(S, argv[0], (int)argv[1].u.l->len, argv[1].u.l->items, out);
 }
 
-/* tuple(x): a list (or tuple) as a tuple. */
-static int bi_tuple(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    if (!ad_is_seq(argv[0])) return ad_error(S, "tuple(): argument must be a list or tuple, not %s", ad_type_name(argv[0]));
-    ad_list *l = ad_list_new(S, AD_TTUPLE, argv[0].u.l->len);
+/* A list or tuple argument copied as 'kind' (tuple(x), list(x)). */
+static int seq_as(ad_state *S, const char *fn, ad_value v, ad_vtype kind, ad_value *out) {
+    if (!ad_is_seq(v)) return ad_error(S, "%s(): argument must be a list or tuple, not %s", fn, ad_type_name(v));
+    ad_list *l = ad_list_copy(S, v.u.l, kind);
     if (!l) return S->errcode;
-    for (int64_t i = 0; i < l->len; i++) { l->items[i] = argv[0].u.l->items[i]; ad_value_incref(l->items[i]); }
-    *out = ad_list_value(l, AD_TTUPLE);
+    *out = ad_list_value(l, kind);
     return ADDSL_OK;
 }
 
-/* list(x): a list (or tuple) as a new list. */
+static int bi_tuple(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    return seq_as(S, "tuple", argv[0], AD_TTUPLE, out);
+}
+
 static int bi_list(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    if (!ad_is_seq(argv[0])) return ad_error(S, "list(): argument must be a list or tuple, not %s", ad_type_name(argv[0]));
-    ad_list *l = ad_list_new(S, AD_TLIST, argv[0].u.l->len);
-    if (!l) return S->errcode;
-    for (int64_t i = 0; i < l->len; i++) { l->items[i] = argv[0].u.l->items[i]; ad_value_incref(l->items[i]); }
-    *out = ad_list_value(l, AD_TLIST);
-    return ADDSL_OK;
+    return seq_as(S, "list", argv[0], AD_TLIST, out);
 }
 
 const ad_builtin_def ad_bi_core_defs[] = {

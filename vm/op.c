@@ -189,9 +189,8 @@ static int privatize_outputs(ad_state *S, const ad_opdef *op, ad_value *out) {
     }
     ad_list *l = out->u.l;
     if (l->hdr.refcount > 1) {
-        ad_list *c = ad_list_new(S, out->t, l->len);
+        ad_list *c = ad_list_copy(S, l, out->t);
         if (!c) return S->errcode;
-        for (int64_t i = 0; i < l->len; i++) { c->items[i] = l->items[i]; ad_value_incref(c->items[i]); }
         ad_value_decref(S, *out);
         *out = ad_list_value(c, out->t);
         l = c;

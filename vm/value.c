@@ -76,6 +76,13 @@ ad_list *ad_list_new(ad_state *S, ad_vtype kind, int64_t len) {
     return l;
 }
 
+ad_list *ad_list_copy(ad_state *S, const ad_list *src, ad_vtype kind) {
+    ad_list *l = ad_list_new(S, kind, src->len);
+    if (!l) return NULL;
+    for (int64_t i = 0; i < src->len; i++) { l->items[i] = src->items[i]; ad_value_incref(l->items[i]); }
+    return l;
+}
+
 int ad_list_push(ad_state *S, ad_list *l, ad_value v) {
     if (l->len == l->cap) {
         if (l->len >= AD_MAX_LIST) { ad_value_decref(S, v); return ad_error(S, "list too long (the limit is %lld items)", (long long)AD_MAX_LIST); }

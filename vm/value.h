@@ -122,6 +122,8 @@ int ad_string_value(ad_state *S, const char *data, size_t len, ad_value *out);
 /* A list or tuple of 'len' none items (AD_TLIST or AD_TTUPLE). */
 ad_list *ad_list_new(ad_state *S, ad_vtype kind, int64_t len);
 int ad_list_push(ad_state *S, ad_list *l, ad_value v); /* steals v, even on failure */
+/* A new list or tuple ('kind') holding the items of 'src' (new references). */
+ad_list *ad_list_copy(ad_state *S, const ad_list *src, ad_vtype kind);
 static inline ad_value ad_list_value(ad_list *l, ad_vtype kind) { ad_value v; v.t = kind; v.u.l = l; return v; }
 
 const char *ad_type_name(ad_value v);
