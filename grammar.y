@@ -170,7 +170,12 @@ opouts(A) ::= RARROW LPAREN namelist(L) RPAREN. { A = L; }
 opentries(A) ::= . { A = ad_nlist_new(A_); }
 opentries(A) ::= opentries(B) sep. { A = B; }
 opentries(A) ::= opentries(B) opentry(C) sep. { A = ad_nlist_add(A_, B, C); }
-opentry(A) ::= namelist(L) COLON expr(E). { A = mk(P, N_OPENTRY, NULL); A->line = L->items[0]->line; A->col = L->items[0]->col; A->list = L; A->a = E; }
+opentry(A) ::= namelist(L) COLON expr(E). {
+    A = mk(P, N_OPENTRY, NULL);
+    /* L is NULL or empty only after an allocation failed (the arena reports it). */
+    if (L && L->n) { A->line = L->items[0]->line; A->col = L->items[0]->col; }
+    A->list = L; A->a = E;
+}
 stmt(A) ::= block(B). { A = B; }
 stmt(A) ::= expr(E). { A = mk(P, N_EXPRSTMT, NULL); A->line = E->line; A->col = E->col; A->a = E; }
 

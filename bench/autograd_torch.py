@@ -1,5 +1,6 @@
 # autograd_torch.py: the PyTorch side of the autograd rows of bench/run.sh (autograd_*.ad).
 # Prints "NAME SECONDS" lines, the same names and medians as the addsl scripts, or "torch: not available".
+import math
 import os
 import statistics
 import sys
@@ -112,14 +113,85 @@ def bench_lstm(reps=7, inner=20):
     print("lstm_f_grad", timeit(f_grad))
 
 
+def gmm_objective(alphas, means, icf, x, ltri, wishart_gamma, wishart_m):
+    # the ADBench GMM objective, written as autograd_gmm.ad writes it (same ops, same order)
+    n, d = x.shape
+    k = alphas.shape[0]
+    qs = icf[:, 0:d]
+    Qdiags = torch.exp(qs)
+    sum_qs = torch.sum(qs, 1)
+    Ls = torch.cat([torch.zeros(k, 1, dtype=x.dtype), icf[:, d:]], 1)[:, ltri].reshape(k, d, d)
+    xc = x.unsqueeze(0) - means.unsqueeze(1)
+    Lx = Qdiags.unsqueeze(1) * xc + xc @ Ls.transpose(1, 2)
+    inner = (alphas + sum_qs).unsqueeze(1) - 0.5 * torch.sum(Lx ** 2, 2)
+    slse = torch.sum(torch.logsumexp(inner, 0))
+    n_w = d + wishart_m + 1
+    log_gamma = d * (d - 1) / 4 * math.log(math.pi) + sum(math.lgamma(0.5 * n_w + (1 - j) / 2) for j in range(1, d + 1))
+    prior_c = k * (n_w * d * math.log(wishart_gamma / math.sqrt(2)) - log_gamma)
+    prior = torch.sum(0.5 * wishart_gamma * wishart_gamma
+                      * (torch.sum(Qdiags ** 2, 1) + torch.sum(icf[:, d:] ** 2, 1)) - wishart_m * sum_qs) - prior_c
+    constant = -n * d * 0.5 * math.log(2 * math.pi)
+    return constant + slse - n * torch.logsumexp(alphas, 0) + prior
+
+
+def gmm_ltri(d):
+    # ltri[i * d + j]: the column of cat([0, icf[:, d:]]) holding L[i, j] (column-major lower triangle)
+    idx = torch.zeros(d * d, dtype=torch.int64)
+    p = 1
+    for j in range(d):
+        for i in range(j + 1, d):
+            idx[i * d + j] = p
+            p += 1
+    return idx
+
+
+def bench_gmm(reps=7, inner=5):
+    D, K, N = 10, 25, 1000
+    WG, WM = 1.0, 0
+    dt = torch.float64
+    x = torch.randn(N, D, dtype=dt)
+    alphas = torch.randn(K, dtype=dt).requires_grad_()
+    means = torch.randn(K, D, dtype=dt).requires_grad_()
+    icf = (torch.randn(K, D + D * (D - 1) // 2, dtype=dt) * 0.1).requires_grad_()
+    params = [alphas, means, icf]
+    ltri = gmm_ltri(D)
+
+    def f():
+        return gmm_objective(alphas, means, icf, x, ltri, WG, WM)
+
+    def f_grad():
+        for p in params:
+            p.grad = None
+        f().backward()
+
+    def f_nograd():
+        with torch.no_grad():
+            f()
+
+    def timeit(g):
+        for _ in range(inner):
+            g()
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                g()
+            ts.append((time.perf_counter() - t0) / inner)
+        return statistics.median(ts)
+
+    print("gmm_f_nograd", timeit(f_nograd))
+    print("gmm_f", timeit(f))
+    print("gmm_f_grad", timeit(f_grad))
+
+
 def main():
     # this torch build defaults to one thread; give it every core, as the other rows do
     torch.set_num_threads(int(os.environ.get("BENCH_TORCH_THREADS", os.cpu_count() or 1)))
     torch.manual_seed(0)
     print("torch_threads", torch.get_num_threads())
-    which = sys.argv[1:] or ["chain", "mlp", "lstm"]
+    which = sys.argv[1:] or ["chain", "mlp", "lstm", "gmm"]
     for name in which:
-        {"chain": bench_chain, "mlp": bench_mlp, "lstm": bench_lstm}[name]()
+        {"chain": bench_chain, "mlp": bench_mlp, "lstm": bench_lstm, "gmm": bench_gmm}[name]()
 
 
 if __name__ == "__main__":

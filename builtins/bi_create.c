@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "builtins.h"
+#include "device.h"
 #include "state.h"
 #include "buf.h"
 
@@ -136,10 +137,27 @@ int ad_tensor_to_value(ad_state *S, const ad_tensor *t, ad_value *out) {
 
 /* ---- shared argument handling ---- */
 
-static int finish(ad_state *S, ad_tensor *t, ad_value rg, const char *fn, ad_value *out) {
+/* The device a 'device=' argument names (none: dflt). */
+static int device_arg(ad_state *S, ad_value v, const char *fn, int dflt, int *dev) {
+    *dev = dflt;
+    if (v.t == AD_TNONE) return AD_OK;
+    if (v.t != AD_TSTR) return ad_error(S, "%s(): argument 'device' must be a string like \"cuda\" or \"cpu\", not %s", fn, ad_type_name(v));
+    return ad_device_parse(S, v.u.s->data, dev);
+}
+
+/* rest: requires_grad, device. The tensor moves to the device asked for
+ * (none: dflt) and the flag is set. */
+static int finish(ad_state *S, ad_tensor *t, const ad_value *rest, int dflt, const char *fn, ad_value *out) {
     bool req = false;
     if (!t) return S->errcode;
-    int rc = ad_arg_bool(S, rg, fn, "requires_grad", &req);
+    int dev, rc = device_arg(S, rest[1], fn, dflt, &dev);
+    if (!rc && dev != ad_tensor_device(t)) {
+        ad_tensor *m = ad_tensor_to_device(S, t, dev);
+        ad_tensor_decref(S, t);
+        if (!m) return S->errcode;
+        t = m;
+    }
+    if (!rc) rc = ad_arg_bool(S, rest[0], fn, "requires_grad", &req);
     if (!rc && req && !ad_dtype_is_float(t->dtype))
         rc = ad_error(S, "Only Tensors of floating point and complex dtype can require gradients");
     if (rc) { ad_tensor_decref(S, t); return rc; }
@@ -182,7 +200,7 @@ static int bi_tensor(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_tensor *t = NULL;
     int rc = ad_arg_dtype(S, argv[1], "tensor", "dtype", &dt);
     if (rc || (rc = ad_tensor_from_value(S, argv[0], dt, &t))) return rc;
-    return finish(S, t, argv[2], "tensor", out);
+    return finish(S, t, &argv[2], AD_DEV_CPU, "tensor", out);
 }
 
 /* ---- zeros / ones / empty / full ---- */
@@ -194,7 +212,7 @@ static int filled(ad_state *S, ad_value *argv, const char *fn, double v, bool em
     if (rc || (rc = get_dtype(S, argv[1], fn, AD_FLOAT32, &dt))) return rc;
     ad_tensor *t = empty ? ad_tensor_empty(S, (ad_dtype)dt, sh.ndim, sh.shape)
                          : ad_tensor_full(S, (ad_dtype)dt, sh.ndim, sh.shape, v);
-    return finish(S, t, argv[2], fn, out);
+    return finish(S, t, &argv[2], AD_DEV_CPU, fn, out);
 }
 
 static int bi_zeros(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -231,7 +249,7 @@ static int bi_full(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     int rc = get_shape(S, argv[0], "full", &sh);
     if (rc || (rc = fill_value(S, argv[1], "full", &x, &dt))) return rc;
     if ((rc = ad_arg_dtype(S, argv[2], "full", "dtype", &dt))) return rc;
-    return finish(S, ad_tensor_full(S, (ad_dtype)dt, sh.ndim, sh.shape, x), argv[3], "full", out);
+    return finish(S, ad_tensor_full(S, (ad_dtype)dt, sh.ndim, sh.shape, x), &argv[3], AD_DEV_CPU, "full", out);
 }
 
 /* ---- arange / linspace / eye ---- */
@@ -268,7 +286,7 @@ static int bi_arange(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_tensor *t = ad_tensor_empty(S, (ad_dtype)dt, 1, &len);
     if (t)
         for (int64_t i = 0; i < len; i++) ad_tensor_set_flat(t, i, a + (double)i * st);
-    return finish(S, t, argv[4], "arange", out);
+    return finish(S, t, &argv[4], AD_DEV_CPU, "arange", out);
 }
 
 static void linspace_fill(ad_tensor *t, double a, double b, int64_t n) {
@@ -297,7 +315,7 @@ static int bi_linspace(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (n < 0) return ad_error(S, "number of steps must be non-negative");
     ad_tensor *t = ad_tensor_empty(S, (ad_dtype)dt, 1, &n);
     if (t) linspace_fill(t, a, b, n);
-    return finish(S, t, argv[4], "linspace", out);
+    return finish(S, t, &argv[4], AD_DEV_CPU, "linspace", out);
 }
 
 static int bi_eye(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -314,7 +332,7 @@ static int bi_eye(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_tensor *t = ad_tensor_zeros(S, (ad_dtype)dt, 2, sh);
     if (t)
         for (int64_t i = 0; i < sh[0] && i < sh[1]; i++) ad_tensor_set_flat(t, i * sh[1] + i, 1.0);
-    return finish(S, t, argv[3], "eye", out);
+    return finish(S, t, &argv[3], AD_DEV_CPU, "eye", out);
 }
 
 /* ---- random ---- */
@@ -347,7 +365,7 @@ static int random_new(ad_state *S, ad_value *argv, const char *fn, bool normal, 
     if ((rc = check_float_random(S, dt, normal))) return rc;
     ad_tensor *t = ad_tensor_empty(S, (ad_dtype)dt, sh.ndim, sh.shape);
     if (t) { if (normal) fill_normal(S, t); else fill_uniform(S, t); }
-    return finish(S, t, argv[2], fn, out);
+    return finish(S, t, &argv[2], AD_DEV_CPU, fn, out);
 }
 
 static int bi_rand(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -388,7 +406,7 @@ static int bi_randint(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (t)
         for (int64_t i = 0; i < t->numel; i++)
             ad_tensor_set_flat(t, i, (double)(int64_t)((uint64_t)lo + rng_below(&S->rng, range)));
-    return finish(S, t, argv[4], "randint", out);
+    return finish(S, t, &argv[4], AD_DEV_CPU, "randint", out);
 }
 
 static int bi_manual_seed(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -416,15 +434,20 @@ static int like(ad_state *S, ad_value *argv, const char *fn, int kind, ad_value 
     if (kind == LIKE_FULL) rc = ad_arg_double(S, argv[1], fn, "fill_value", &x);
     if (!rc) rc = ad_arg_dtype(S, argv[k], fn, "dtype", &dt);
     if (!rc && kind >= LIKE_RAND) rc = check_float_random(S, dt, kind == LIKE_RANDN);
+    /* Random numbers come from the host generator (the same stream on every
+     * device); the rest is made where it will live. */
+    int dev = AD_DEV_CPU;
+    if (!rc) rc = device_arg(S, argv[k + 2], fn, ad_tensor_device(src), &dev);
     if (!rc) {
-        t = kind == LIKE_EMPTY || kind >= LIKE_RAND ? ad_tensor_empty(S, (ad_dtype)dt, src->ndim, src->shape)
-                                                    : ad_tensor_full(S, (ad_dtype)dt, src->ndim, src->shape, x);
+        t = kind >= LIKE_RAND ? ad_tensor_empty(S, (ad_dtype)dt, src->ndim, src->shape)
+            : kind == LIKE_EMPTY ? ad_tensor_empty_on(S, (ad_dtype)dt, src->ndim, src->shape, dev)
+                                 : ad_tensor_full_on(S, (ad_dtype)dt, src->ndim, src->shape, x, dev);
         if (t && kind == LIKE_RAND) fill_uniform(S, t);
         if (t && kind == LIKE_RANDN) fill_normal(S, t);
     }
     ad_tensor_decref(S, src);
     if (rc) return rc;
-    return finish(S, t, argv[k + 1], fn, out);
+    return finish(S, t, &argv[k + 1], dev, fn, out);
 }
 
 static int bi_zeros_like(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -458,23 +481,23 @@ static int bi_randn_like(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 const ad_builtin_def ad_bi_create_defs[] = {
-    {"tensor", bi_tensor, "data, dtype=none, requires_grad=false"},
-    {"zeros", bi_zeros, "size, dtype=none, requires_grad=false"},
-    {"ones", bi_ones, "size, dtype=none, requires_grad=false"},
-    {"empty", bi_empty, "size, dtype=none, requires_grad=false"},
-    {"full", bi_full, "size, fill_value, dtype=none, requires_grad=false"},
-    {"arange", bi_arange, "start, end=none, step=1, dtype=none, requires_grad=false"},
-    {"linspace", bi_linspace, "start, end, steps, dtype=none, requires_grad=false"},
-    {"eye", bi_eye, "n, m=none, dtype=none, requires_grad=false"},
-    {"rand", bi_rand, "size, dtype=none, requires_grad=false"},
-    {"randn", bi_randn, "size, dtype=none, requires_grad=false"},
-    {"randint", bi_randint, "low, high, size=none, dtype=none, requires_grad=false"},
+    {"tensor", bi_tensor, "data, dtype=none, requires_grad=false, device=none"},
+    {"zeros", bi_zeros, "size, dtype=none, requires_grad=false, device=none"},
+    {"ones", bi_ones, "size, dtype=none, requires_grad=false, device=none"},
+    {"empty", bi_empty, "size, dtype=none, requires_grad=false, device=none"},
+    {"full", bi_full, "size, fill_value, dtype=none, requires_grad=false, device=none"},
+    {"arange", bi_arange, "start, end=none, step=1, dtype=none, requires_grad=false, device=none"},
+    {"linspace", bi_linspace, "start, end, steps, dtype=none, requires_grad=false, device=none"},
+    {"eye", bi_eye, "n, m=none, dtype=none, requires_grad=false, device=none"},
+    {"rand", bi_rand, "size, dtype=none, requires_grad=false, device=none"},
+    {"randn", bi_randn, "size, dtype=none, requires_grad=false, device=none"},
+    {"randint", bi_randint, "low, high, size=none, dtype=none, requires_grad=false, device=none"},
     {"manual_seed", bi_manual_seed, "seed"},
-    {"zeros_like", bi_zeros_like, "self, dtype=none, requires_grad=false"},
-    {"ones_like", bi_ones_like, "self, dtype=none, requires_grad=false"},
-    {"empty_like", bi_empty_like, "self, dtype=none, requires_grad=false"},
-    {"full_like", bi_full_like, "self, fill_value, dtype=none, requires_grad=false"},
-    {"rand_like", bi_rand_like, "self, dtype=none, requires_grad=false"},
-    {"randn_like", bi_randn_like, "self, dtype=none, requires_grad=false"},
+    {"zeros_like", bi_zeros_like, "self, dtype=none, requires_grad=false, device=none"},
+    {"ones_like", bi_ones_like, "self, dtype=none, requires_grad=false, device=none"},
+    {"empty_like", bi_empty_like, "self, dtype=none, requires_grad=false, device=none"},
+    {"full_like", bi_full_like, "self, fill_value, dtype=none, requires_grad=false, device=none"},
+    {"rand_like", bi_rand_like, "self, dtype=none, requires_grad=false, device=none"},
+    {"randn_like", bi_randn_like, "self, dtype=none, requires_grad=false, device=none"},
     {NULL, NULL, NULL},
 };

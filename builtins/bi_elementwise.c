@@ -3,7 +3,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "../cuda/traj_cuda.h"
 #include "builtins.h"
+#include "device.h"
 #include "kernel_ids.h"
 #include "state.h"
 #include "tensor.h"
@@ -64,6 +66,7 @@ typedef struct ew_ops {
     int64_t s[EW_MAX_OPS];
     int ndim;
     int64_t shape[AD_MAX_DIMS];
+    int device;               /* where the kernel runs: a GPU operand brings it there */
 } ew_ops;
 
 static void ew_release(ad_state *S, ew_ops *o) {
@@ -72,6 +75,21 @@ static void ew_release(ad_state *S, ew_ops *o) {
         ad_tensor_decref(S, o->t[i]);
     }
     memset(o, 0, sizeof *o);
+}
+
+/* A GPU operand runs the op on the GPU; 0-d CPU tensors may join it there
+ * (as in torch), other CPU tensors may not. */
+static int ew_device_of(ad_state *S, ew_ops *o) {
+    for (int i = 0; i < o->n; i++)
+        if (o->v[i].t == AD_TTENSOR && ad_tensor_device(o->v[i].u.tensor)) o->device = ad_tensor_device(o->v[i].u.tensor);
+    if (!o->device) return AD_OK;
+    for (int i = 0; i < o->n; i++) {
+        const ad_tensor *t = o->v[i].t == AD_TTENSOR ? o->v[i].u.tensor : NULL;
+        if (t && t->ndim > 0 && ad_tensor_device(t) != o->device)
+            return ad_error(S, "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                            ad_device_name(o->device), ad_device_name(ad_tensor_device(t)));
+    }
+    return AD_OK;
 }
 
 /* Accepts tensors, numbers and bools as they are and nested lists as tensors. */
@@ -88,15 +106,23 @@ static int ew_init(ad_state *S, const char *fn, const char *const *pnames, int n
         if (rc) return rc;
         o->v[i] = ad_tensor_value(o->own[i]);
     }
-    return AD_OK;
+    return ew_device_of(S, o);
 }
 
 static double scalar_of(ad_value v) { return v.t == AD_TBOOL ? (double)v.u.b : v.u.n; }
 
 /* Converts operand i to dtype 'dt' and lays it out against the output shape. */
 static int ew_place(ad_state *S, ew_ops *o, int i, ad_dtype dt) {
-    ad_tensor *t = o->v[i].t == AD_TTENSOR ? ad_tensor_to(S, o->v[i].u.tensor, dt)
-                                           : ad_tensor_scalar(S, dt, scalar_of(o->v[i]));
+    ad_tensor *t;
+    if (o->v[i].t != AD_TTENSOR) {
+        t = ad_tensor_full_on(S, dt, 0, NULL, scalar_of(o->v[i]), o->device);
+    } else if (ad_tensor_device(o->v[i].u.tensor) != o->device) {
+        ad_tensor *m = ad_tensor_to_device(S, o->v[i].u.tensor, o->device);
+        t = m ? ad_tensor_to(S, m, dt) : NULL;
+        ad_tensor_decref(S, m);
+    } else {
+        t = ad_tensor_to(S, o->v[i].u.tensor, dt);
+    }
     if (!t) return S->errcode;
     o->s[i] = t->numel == 1 ? 0 : 1;
     if (o->s[i] && !(ad_shape_equal(t->ndim, t->shape, o->ndim, o->shape) && ad_tensor_is_contiguous(t))) {
@@ -129,7 +155,7 @@ static int ew_prepare(ad_state *S, ew_ops *o, const ad_dtype *dts) {
 }
 
 static ad_tensor *ew_output(ad_state *S, const ew_ops *o, ad_dtype dt) {
-    return ad_tensor_empty(S, dt, o->ndim, o->shape);
+    return ad_tensor_empty_on(S, dt, o->ndim, o->shape, o->device);
 }
 
 static int64_t numel_of(const ew_ops *o) {
@@ -158,19 +184,48 @@ static void ew_call(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const
  * ('serial'): one core already saturates memory bandwidth on an add or a
  * multiply, and a second thread only adds a barrier (measured: 2.1x slower
  * than a plain C loop on a loaded 2-core machine, 1.0x serial). */
-static void ew_run_as(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const double *param, bool serial) {
+/* The GPU twin of kernel 'kid' (same name in the CUDA module), on the
+ * operands as ew_prepare laid them out; np parameters. */
+static int ew_device(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const double *param, int np) {
+    const addsl_cuda_api *api = ad_cuda(S);
+    if (!api) return S->errcode;
+    const void *in[EW_MAX_OPS];
+    for (int i = 0; i < o->n; i++) in[i] = ad_tensor_data(o->t[i]);
+    const char *name = ad_kreg_name(S, kid);
+    return ad_cuda_check(S, api->ew(name, ad_tensor_data(out), o->n, in, o->s, out->numel, param, param ? np : 0, NULL),
+                         name);
+}
+
+static int ew_run_as(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const double *param, bool serial) {
+    if (o->device) return ew_device(S, kid, out, o, param, 1);
     int64_t n = numel_of(o);
-    if (serial || n <= AD_OMP_THRESHOLD) { ew_call(S, kid, out, o, param, 0, n); return; }
+    if (serial || n <= AD_OMP_THRESHOLD) { ew_call(S, kid, out, o, param, 0, n); return AD_OK; }
     int64_t nchunks = (n + AD_OMP_THRESHOLD - 1) / AD_OMP_THRESHOLD;
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t lo = c * AD_OMP_THRESHOLD;
         ew_call(S, kid, out, o, param, lo, n - lo < AD_OMP_THRESHOLD ? n - lo : AD_OMP_THRESHOLD);
     }
+    return AD_OK;
 }
 
-static void ew_run(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const double *param) {
-    ew_run_as(S, kid, out, o, param, false);
+/* Runs the kernel into res; on failure res is dropped and NULL returned. */
+static ad_tensor *ew_run_into(ad_state *S, int kid, ad_tensor *res, const ew_ops *o, const double *param, bool serial) {
+    if (res && ew_run_as(S, kid, res, o, param, serial)) { ad_tensor_decref(S, res); return NULL; }
+    return res;
+}
+
+/* A unary or parametric kernel (param: NULL or {p, q}) over o's one operand. */
+static ad_tensor *ew_unary_into(ad_state *S, int kid, ad_tensor *res, const ew_ops *o, const double *param) {
+    if (!res) return NULL;
+    if (o->device) {
+        if (ew_device(S, kid, res, o, param, 2)) { ad_tensor_decref(S, res); return NULL; }
+        return res;
+    }
+    ad_karg a[5] = {{.p = ad_tensor_data(res)}, {.p = ad_tensor_data(o->t[0])}, {.i64 = res->numel}};
+    if (param) { a[3].f64 = param[0]; a[4].f64 = param[1]; }
+    ad_kreg_call(S, kid, a, NULL);
+    return res;
 }
 
 static int finish(ad_state *S, ew_ops *o, ad_tensor *res, ad_value *out) {
@@ -252,7 +307,8 @@ static bool any_negative_i64(const ad_tensor *t) {
 
 /* Errors that depend on the values: integer division by zero, negative powers. */
 static int check_values(ad_state *S, const ew_binop *op, ad_dtype cdt, const ew_ops *o) {
-    if (cdt != AD_INT64) return AD_OK;
+    /* On the GPU the values stay there, as in torch (no check, no sync). */
+    if (cdt != AD_INT64 || o->device) return AD_OK;
     if ((op->flags & EW_INT_DIV) && any_zero_i64(o->t[1])) return ad_error(S, "ZeroDivisionError");
     /* torch refuses only a negative Python-scalar exponent; tensors give 0. */
     if (op == &BIN_pow && o->v[1].t != AD_TTENSOR && any_negative_i64(o->t[1]))
@@ -276,7 +332,7 @@ static int ew_binary(ad_state *S, const ew_binop *op, ad_value a, ad_value b, ad
     if (!rc) rc = check_values(S, op, cdt, &o);
     if (rc) { ew_release(S, &o); return rc; }
     ad_tensor *res = ew_output(S, &o, (op->flags & EW_BOOL_OUT) ? AD_BOOL : cdt);
-    if (res) ew_run_as(S, op->k[cdt], res, &o, NULL, (op->flags & EW_MEMBOUND) != 0);
+    res = ew_run_into(S, op->k[cdt], res, &o, NULL, (op->flags & EW_MEMBOUND) != 0);
     return finish(S, &o, res, out);
 }
 
@@ -328,16 +384,12 @@ static int ew_unary_p(ad_state *S, const ew_unop *op, ad_value x, const double *
     if (rc) { ew_release(S, &o); return rc; }
     ad_tensor *res;
     if (cdt == UNDEF_DT && op->mode == UN_PRED) {
-        res = ad_tensor_full(S, AD_BOOL, o.ndim, o.shape, op->int_fill);
+        res = ad_tensor_full_on(S, AD_BOOL, o.ndim, o.shape, op->int_fill, o.device);
     } else if (cdt == UNDEF_DT) {
         res = ad_tensor_clone(S, o.t[0]);
     } else {
         res = ew_output(S, &o, op->mode == UN_PRED ? AD_BOOL : (ad_dtype)cdt);
-        if (res) {
-            ad_karg a[5] = {{.p = ad_tensor_data(res)}, {.p = ad_tensor_data(o.t[0])}, {.i64 = res->numel}};
-            if (param) { a[3].f64 = param[0]; a[4].f64 = param[1]; }
-            ad_kreg_call(S, op->k[cdt], a, NULL);
-        }
+        res = ew_unary_into(S, op->k[cdt], res, &o, param);
     }
     return finish(S, &o, res, out);
 }
@@ -469,12 +521,7 @@ static int clamp_scalar(ad_state *S, const char *fn, ad_value x, ad_value lo, ad
     ad_dtype dts[1] = {rt};
     rc = ew_prepare(S, &o, dts);
     if (rc) { ew_release(S, &o); return rc; }
-    ad_tensor *res = ew_output(S, &o, rt);
-    if (res) {
-        ad_karg a[5] = {{.p = ad_tensor_data(res)}, {.p = ad_tensor_data(o.t[0])}, {.i64 = res->numel},
-                        {.f64 = pq[0]}, {.f64 = pq[1]}};
-        ad_kreg_call(S, UN_clamp.k[rt], a, NULL);
-    }
+    ad_tensor *res = ew_unary_into(S, UN_clamp.k[rt], ew_output(S, &o, rt), &o, pq);
     return finish(S, &o, res, out);
 }
 
@@ -493,8 +540,7 @@ static int clamp_tensors(ad_state *S, const char *fn, ad_value x, ad_value lo, a
     ad_dtype dts[3] = {rt, rt, rt};
     rc = ew_prepare(S, &o, dts);
     if (rc) { ew_release(S, &o); return rc; }
-    ad_tensor *res = ew_output(S, &o, rt);
-    if (res) ew_run(S, TER_clamp.k[rt], res, &o, NULL);
+    ad_tensor *res = ew_run_into(S, TER_clamp.k[rt], ew_output(S, &o, rt), &o, NULL, false);
     return finish(S, &o, res, out);
 }
 
@@ -540,8 +586,7 @@ static int ternary(ad_state *S, const char *fn, const char *const *names, const 
     ad_dtype dts[3] = {cond_first ? AD_BOOL : rt, rt, rt};
     rc = ew_prepare(S, &o, dts);
     if (rc) { ew_release(S, &o); return rc; }
-    ad_tensor *res = ew_output(S, &o, rt);
-    if (res) ew_run(S, kid_of_dt[rt], res, &o, value);
+    ad_tensor *res = ew_run_into(S, kid_of_dt[rt], ew_output(S, &o, rt), &o, value, false);
     return finish(S, &o, res, out);
 }
 

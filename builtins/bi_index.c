@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "builtins.h"
+#include "device.h"
 #include "state.h"
 #include "buf.h"
 
@@ -398,9 +399,23 @@ static int adv_get(ad_state *S, const ix *x, ad_tensor **out) {
     return rc;
 }
 
+/* GPU tensors take basic indices (views) only: advanced ones read index
+ * values on the host. */
+static int device_check(ad_state *S, const ad_tensor *t, int n, const ad_value *idx) {
+    bool dev = ad_tensor_device(t) != AD_DEV_CPU;
+    for (int i = 0; i < n; i++) if (idx[i].t == AD_TTENSOR && ad_tensor_device(idx[i].u.tensor)) dev = true;
+    if (!dev) return AD_OK;
+    for (int i = 0; i < n; i++)
+        if (idx[i].t == AD_TTENSOR || ad_is_seq(idx[i]))
+            return ad_error(S, "indexing with tensors or lists is not implemented for CUDA tensors (move them with .cpu())");
+    return AD_OK;
+}
+
 int ad_bi_index_get(ad_state *S, ad_tensor *t, int n, const ad_value *idx, ad_value *out) {
     ix x;
-    int rc = basic_pass(S, t, n, idx, &x);
+    int rc = device_check(S, t, n, idx);
+    if (rc) return rc;
+    rc = basic_pass(S, t, n, idx, &x);
     if (rc) return rc;
     ad_tensor *r = NULL;
     if (x.nadv) rc = adv_get(S, &x, &r);
@@ -480,7 +495,9 @@ static int basic_set(ad_state *S, ad_tensor *r, ad_tensor *val) {
 int ad_bi_index_set(ad_state *S, ad_tensor *t, int n, const ad_value *idx, ad_value v) {
     ad_tensor *val;
     ix x;
-    int rc = value_tensor(S, t->dtype, v, &val);
+    int rc = device_check(S, t, n, idx);
+    if (rc) return rc;
+    rc = value_tensor(S, t->dtype, v, &val);
     if (rc) return rc;
     rc = basic_pass(S, t, n, idx, &x);
     if (!rc) {

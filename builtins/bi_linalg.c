@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "builtins.h"
+#include "device.h"
 #include "kernel_ids.h"
 #include "kernels_reduce.h"
 #include "state.h"
@@ -247,7 +248,11 @@ int ad_bi_matmul(ad_state *S, ad_value a, ad_value b, ad_value *out) {
     if (rc) return rc;
     rc = ad_arg_tensor(S, b, "matmul", "other", &tb);
     if (rc) { ad_tensor_decref(S, ta); return rc; }
-    ad_tensor *c = matmul(S, ta, tb);
+    ad_tensor *c = NULL;
+    if (ad_tensor_device(ta) != AD_DEV_CPU || ad_tensor_device(tb) != AD_DEV_CPU)
+        ad_error(S, "matmul(): not implemented for CUDA tensors (move them with .cpu())");
+    else
+        c = matmul(S, ta, tb);
     ad_tensor_decref(S, ta);
     ad_tensor_decref(S, tb);
     return ad_ret_tensor(S, c, out);

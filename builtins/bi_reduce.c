@@ -1,9 +1,12 @@
 /* bi_reduce.c: reduction, scan, softmax, sort and selection builtins (sum,
  * mean, max, var, norm, softmax, cumsum, sort, topk, ...) with PyTorch's semantics. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "../cuda/traj_cuda.h"
 #include "builtins.h"
+#include "device.h"
 #include "kernel_ids.h"
 #include "kernels_reduce.h"
 #include "state.h"
@@ -134,9 +137,28 @@ static int plan_reduce(ad_state *S, ad_tensor *t, int ndims, const int64_t *dims
     return plan_layout(S, t, mask, p);
 }
 
+/* On the GPU: the module's reduction named like kernel 'kid' ("red_sum_f32"
+ * runs "sum"). */
+static int run_plan_device(ad_state *S, const rplan *p, ad_tensor *o, int kid) {
+    const addsl_cuda_api *api = ad_cuda(S);
+    if (!api) return S->errcode;
+    const char *kname = ad_kreg_name(S, kid);
+    char op[32];
+    const char *from = strncmp(kname, "red_", 4) == 0 ? kname + 4 : kname;
+    const char *to = strrchr(from, '_');
+    size_t n = to ? (size_t)(to - from) : strlen(from);
+    snprintf(op, sizeof op, "%.*s", (int)(n < sizeof op ? n : sizeof op - 1), from);
+    return ad_cuda_check(S, api->reduce(op, p->x->dtype, data_of(o), data_of(p->x), p->outer, p->n, p->inner, NULL),
+                         kname);
+}
+
 static ad_tensor *run_plan(ad_state *S, rplan *p, ad_dtype odt, int kid) {
-    ad_tensor *o = ad_tensor_empty(S, odt, p->ondim, p->oshape);
+    ad_tensor *o = ad_tensor_empty_on(S, odt, p->ondim, p->oshape, ad_tensor_device(p->x));
     if (!o) return NULL;
+    if (ad_tensor_device(p->x) != AD_DEV_CPU) {
+        if (run_plan_device(S, p, o, kid)) { ad_tensor_decref(S, o); return NULL; }
+        return o;
+    }
     ad_karg a[5] = {{.p = data_of(p->x)}, {.p = data_of(o)}, {.i64 = p->outer}, {.i64 = p->n},
                     {.i64 = p->inner}}, r;
     ad_kreg_call(S, kid, a, &r);
@@ -343,6 +365,8 @@ static ad_tensor *extreme_all(ad_state *S, ad_tensor *t, int ndims, const int64_
 /* Values (when 'vals' is not NULL) and int64 indices of the extreme along dims. */
 static int extreme_index(ad_state *S, ad_tensor *t, int ndims, const int64_t *dims, bool keepdim,
                          bool is_max, const char *fn, ad_tensor **vals, ad_tensor **idx) {
+    if (ad_tensor_device(t) != AD_DEV_CPU)
+        return ad_error(S, "%s(): indices of extremes are not implemented for CUDA tensors (move them with .cpu())", fn);
     ad_dtype kdt = t->dtype == AD_BOOL ? AD_INT64 : t->dtype;
     ad_tensor *c = ad_tensor_to(S, t, kdt);
     if (!c) return ad_fail(S);
@@ -822,7 +846,7 @@ static int bi_median(ad_state *S, ad_value *argv, int argc, ad_value *out) {
             ad_tensor_set_flat(mv, r, ad_tensor_get_flat(v, r * n + pos));
             ad_tensor_set_flat(mi, r, ad_tensor_get_flat(i, r * n + pos));
         }
-        if (mv && rows == 0) ad_tensor_fill(mv, NAN);
+        if (mv && rows == 0) ad_tensor_fill(S, mv, NAN);
     }
     ad_tensor_decref(S, v);
     ad_tensor_decref(S, i);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "builtins.h"
+#include "device.h"
 #include "state.h"
 #include "buf.h"
 
@@ -376,7 +377,7 @@ static int cat_tensors(ad_state *S, const tlist *tl, int64_t dim, ad_tensor **ou
     for (int i = 0; i < tl->n; i++)
         if (!cat_skipped(tl->t[i])) total += tl->t[i]->shape[d];
     shape[d] = total;
-    ad_tensor *r = ad_tensor_empty(S, dt, tl->t[ref]->ndim, shape);
+    ad_tensor *r = ad_tensor_empty_on(S, dt, tl->t[ref]->ndim, shape, ad_tensor_device(tl->t[ref]));
     if (!r) return S->errcode;
     int64_t at = 0;
     for (int i = 0; !rc && i < tl->n; i++) {
@@ -424,7 +425,7 @@ static int stack_tensors(ad_state *S, const tlist *tl, int64_t dim, ad_tensor **
     if (rc) return rc;
     int64_t shape[AD_MAX_DIMS];
     for (int i = 0, j = 0; i <= f->ndim; i++) shape[i] = i == d ? tl->n : f->shape[j++];
-    ad_tensor *r = ad_tensor_empty(S, dt, f->ndim + 1, shape);
+    ad_tensor *r = ad_tensor_empty_on(S, dt, f->ndim + 1, shape, ad_tensor_device(f));
     if (!r) return S->errcode;
     for (int i = 0; !rc && i < tl->n; i++) {
         ad_tensor *part = ad_tensor_select(S, r, d, i);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "builtins.h"
+#include "device.h"
 #include "state.h"
 #include "buf.h"
 
@@ -142,24 +143,28 @@ static int convert(ad_state *S, ad_value *argv, const char *fn, int dt, ad_value
     return ad_ret_tensor(S, r, out);
 }
 
-/* to(dtype), to(other_tensor) or to("cpu"), which changes nothing. */
+/* to(dtype), to(device) ("cpu", "cuda") or to(other_tensor): its dtype and device. */
 static int bi_to(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "to", &t);
     if (rc) return rc;
-    int dt = t->dtype;
-    ad_tensor_decref(S, t);
+    int dt = t->dtype, dev = ad_tensor_device(t);
     ad_value a = argv[1];
     if (a.t == AD_TSTR) {
-        if (strcmp(a.u.s->data, "cpu") != 0)
-            return ad_error(S, "to(): unsupported device '%s' (only \"cpu\" is available)", a.u.s->data);
+        rc = ad_device_parse(S, a.u.s->data, &dev);
     } else if (a.t == AD_TTENSOR) {
         dt = a.u.tensor->dtype;
-    } else if ((rc = ad_arg_dtype(S, a, "to", "dtype", &dt))) {
-        return rc;
+        dev = ad_tensor_device(a.u.tensor);
+    } else {
+        rc = ad_arg_dtype(S, a, "to", "dtype", &dt);
     }
-    return convert(S, argv, "to", dt, out);
+    ad_tensor *m = rc ? NULL : ad_tensor_to_device(S, t, dev);
+    ad_tensor_decref(S, t);
+    if (!m) return S->errcode;
+    ad_tensor *r = ad_tensor_to(S, m, (ad_dtype)dt);
+    ad_tensor_decref(S, m);
+    return ad_ret_tensor(S, r, out);
 }
 
 static int bi_double(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -192,13 +197,6 @@ static int bi_type_as(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return convert(S, argv, "type_as", dt, out);
 }
 
-static int bi_cpu(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    ad_tensor *t = NULL;
-    int rc = self_arg(S, argv, "cpu", &t);
-    if (rc) return rc;
-    return ad_ret_tensor(S, t, out);
-}
 
 static int bi_contiguous(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
@@ -295,7 +293,7 @@ static int bi_fill_(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     double x;
     int rc = inplace_self(S, argv[0], "fill_", &t);
     if (rc || (rc = scalar_arg(S, argv[1], "fill_", "fill_", &x))) return rc;
-    ad_tensor_fill(t, x);
+    if ((rc = ad_tensor_fill(S, t, x))) return rc;
     return ret_self(t, out);
 }
 
@@ -304,7 +302,7 @@ static int bi_zero_(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_tensor *t = NULL;
     int rc = inplace_self(S, argv[0], "zero_", &t);
     if (rc) return rc;
-    ad_tensor_fill(t, 0.0);
+    if ((rc = ad_tensor_fill(S, t, 0.0))) return rc;
     return ret_self(t, out);
 }
 
@@ -475,7 +473,6 @@ const ad_builtin_def ad_bi_tensor_defs[] = {
     {"long", bi_long, "self"},
     {"int", bi_int, "self"},
     {"type_as", bi_type_as, "self, other"},
-    {"cpu", bi_cpu, "self"},
     {"contiguous", bi_contiguous, "self"},
     {"clone", bi_clone, "self"},
     {"detach", bi_detach, "self"},

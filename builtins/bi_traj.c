@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../cuda/traj_cuda.h"
 #include "builtins.h"
+#include "device.h"
 #include "state.h"
 #include "traj.h"
 
@@ -19,12 +21,17 @@ typedef struct traj_call {
     int64_t *sidx;   /* NULL: trajectory i starts at row i */
     void *dts;       /* H step lengths in 'dt' (acc/jerk) */
     double dt_scalar;
+    bool dt_is_scalar;
+    int device;      /* u's: every operand must be there */
+    ad_tensor *dev_sidx, *dev_dts; /* GPU copies of sidx and dts (when needed) */
 } traj_call;
 
 static void call_free(ad_state *S, traj_call *c) {
     ad_tensor_decref(S, c->u);
     for (int i = 0; i < 3; i++) ad_tensor_decref(S, c->start[i]);
     for (int i = 0; i < 4; i++) ad_tensor_decref(S, c->grads[i]);
+    ad_tensor_decref(S, c->dev_sidx);
+    ad_tensor_decref(S, c->dev_dts);
     ad_free(S, c->sidx);
     ad_free(S, c->dts);
 }
@@ -35,6 +42,12 @@ static int as_operand(ad_state *S, traj_call *c, ad_value v, const char *pname, 
     ad_tensor *t, *x, *y;
     int rc = ad_arg_tensor(S, v, c->fn, pname, &t);
     if (rc) return rc;
+    if (ad_tensor_device(t) != c->device) {
+        rc = ad_error(S, "%s(): Expected all tensors to be on the same device, but found at least two devices, %s and %s! "
+                      "(argument '%s')", c->fn, ad_device_name(c->device), ad_device_name(ad_tensor_device(t)), pname);
+        ad_tensor_decref(S, t);
+        return rc;
+    }
     if (!ad_dtype_is_float(t->dtype)) {
         rc = ad_error(S, "%s(): argument '%s' must be a float32 or float64 tensor, not %s",
                       c->fn, pname, ad_dtype_name(t->dtype));
@@ -55,6 +68,7 @@ static int parse_u(ad_state *S, traj_call *c, ad_value v) {
     int rc = ad_arg_tensor(S, v, c->fn, "u", &t);
     if (rc) return rc;
     c->dt = t->dtype;
+    c->device = ad_tensor_device(t);
     ad_tensor_decref(S, t);
     if ((rc = as_operand(S, c, v, "u", c->dt, &c->u))) return rc;
     if (c->u->ndim != 3)
@@ -96,9 +110,12 @@ static int parse_idx(ad_state *S, traj_call *c, ad_value v) {
         c->sidx = ad_calloc(S, (size_t)(c->b ? c->b : 1), sizeof(int64_t));
         return c->sidx ? ADDSL_OK : ad_fail(S);
     }
-    ad_tensor *t;
-    int rc = ad_arg_tensor(S, v, c->fn, "start_idx", &t);
+    ad_tensor *t, *given;
+    int rc = ad_arg_tensor(S, v, c->fn, "start_idx", &given);
     if (rc) return rc;
+    t = ad_tensor_to_device(S, given, AD_DEV_CPU);
+    ad_tensor_decref(S, given);
+    if (!t) return ad_fail(S);
     if (t->dtype != AD_INT64 || t->ndim != 1 || t->shape[0] != c->b) {
         ad_tensor_decref(S, t);
         return ad_error(S, "%s(): expected 'start_idx' an int64 tensor of shape [%lld]", c->fn,
@@ -131,6 +148,13 @@ static int parse_dt(ad_state *S, traj_call *c, ad_value v) {
         return ad_error(S, "%s(): 'dt' must be a scalar or have %lld entries, got %lld", c->fn,
                         (long long)c->H, (long long)n);
     }
+    if (ad_tensor_device(t) != AD_DEV_CPU) {
+        ad_tensor *h = ad_tensor_to_device(S, t, AD_DEV_CPU);
+        ad_tensor_decref(S, t);
+        if (!h) return ad_fail(S);
+        t = h;
+    }
+    c->dt_is_scalar = n == 1;
     c->dt_scalar = ad_tensor_get_flat(t, 0);
     c->dts = ad_malloc(S, (size_t)c->H * ad_dtype_size(c->dt));
     for (int64_t h = 0; c->dts && h < c->H; h++) {
@@ -165,7 +189,72 @@ static int parse_call(ad_state *S, traj_call *c, ad_value *argv) {
 
 static ad_tensor *traj_out(ad_state *S, traj_call *c) {
     int64_t shape[3] = {c->b, c->H, c->d};
-    return ad_tensor_empty(S, c->dt, 3, shape);
+    return ad_tensor_empty_on(S, c->dt, 3, shape, c->device);
+}
+
+/* ---- on the GPU: the CUDA module's kernels on device pointers ---- */
+
+/* A device copy of n host elements of dtype dt (sidx, per-step dt). */
+static int upload(ad_state *S, const addsl_cuda_api *api, const void *host, ad_dtype dt, int64_t n, ad_tensor **out) {
+    *out = ad_tensor_empty_on(S, dt, 1, &n, AD_DEV_CUDA);
+    if (!*out) return ad_fail(S);
+    return ad_cuda_check(S, n ? api->to_device(ad_tensor_data(*out), host, (size_t)n * ad_dtype_size(dt)) : 0, "start_idx/dt");
+}
+
+static int device_prepare(ad_state *S, traj_call *c, const addsl_cuda_api **api) {
+    if (!(*api = ad_cuda(S))) return ad_fail(S);
+    int rc = c->sidx ? upload(S, *api, c->sidx, AD_INT64, c->b, &c->dev_sidx) : ADDSL_OK;
+    if (!rc && !c->dt_is_scalar && c->step != STEP_POS) rc = upload(S, *api, c->dts, c->dt, c->H, &c->dev_dts);
+    return rc;
+}
+
+#define DD(t) ((t) ? ad_tensor_data(t) : NULL)
+
+static int run_fwd_device(ad_state *S, traj_call *c, ad_tensor **o) {
+    const addsl_cuda_api *api;
+    int rc = device_prepare(S, c, &api);
+    if (rc) return rc;
+    const void *u = DD(c->u), *p0 = DD(c->start[0]), *v0 = DD(c->start[1]), *a0 = DD(c->start[2]);
+    const int64_t *si = DD(c->dev_sidx);
+    const void *dts = DD(c->dev_dts);
+    if (c->dt == AD_FLOAT32) {
+        float ds = (float)c->dt_scalar;
+        float *P = DD(o[0]), *V = DD(o[1]), *A = DD(o[2]), *J = DD(o[3]);
+        if (c->step == STEP_ACC) rc = api->acc_fwd_f32(u, p0, v0, a0, si, dts, ds, c->b, c->H, c->d, P, V, A, J, NULL);
+        else if (c->step == STEP_JERK) rc = api->jerk_fwd_f32(u, p0, v0, a0, si, dts, ds, c->b, c->H, c->d, P, V, A, J, NULL);
+        else rc = api->pos_fwd_f32(u, p0, v0, a0, si, ds, c->central, c->b, c->H, c->d, P, V, A, J, NULL);
+    } else {
+        double ds = c->dt_scalar;
+        double *P = DD(o[0]), *V = DD(o[1]), *A = DD(o[2]), *J = DD(o[3]);
+        if (c->step == STEP_ACC) rc = api->acc_fwd_f64(u, p0, v0, a0, si, dts, ds, c->b, c->H, c->d, P, V, A, J, NULL);
+        else if (c->step == STEP_JERK) rc = api->jerk_fwd_f64(u, p0, v0, a0, si, dts, ds, c->b, c->H, c->d, P, V, A, J, NULL);
+        else rc = api->pos_fwd_f64(u, p0, v0, a0, si, ds, c->central, c->b, c->H, c->d, P, V, A, J, NULL);
+    }
+    return ad_cuda_check(S, rc, c->fn);
+}
+
+static int run_bwd_device(ad_state *S, traj_call *c, ad_tensor **o) {
+    const addsl_cuda_api *api;
+    int rc = device_prepare(S, c, &api);
+    if (rc) return rc;
+    const void *g0 = DD(c->grads[0]), *g1 = DD(c->grads[1]), *g2 = DD(c->grads[2]), *g3 = DD(c->grads[3]);
+    const int64_t *si = DD(c->dev_sidx);
+    const void *dts = DD(c->dev_dts);
+    int64_t b = c->b, B0 = c->B0, H = c->H, d = c->d;
+    if (c->dt == AD_FLOAT32) {
+        float ds = (float)c->dt_scalar;
+        float *gu = DD(o[0]), *gp = DD(o[1]), *gv = DD(o[2]), *ga = DD(o[3]);
+        if (c->step == STEP_ACC) rc = api->acc_bwd_f32(g0, g1, g2, g3, si, dts, ds, b, B0, H, d, gu, gp, gv, ga, NULL);
+        else if (c->step == STEP_JERK) rc = api->jerk_bwd_f32(g0, g1, g2, g3, si, dts, ds, b, B0, H, d, gu, gp, gv, ga, NULL);
+        else rc = api->pos_bwd_f32(g0, g1, g2, g3, si, ds, c->central, b, B0, H, d, gu, gp, gv, ga, NULL);
+    } else {
+        double ds = c->dt_scalar;
+        double *gu = DD(o[0]), *gp = DD(o[1]), *gv = DD(o[2]), *ga = DD(o[3]);
+        if (c->step == STEP_ACC) rc = api->acc_bwd_f64(g0, g1, g2, g3, si, dts, ds, b, B0, H, d, gu, gp, gv, ga, NULL);
+        else if (c->step == STEP_JERK) rc = api->jerk_bwd_f64(g0, g1, g2, g3, si, dts, ds, b, B0, H, d, gu, gp, gv, ga, NULL);
+        else rc = api->pos_bwd_f64(g0, g1, g2, g3, si, ds, c->central, b, B0, H, d, gu, gp, gv, ga, NULL);
+    }
+    return ad_cuda_check(S, rc, c->fn);
 }
 
 static int tuple4(ad_state *S, ad_tensor **t, ad_value *out) {
@@ -208,8 +297,9 @@ static int traj_fwd(ad_state *S, ad_value *argv, int step, const char *fn, ad_va
     int rc = parse_call(S, &c, argv);
     for (int i = 0; i < 4 && !rc; i++)
         if (!(o[i] = traj_out(S, &c))) rc = ad_fail(S);
+    if (!rc && c.device != AD_DEV_CPU) rc = run_fwd_device(S, &c, o);
+    else if (!rc) run_fwd(&c, o);
     if (!rc) {
-        run_fwd(&c, o);
         rc = tuple4(S, o, out);
     } else {
         for (int i = 0; i < 4; i++) ad_tensor_decref(S, o[i]);
@@ -224,7 +314,7 @@ static int parse_grads(ad_state *S, traj_call *c, const ad_value *g) {
     int64_t shape[3] = {c->b, c->H, c->d};
     for (int i = 0; i < 4; i++) {
         if (g[i].t == AD_TNONE) {
-            if (!(c->grads[i] = ad_tensor_zeros(S, c->dt, 3, shape))) return ad_fail(S);
+            if (!(c->grads[i] = ad_tensor_full_on(S, c->dt, 3, shape, 0.0, c->device))) return ad_fail(S);
             continue;
         }
         int rc = as_operand(S, c, g[i], names[i], c->dt, &c->grads[i]);
@@ -258,13 +348,16 @@ static int traj_bwd(ad_state *S, ad_value *argv, int step, const char *fn, ad_va
     void *gst = NULL;
     int rc = parse_call(S, &c, argv + 4);
     if (!rc) rc = parse_grads(S, &c, argv);
-    if (!rc && !(o[0] = ad_tensor_empty(S, c.dt, 3, c.u->shape))) rc = ad_fail(S);
+    if (!rc && !(o[0] = ad_tensor_empty_on(S, c.dt, 3, c.u->shape, c.device))) rc = ad_fail(S);
     for (int i = 0; i < 3 && !rc; i++)
-        if (!(o[i + 1] = ad_tensor_empty(S, c.dt, c.start[i]->ndim, c.start[i]->shape))) rc = ad_fail(S);
-    if (!rc && !(gst = ad_malloc(S, (size_t)(3 * (c.b ? c.b : 1) * c.d + 1) * ad_dtype_size(c.dt))))
-        rc = ad_fail(S);
+        if (!(o[i + 1] = ad_tensor_empty_on(S, c.dt, c.start[i]->ndim, c.start[i]->shape, c.device))) rc = ad_fail(S);
+    if (!rc && c.device != AD_DEV_CPU) {
+        rc = run_bwd_device(S, &c, o);
+    } else if (!rc) {
+        if (!(gst = ad_malloc(S, (size_t)(3 * (c.b ? c.b : 1) * c.d + 1) * ad_dtype_size(c.dt)))) rc = ad_fail(S);
+        else run_bwd(&c, o[0], gst, o + 1);
+    }
     if (!rc) {
-        run_bwd(&c, o[0], gst, o + 1);
         rc = tuple4(S, o, out);
     } else {
         for (int i = 0; i < 4; i++) ad_tensor_decref(S, o[i]);

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 
+#include "tensor_cuda.h"
 #include "traj_cuda.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -81,6 +82,10 @@ static const addsl_cuda_api API = {
     addsl_cuda_traj_pos_fwd_f64,
     addsl_cuda_traj_pos_bwd_f32,
     addsl_cuda_traj_pos_bwd_f64,
+    addsl_cuda_ew,
+    addsl_cuda_copy_strided,
+    addsl_cuda_fill,
+    addsl_cuda_reduce,
 };
 
 EXPORT const addsl_cuda_api *addsl_cuda_get_api(void) { return &API; }

@@ -94,7 +94,7 @@ int addsl_cuda_synchronize(void);
 
 /* The table a dlopen()ing core looks up by one symbol name, so that it needs
  * no prototypes beyond this header; 'version' grows when fields are added. */
-#define ADDSL_CUDA_API_VERSION 1
+#define ADDSL_CUDA_API_VERSION 2
 typedef struct addsl_cuda_api {
     int version;
     int (*device_count)(void);
@@ -142,6 +142,13 @@ typedef struct addsl_cuda_api {
     int (*pos_bwd_f64)(const double *, const double *, const double *, const double *,
                        const int64_t *, double, int, int64_t, int64_t, int64_t, int64_t, double *,
                        double *, double *, double *, void *);
+    /* version 2: the generic tensor kernels of tensor_cuda.h */
+    int (*ew)(const char *, void *, int, const void *const *, const int64_t *, int64_t,
+              const double *, int, void *);
+    int (*copy_strided)(void *, int, const int64_t *, const void *, int, const int64_t *, int,
+                        const int64_t *, void *);
+    int (*fill)(void *, int, const int64_t *, int, const int64_t *, double, void *);
+    int (*reduce)(const char *, int, void *, const void *, int64_t, int64_t, int64_t, void *);
 } addsl_cuda_api;
 
 const addsl_cuda_api *addsl_cuda_get_api(void);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "addsl.h"
+#include "device.h"
 #include "../builtins/builtins.h"
 #include "../builtins/traj.h"
 #include "../builtins/extern.h"
@@ -46,7 +47,7 @@ void addsl_config_init(addsl_config *cfg) {
 static const ad_builtin_def *const builtin_tables[] = {
     ad_bi_core_defs, ad_bi_elementwise_defs, ad_bi_reduce_defs, ad_bi_linalg_defs,
     ad_bi_loss_defs, ad_bi_shape_defs, ad_bi_create_defs, ad_bi_tensor_defs, ad_bi_io_defs,
-    ad_bi_autograd_defs, ad_bi_autograd_index_defs, ad_bi_extern_defs, ad_bi_traj_defs,
+    ad_bi_autograd_defs, ad_bi_autograd_index_defs, ad_bi_extern_defs, ad_bi_traj_defs, ad_bi_device_defs,
 };
 
 extern const char *const ad_lib_names[];
@@ -107,6 +108,7 @@ void addsl_close(addsl_state *S) {
     ad_library_free(S);
     ad_vm_close(S);
     ad_globals_free(S);
+    ad_device_close(S);
     if (S->kernels) ad_kreg_free(S, S->kernels);
     if (S->heap) ad_heap_free(S, S->heap);
     S->cfg.alloc(S->cfg.alloc_ud, S, 0);

@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include "../builtins/builtins.h"
+#include "../builtins/kernels_elementwise.h"
 #include "buf.h"
+#include "device.h"
+#include "heap.h"
 #include "library.h"
 #include "op.h"
 #include "state.h"
@@ -40,7 +43,7 @@ void ad_node_decref(ad_state *S, ad_node *n) {
         for (int i = 0; i < n->nout; i++) ad_value_decref(S, n->gbuf[i]);
         ad_value opv; opv.t = AD_TOP; opv.u.op = n->op;
         ad_value_decref(S, opv);
-        ad_free(S, n);
+        ad_heap_release_header(S, n);
         n = next;
     }
 }
@@ -79,13 +82,14 @@ bool ad_autograd_needs_record(ad_state *S, const ad_opdef *op, const ad_value *a
 }
 
 int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout, ad_tensor **outs) {
-    /* One allocation per node: recording a long chain of small ops is
-     * dominated by allocator calls otherwise. */
+    /* One allocation per node, from the heap's pool of headers: recording a
+     * long chain of small ops is dominated by allocator calls otherwise. */
     size_t na = (size_t)op->nparams, no = (size_t)nout;
     size_t size = sizeof(ad_node) + (na + no) * sizeof(ad_value) + na * sizeof(ad_edge) + no * sizeof(ad_tensor *)
                 + (na + no) * sizeof(uint32_t);
-    ad_node *n = ad_calloc(S, 1, size);
+    ad_node *n = ad_heap_alloc_header(S, size);
     if (!n) return ADDSL_ENOMEM;
+    memset(n, 0, size);
     char *p = (char *)(n + 1);
     n->args = (ad_value *)p; p += na * sizeof(ad_value);
     n->gbuf = (ad_value *)p; p += no * sizeof(ad_value); /* all none (zero bits) */
@@ -211,10 +215,39 @@ static int call_global(ad_state *S, const char *name, int argc, const ad_value *
     return ad_vm_call_value(S, S->globals->values[slot], argc, argv, out);
 }
 
+/* Whether a += b can write into a: a float tensor no one else can see
+ * (its header and storage referenced only from the buffer), laid out like b. */
+static bool can_add_into(ad_value a, ad_value b) {
+    if (a.t != AD_TTENSOR || b.t != AD_TTENSOR) return false;
+    ad_tensor *x = a.u.tensor, *y = b.u.tensor;
+    if (x->refcount != 1 || x->storage->refcount != 1 || x->grad_fn || x->requires_grad || x->fw_grad) return false;
+    if (y->grad_fn || y->requires_grad || y->fw_grad) return false; /* its graph or tangent would be lost */
+    if (x->dtype != y->dtype || (x->dtype != AD_FLOAT32 && x->dtype != AD_FLOAT64)) return false;
+    if (x->storage->release || x->storage->device != AD_DEV_CPU || y->storage->device != AD_DEV_CPU) return false;
+    return ad_shape_equal(x->ndim, x->shape, y->ndim, y->shape) && ad_tensor_is_contiguous(x) && ad_tensor_is_contiguous(y);
+}
+
+/* a += b in place (see can_add_into), as torch's engine accumulates. */
+static void add_into(ad_tensor *a, const ad_tensor *b) {
+    if (a->dtype == AD_FLOAT32) {
+        float *x = (float *)ad_tensor_data(a);
+        ad_k_add_f32(x, x, 1, (const float *)ad_tensor_data(b), 1, a->numel);
+    } else {
+        double *x = (double *)ad_tensor_data(a);
+        ad_k_add_f64(x, x, 1, (const double *)ad_tensor_data(b), 1, a->numel);
+    }
+    a->storage->version++;
+}
+
 /* *acc += g (g's reference is taken). Differentiable when create_graph. */
 static int accumulate(engine *E, ad_value *acc, ad_value g) {
     if (g.t == AD_TNONE) return ADDSL_OK;
     if (acc->t == AD_TNONE) { *acc = g; return ADDSL_OK; }
+    if (!E->create_graph && can_add_into(*acc, g)) {
+        add_into(acc->u.tensor, g.u.tensor);
+        ad_value_decref(E->S, g);
+        return ADDSL_OK;
+    }
     ad_value sum = ad_none(), args[2] = {*acc, g};
     int rc = E->create_graph ? call_global(E->S, "add", 2, args, &sum) : ad_bi_add(E->S, *acc, g, &sum);
     ad_value_decref(E->S, g);
@@ -322,62 +355,82 @@ static int check_versions(ad_state *S, const ad_node *n) {
     return ADDSL_OK;
 }
 
-static bool has_nonfinite(const ad_tensor *t) {
+static bool has_nonfinite(ad_state *S, ad_tensor *t) {
     if (!ad_dtype_is_float(t->dtype)) return false;
+    if (ad_tensor_device(t) != AD_DEV_CPU) { /* checked on a host copy: anomaly mode is for debugging */
+        ad_tensor *h = ad_tensor_to_device(S, t, AD_DEV_CPU);
+        bool bad = h ? has_nonfinite(S, h) : false;
+        ad_tensor_decref(S, h);
+        return bad;
+    }
     for (int64_t i = 0; i < t->numel; i++) if (!isfinite(ad_tensor_get_flat(t, i))) return true;
     return false;
 }
 
 static int anomaly_check(engine *E, const ad_node *n, int param, ad_value g) {
-    if (!E->S->anomaly || g.t != AD_TTENSOR || !has_nonfinite(g.u.tensor)) return ADDSL_OK;
+    if (!E->S->anomaly || g.t != AD_TTENSOR || !has_nonfinite(E->S, g.u.tensor)) return ADDSL_OK;
     return ad_error(E->S, "detect_anomaly: the gradient of op '%s' for input '%s' contains nan or inf; "
                     "the op was called at %s:%d:%d", n->op->name, n->op->pnames[param],
                     n->chunk ? n->chunk : "?", n->line, n->col);
 }
 
-/* Builds the formula arguments of node n (see ad_op_formula_nargs). */
-static int formula_args(engine *E, ad_node *n, ad_value *args, int *nargs) {
-    ad_state *S = E->S;
-    ad_opdef *op = n->op;
-    int na = 0;
-    for (int i = 0; i < n->nargs; i++) { args[na] = n->args[i]; ad_value_incref(args[na]); na++; }
-    /* grads, materialised as zeros when an output got no gradient */
-    ad_value grads[AD_OP_MAX_OUTS];
+/* The gradient of each output of n for the formulas (new references in g):
+ * zeros for an output that got none when a formula reads the gradients. */
+static int output_grads(ad_state *S, const ad_node *n, unsigned uses, ad_value *g) {
     for (int k = 0; k < n->nout; k++) {
-        grads[k] = n->gbuf[k];
-        ad_value_incref(grads[k]);
-        if (grads[k].t == AD_TNONE && n->outs[k]) {
-            ad_tensor *z = ad_tensor_zeros(S, n->outs[k]->dtype, n->outs[k]->ndim, n->outs[k]->shape);
-            if (!z) { for (int j = 0; j < k; j++) ad_value_decref(S, grads[j]); *nargs = na; return S->errcode; }
-            grads[k] = ad_tensor_value(z);
-        }
+        g[k] = n->gbuf[k];
+        ad_value_incref(g[k]);
+        if (g[k].t != AD_TNONE || !n->outs[k] || !(uses & AD_VJP_USES_GRADS)) continue;
+        ad_tensor *z = ad_tensor_full_like(S, n->outs[k], 0.0);
+        if (!z) { for (int j = 0; j < k; j++) ad_value_decref(S, g[j]); return S->errcode; }
+        g[k] = ad_tensor_value(z);
     }
-    ad_list *gl = ad_list_new(S, AD_TLIST, n->nout);
-    if (!gl) { for (int k = 0; k < n->nout; k++) ad_value_decref(S, grads[k]); *nargs = na; return S->errcode; }
-    for (int k = 0; k < n->nout; k++) gl->items[k] = grads[k];
-    args[na] = gl->items[0]; ad_value_incref(args[na]); na++;        /* grad */
-    args[na++] = ad_list_value(gl, AD_TLIST);                          /* grads */
-    ad_value outs[AD_OP_MAX_OUTS];
-    for (int k = 0; k < n->nout; k++)
-        outs[k] = n->outs[k] ? ad_tensor_value(n->outs[k]) : ad_none();
-    if (n->nout == 1) { args[na] = outs[0]; ad_value_incref(args[na]); na++; }
-    else {
-        ad_list *rl = ad_list_new(S, AD_TTUPLE, n->nout);
-        if (!rl) { *nargs = na; return S->errcode; } /* the caller releases args[0..na) */
-        for (int k = 0; k < n->nout; k++) { rl->items[k] = outs[k]; ad_value_incref(outs[k]); }
-        args[na++] = ad_list_value(rl, AD_TTUPLE);
-    }
-    for (int k = 0; k < n->nout; k++) { args[na] = outs[k]; ad_value_incref(outs[k]); na++; }
-    if (op->outnames) {
-        for (int k = 0; k < n->nout; k++) { args[na] = outs[k]; ad_value_incref(outs[k]); na++; }
-        for (int k = 0; k < n->nout; k++) { args[na] = gl->items[k]; ad_value_incref(args[na]); na++; }
-    }
-    ad_list *mask = ad_list_new(S, AD_TLIST, n->nargs);
-    if (!mask) { *nargs = na; return S->errcode; }
-    for (int i = 0; i < n->nargs; i++) mask->items[i] = ad_bool(edge_live(&n->edges[i]));
-    args[na++] = ad_list_value(mask, AD_TLIST);
-    *nargs = na;
     return ADDSL_OK;
+}
+
+/* A list (kind) of the n values v, each with a new reference, into *out. */
+static int list_of(ad_state *S, ad_vtype kind, int n, const ad_value *v, ad_value *out) {
+    ad_list *l = ad_list_new(S, kind, n);
+    if (!l) return S->errcode;
+    for (int k = 0; k < n; k++) { l->items[k] = v[k]; ad_value_incref(v[k]); }
+    *out = ad_list_value(l, kind);
+    return ADDSL_OK;
+}
+
+/* Builds the formula arguments of node n (see ad_op_formula_nargs) into
+ * args[0..*nargs), new references the caller releases. The arguments that
+ * cost an allocation are built only when a formula to run reads them
+ * ('uses', AD_VJP_USES_*), and are none otherwise. */
+static int formula_args(engine *E, ad_node *n, unsigned uses, ad_value *args, int *nargs) {
+    ad_state *S = E->S;
+    int np = n->nargs, no = n->nout;
+    bool named = n->op->outnames != NULL;
+    int total = ad_op_formula_nargs(np, no, named);
+    for (int i = 0; i < total; i++) args[i] = ad_none();
+    *nargs = total;
+    for (int i = 0; i < np; i++) { args[i] = n->args[i]; ad_value_incref(args[i]); }
+    ad_value g[AD_OP_MAX_OUTS], outs[AD_OP_MAX_OUTS];
+    int rc = output_grads(S, n, uses, g);
+    if (rc) return rc;
+    for (int k = 0; k < no; k++) outs[k] = n->outs[k] ? ad_tensor_value(n->outs[k]) : ad_none();
+    args[np] = g[0]; ad_value_incref(g[0]);                               /* grad */
+    if (uses & AD_VJP_USES_GRADS_LIST) rc = list_of(S, AD_TLIST, no, g, &args[np + 1]);
+    if (no == 1) { args[np + 2] = outs[0]; ad_value_incref(outs[0]); }      /* result */
+    else if (!rc && (uses & AD_VJP_USES_RESULT_TUPLE)) rc = list_of(S, AD_TTUPLE, no, outs, &args[np + 2]);
+    for (int k = 0; k < no; k++) {
+        args[np + 3 + k] = outs[k]; ad_value_incref(outs[k]);              /* resultK */
+        if (!named) continue;
+        args[np + 3 + no + k] = outs[k]; ad_value_incref(outs[k]);         /* output names */
+        args[np + 3 + 2 * no + k] = g[k]; ad_value_incref(g[k]);           /* grad_NAME */
+    }
+    for (int k = 0; k < no; k++) ad_value_decref(S, g[k]);
+    if (!rc && (uses & AD_VJP_USES_MASK)) {
+        ad_list *mask = ad_list_new(S, AD_TLIST, np);
+        if (!mask) return S->errcode;
+        for (int i = 0; i < np; i++) mask->items[i] = ad_bool(edge_live(&n->edges[i]));
+        args[total - 1] = ad_list_value(mask, AD_TLIST);
+    }
+    return rc;
 }
 
 static int route_to(engine *E, ad_node *n, int param, ad_edge *e, ad_value arg, ad_value g);
@@ -442,15 +495,21 @@ static int apply_node(engine *E, ad_node *n) {
         if (op->kind[i] == AD_PARAM_NOTIMPL && edge_live(&n->edges[i]))
             return ad_error(S, "the derivative of op '%s' for input '%s' is not implemented: %s", op->name,
                             op->pnames[i], op->notimpl[i] ? op->notimpl[i] : "");
+    /* The formulas whose inputs want a gradient, and what they read. */
+    bool needed[AD_OP_MAX_PARAMS];
+    unsigned uses = 0;
+    for (int e = 0; e < op->nvjp; e++) {
+        needed[e] = false;
+        for (int j = 0; j < op->vjp[e].nnames; j++)
+            if (edge_live(&n->edges[op->vjp[e].params[j]])) needed[e] = true;
+        if (needed[e]) uses |= op->vjp[e].uses;
+    }
     ad_value args[AD_OP_MAX_PARAMS + 4 + 3 * AD_OP_MAX_OUTS];
     int na = 0;
-    rc = formula_args(E, n, args, &na);
+    rc = formula_args(E, n, uses, args, &na);
     for (int e = 0; !rc && e < op->nvjp; e++) {
         ad_vjp_entry *v = &op->vjp[e];
-        bool needed = false;
-        for (int j = 0; j < v->nnames; j++)
-            if (edge_live(&n->edges[v->params[j]])) needed = true;
-        if (!needed) continue;
+        if (!needed[e]) continue;
         ad_value r = ad_none();
         rc = ad_vm_call_value(S, v->fn, na, args, &r);
         if (rc) break;
@@ -559,7 +618,7 @@ static int make_seeds(ad_state *S, const char *fn, ad_tensor **roots, int n, ad_
             return ad_error(S, "element %d of tensors does not require grad and does not have a grad_fn", i);
         if (g.t == AD_TNONE) {
             if (roots[i]->numel != 1) return ad_error(S, "grad can be implicitly created only for scalar outputs");
-            ad_tensor *o = ad_tensor_full(S, roots[i]->dtype, roots[i]->ndim, roots[i]->shape, 1.0);
+            ad_tensor *o = ad_tensor_full_like(S, roots[i], 1.0);
             if (!o) return S->errcode;
             seeds[i] = ad_tensor_value(o);
         } else {
@@ -678,7 +737,7 @@ static int bi_grad(ad_state *S, ad_value *argv, int argc, ad_value *out) {
                 break;
             }
             if (materialize) {
-                ad_tensor *z = ad_tensor_zeros(S, inputs[i]->dtype, inputs[i]->ndim, inputs[i]->shape);
+                ad_tensor *z = ad_tensor_full_like(S, inputs[i], 0.0);
                 if (!z) { rc = S->errcode; break; }
                 g = ad_tensor_value(z);
             }
@@ -694,7 +753,77 @@ static int bi_grad(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return ADDSL_OK;
 }
 
-/* jvp(f, primals, tangents): forward mode through dual tensors. */
+/* An alias of t in t's graph, with t's tangents of the levels below 'below'. */
+static ad_tensor *jvp_alias(ad_state *S, ad_tensor *t, uint64_t below) {
+    ad_tensor *a = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
+    if (!a) return NULL;
+    a->requires_grad = t->requires_grad;
+    if (t->grad_fn) { a->grad_fn = t->grad_fn; t->grad_fn->refcount++; a->output_nr = t->output_nr; }
+    if (ad_tensor_copy_tangents(S, a, t, below)) { ad_tensor_decref(S, a); return NULL; }
+    return a;
+}
+
+/* The dual of primal p at a new level: p to reverse mode and to the outer
+ * levels, 'tan' at this one. A leaf requiring grad is seen through the
+ * view_as op, so that gradients reach it through the jvp (reverse over
+ * forward); otherwise an alias sharing p's graph node. */
+static int jvp_dual(ad_state *S, ad_tensor *p, ad_tensor *tan, uint64_t level, ad_value *out) {
+    ad_tensor *d = NULL;
+    if (p->requires_grad && !p->grad_fn && S->grad_enabled) {
+        ad_value v = ad_none();
+        int rc = call_global(S, "view_as", 2, (ad_value[]){ad_tensor_value(p), ad_tensor_value(p)}, &v);
+        if (rc) return rc;
+        d = v.u.tensor;
+    } else if (!(d = jvp_alias(S, p, level))) {
+        return S->errcode;
+    }
+    ad_tensor *tc = ad_tensor_to(S, tan, p->dtype);
+    int rc = tc ? ad_tensor_set_tangent(S, d, level, tc) : S->errcode;
+    ad_tensor_decref(S, tc);
+    if (rc) { ad_tensor_decref(S, d); return rc; }
+    *out = ad_tensor_value(d);
+    return ADDSL_OK;
+}
+
+/* The primal (without this level's tangent) and the tangent at 'level' of
+ * each output. Both keep their graph and the outer levels' tangents, so a
+ * jvp nests in another (forward over forward) and in grad (reverse over
+ * forward), as torch.func.jvp does. Outputs that do not depend on the
+ * primals get zeros. */
+static int jvp_results(ad_state *S, ad_value res, uint64_t level, ad_value *out) {
+    int nout = res.t == AD_TTENSOR ? 1 : ad_is_seq(res) ? (int)res.u.l->len : -1;
+    if (nout < 0) return ad_error(S, "jvp(): the function must return a tensor or a list of tensors");
+    ad_list *prim = ad_list_new(S, AD_TTUPLE, nout), *tans = ad_list_new(S, AD_TTUPLE, nout);
+    int rc = prim && tans ? ADDSL_OK : S->errcode;
+    for (int k = 0; !rc && k < nout; k++) {
+        ad_value o = res.t == AD_TTENSOR ? res : res.u.l->items[k];
+        if (o.t != AD_TTENSOR) { rc = ad_error(S, "jvp(): output %d is not a tensor", k); break; }
+        ad_tensor *ot = o.u.tensor, *tan = ad_tensor_tangent(ot, level);
+        tan = tan ? jvp_alias(S, tan, level) : ad_tensor_full_like(S, ot, 0.0);
+        if (!tan) { rc = S->errcode; break; }
+        tans->items[k] = ad_tensor_value(tan);
+        ad_tensor *po = jvp_alias(S, ot, level);
+        if (!po) { rc = S->errcode; break; }
+        prim->items[k] = ad_tensor_value(po);
+    }
+    ad_list *pair = rc ? NULL : ad_list_new(S, AD_TTUPLE, 2);
+    if (!rc && !pair) rc = S->errcode;
+    if (!rc && nout == 1) {
+        pair->items[0] = prim->items[0]; ad_value_incref(pair->items[0]);
+        pair->items[1] = tans->items[0]; ad_value_incref(pair->items[1]);
+    } else if (!rc) {
+        pair->items[0] = ad_list_value(prim, AD_TTUPLE); prim = NULL;
+        pair->items[1] = ad_list_value(tans, AD_TTUPLE); tans = NULL;
+    }
+    if (prim) ad_value_decref(S, ad_list_value(prim, AD_TTUPLE));
+    if (tans) ad_value_decref(S, ad_list_value(tans, AD_TTUPLE));
+    if (!rc) *out = ad_list_value(pair, AD_TTUPLE);
+    return rc;
+}
+
+/* jvp(f, primals, tangents): forward mode through dual tensors. Each call is
+ * a level of its own, with a fresh id, so nested calls keep their tangents
+ * apart (no perturbation confusion). */
 static int bi_jvp(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     ad_value f = argv[0], primals = argv[1], tangents = argv[2];
@@ -704,6 +833,8 @@ static int bi_jvp(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (n < 0 || n > 64) return ad_error(S, "jvp(): 'primals' must be a tensor or a list of tensors");
     int nt = tangents.t == AD_TTENSOR ? 1 : ad_is_seq(tangents) ? (int)tangents.u.l->len : -1;
     if (nt != n) return ad_error(S, "jvp(): expected %d tangents (one per primal), got %d", n, nt < 0 ? 0 : nt);
+    ad_fwlevel lv = {S->fw_ids + 1, S->fw_level + 1, S->fw_level ? S->fw_top : NULL};
+    S->fw_ids++;
     ad_value duals[64] = {{0}};
     int rc = ADDSL_OK, made = 0;
     for (int i = 0; i < n && !rc; i++) {
@@ -712,64 +843,22 @@ static int bi_jvp(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         if (p.t != AD_TTENSOR || tv.t != AD_TTENSOR) { rc = ad_error(S, "jvp(): primals and tangents must be tensors"); break; }
         ad_tensor *pt = p.u.tensor, *tt = tv.u.tensor;
         if (!ad_shape_equal(pt->ndim, pt->shape, tt->ndim, tt->shape)) { rc = ad_error(S, "jvp(): tangent %d has a different shape from its primal", i); break; }
-        ad_tensor *d = ad_tensor_as_strided(S, pt, pt->ndim, pt->shape, pt->strides, pt->offset);
-        if (!d) { rc = S->errcode; break; }
-        d->requires_grad = pt->requires_grad;
-        if (pt->grad_fn) { d->grad_fn = pt->grad_fn; pt->grad_fn->refcount++; d->output_nr = pt->output_nr; }
-        else if (pt->requires_grad) { /* a leaf: its alias is not the same leaf; keep it simple */ }
-        ad_tensor *tc = ad_tensor_to(S, tt, pt->dtype);
-        if (!tc) { ad_tensor_decref(S, d); rc = S->errcode; break; }
-        d->fw_grad = tc;
-        duals[made++] = ad_tensor_value(d);
+        if (!(rc = jvp_dual(S, pt, tt, lv.id, &duals[made]))) made++;
     }
     ad_value res = ad_none();
     if (!rc) {
-        S->fw_level++;
+        const ad_fwlevel *top = S->fw_top;
+        int level = S->fw_level;
+        S->fw_top = &lv;
+        S->fw_level = lv.depth;
         rc = ad_vm_call_value(S, f, made, duals, &res);
-        S->fw_level--;
+        S->fw_top = top;
+        S->fw_level = level;
     }
     for (int i = 0; i < made; i++) ad_value_decref(S, duals[i]);
-    if (rc) return rc;
-    /* The output's tangent; outputs that do not depend on the primals get zeros. */
-    int nout = res.t == AD_TTENSOR ? 1 : ad_is_seq(res) ? (int)res.u.l->len : -1;
-    if (nout < 0) { ad_value_decref(S, res); return ad_error(S, "jvp(): the function must return a tensor or a list of tensors"); }
-    ad_list *prim = ad_list_new(S, AD_TLIST, nout), *tans = ad_list_new(S, AD_TLIST, nout);
-    if (!prim || !tans) rc = S->errcode;
-    for (int k = 0; !rc && k < nout; k++) {
-        ad_value o = res.t == AD_TTENSOR ? res : res.u.l->items[k];
-        if (o.t != AD_TTENSOR) { rc = ad_error(S, "jvp(): output %d is not a tensor", k); break; }
-        ad_tensor *ot = o.u.tensor;
-        ad_tensor *tan = ot->fw_grad;
-        /* Returned detached, as torch.autograd.functional.jvp does. */
-        if (tan) tan = ad_tensor_as_strided(S, tan, tan->ndim, tan->shape, tan->strides, tan->offset);
-        else tan = ad_tensor_zeros(S, ot->dtype, ot->ndim, ot->shape);
-        if (!tan) { rc = S->errcode; break; }
-        tans->items[k] = ad_tensor_value(tan);
-        ad_tensor *po = ad_tensor_as_strided(S, ot, ot->ndim, ot->shape, ot->strides, ot->offset);
-        if (!po) { rc = S->errcode; break; }
-        po->requires_grad = ot->requires_grad;
-        if (ot->grad_fn) { po->grad_fn = ot->grad_fn; ot->grad_fn->refcount++; po->output_nr = ot->output_nr; }
-        prim->items[k] = ad_tensor_value(po);
-    }
+    if (!rc) rc = jvp_results(S, res, lv.id, out);
     ad_value_decref(S, res);
-    if (rc) {
-        if (prim) ad_value_decref(S, ad_list_value(prim, AD_TLIST));
-        if (tans) ad_value_decref(S, ad_list_value(tans, AD_TLIST));
-        return rc;
-    }
-    ad_list *pair = ad_list_new(S, AD_TTUPLE, 2);
-    if (!pair) { ad_value_decref(S, ad_list_value(prim, AD_TLIST)); ad_value_decref(S, ad_list_value(tans, AD_TLIST)); return S->errcode; }
-    if (nout == 1) {
-        pair->items[0] = prim->items[0]; ad_value_incref(pair->items[0]);
-        pair->items[1] = tans->items[0]; ad_value_incref(pair->items[1]);
-        ad_value_decref(S, ad_list_value(prim, AD_TLIST));
-        ad_value_decref(S, ad_list_value(tans, AD_TLIST));
-    } else {
-        pair->items[0] = ad_list_value(prim, AD_TTUPLE);
-        pair->items[1] = ad_list_value(tans, AD_TTUPLE);
-    }
-    *out = ad_list_value(pair, AD_TTUPLE);
-    return ADDSL_OK;
+    return rc;
 }
 
 static int arg_op(ad_state *S, ad_value v, const char *fn, ad_opdef **op) {
@@ -916,6 +1005,8 @@ static int bi_index_add_at(ad_state *S, ad_value *argv, int argc, ad_value *out)
         *out = ad_tensor_value(res);
         return ADDSL_OK;
     }
+    if (ad_tensor_device(self) != AD_DEV_CPU || (argv[2].t == AD_TTENSOR && ad_tensor_device(argv[2].u.tensor)))
+        return ad_error(S, "index_add_at(): indexing with tensors or lists is not implemented for CUDA tensors");
     /* Linear positions of the selected elements, by indexing an arange. */
     ad_tensor *lin = ad_tensor_empty(S, AD_INT64, self->ndim, self->shape);
     if (!lin) return S->errcode;

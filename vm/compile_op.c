@@ -171,6 +171,31 @@ static int jvp_names(octx *c, const char **names) {
     return n;
 }
 
+/* Whether the name 'name' occurs anywhere under n, nested lambdas included:
+ * a conservative test of whether a formula reads that parameter. */
+static bool mentions(const ad_node *n, const char *name) {
+    if (!n) return false;
+    if (n->str && n->kind != N_STR && strcmp(n->str, name) == 0) return true;
+    if (mentions(n->a, name) || mentions(n->b, name) || mentions(n->c, name)) return true;
+    const ad_nlist *ls[3] = {n->list, n->list2, n->list3};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; ls[k] && i < ls[k]->n; i++)
+            if (mentions(ls[k]->items[i], name)) return true;
+    return false;
+}
+
+/* own[] = names[], with each optional argument the formula 'body' never reads
+ * renamed AD_FORMULA_UNUSED + name: the engine then skips building it (the
+ * grads list, the result tuple, grad_input_mask) for every node of the op. */
+static void mark_unused(octx *c, const ad_node *body, const char **names, const char **own, int n) {
+    ad_opinfo *in = c->info;
+    for (int i = 0; i < n; i++) {
+        own[i] = names[i];
+        if (i >= in->nparams && param_index(in, names[i]) < 0 && !mentions(body, names[i]))
+            own[i] = astr(c, AD_FORMULA_UNUSED, names[i]);
+    }
+}
+
 static bool later(const ad_node *a, const ad_node *b) {
     return a->line > b->line || (a->line == b->line && a->col > b->col);
 }
@@ -365,7 +390,9 @@ static bool desugar_one(octx *c, ad_node *op) {
     int n = vjp_names(c, names);
     for (int v = 0; v < in->nvjp; v++) {
         ad_node *en = in->vjp[v];
-        in->vjp[v] = mklambda(c, names, n, en->a, en);
+        const char *own[AD_OP_MAX_PARAMS * 2 + 3 * AD_OP_MAX_OUTS + 8];
+        mark_unused(c, en->a, names, own, n);
+        in->vjp[v] = mklambda(c, own, n, en->a, en);
     }
     /* The forward: a kernel(...) value, or a lambda over the parameters. */
     if (!is_kernel_call(in->forward)) {

@@ -63,6 +63,28 @@ void ad_opdef_free(ad_state *S, ad_opdef *op) {
     ad_free(S, op);
 }
 
+static bool reads(const ad_proto *p, int i) {
+    return i < p->nparams && strncmp(p->pnames[i], AD_FORMULA_UNUSED, strlen(AD_FORMULA_UNUSED)) != 0;
+}
+
+/* The AD_VJP_USES_* bits of a VJP closure, from the parameter names the
+ * desugarer gave it (see ad_op_formula_nargs for their order). */
+static unsigned vjp_uses(const ad_opdef *op, ad_value fn) {
+    unsigned all = AD_VJP_USES_GRADS | AD_VJP_USES_GRADS_LIST | AD_VJP_USES_RESULT_TUPLE | AD_VJP_USES_MASK;
+    if (fn.t != AD_TFUNC) return all;
+    const ad_proto *p = fn.u.fn->p;
+    int b = op->nparams, no = op->nout;
+    if (p->nparams != ad_op_formula_nargs(b, no, op->outnames != NULL)) return all;
+    unsigned u = 0;
+    if (reads(p, b)) u |= AD_VJP_USES_GRADS;
+    if (reads(p, b + 1)) u |= AD_VJP_USES_GRADS | AD_VJP_USES_GRADS_LIST;
+    if (reads(p, b + 2) && no > 1) u |= AD_VJP_USES_RESULT_TUPLE;
+    if (op->outnames)
+        for (int k = 0; k < no; k++) if (reads(p, b + 3 + 2 * no + k)) u |= AD_VJP_USES_GRADS;
+    if (reads(p, p->nparams - 1)) u |= AD_VJP_USES_MASK;
+    return u;
+}
+
 int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_value *out) {
     ad_opdef *op = ad_calloc(S, 1, sizeof *op);
     if (!op) return ADDSL_ENOMEM;
@@ -96,6 +118,7 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
             memcpy(op->vjp[i].params, t->vjp_params[i], sizeof op->vjp[i].params);
             op->vjp[i].fn = regs[r++];
             ad_value_incref(op->vjp[i].fn);
+            op->vjp[i].uses = vjp_uses(op, op->vjp[i].fn);
         }
     }
     for (int i = 0; i < t->njvp; i++) { op->jvp[i] = regs[r++]; ad_value_incref(op->jvp[i]); }
@@ -209,165 +232,225 @@ static int call_forward(ad_state *S, const ad_opdef *op, const ad_value *slots, 
     return ad_vm_call_value(S, op->forward, op->nparams, slots, out);
 }
 
-/* A primal alias without tangent, so ops inside a JVP formula do not
- * propagate tangents of their own. */
-static int strip_tangent(ad_state *S, ad_value v, ad_value *out) {
-    if (v.t != AD_TTENSOR || !v.u.tensor->fw_grad) { *out = v; ad_value_incref(v); return ADDSL_OK; }
-    ad_tensor *t = v.u.tensor;
-    ad_tensor *a = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
-    if (!a) return S->errcode;
-    a->requires_grad = t->requires_grad;
-    if (t->grad_fn) { a->grad_fn = t->grad_fn; a->grad_fn->refcount++; a->output_nr = t->output_nr; }
-    *out = ad_tensor_value(a);
-    return ADDSL_OK;
-}
-
-static int tangent_or_zeros(ad_state *S, ad_value v, ad_value *out) {
+/* The tangent of an argument at 'level' (zeros when it has none; a number's
+ * is 0, a list argument of cat/stack gets a list of tangents). */
+static int tangent_or_zeros(ad_state *S, ad_value v, uint64_t level, ad_value *out) {
     if (ad_is_seq(v)) {
-        /* A list argument (cat, stack) gets a list of tangents. */
         ad_list *l = ad_list_new(S, v.t, v.u.l->len);
         if (!l) return S->errcode;
         for (int64_t i = 0; i < v.u.l->len; i++) {
-            int rc = tangent_or_zeros(S, v.u.l->items[i], &l->items[i]);
+            int rc = tangent_or_zeros(S, v.u.l->items[i], level, &l->items[i]);
             if (rc) { ad_value_decref(S, ad_list_value(l, v.t)); return rc; }
         }
         *out = ad_list_value(l, v.t);
         return ADDSL_OK;
     }
     if (v.t != AD_TTENSOR) { *out = ad_num(0); return ADDSL_OK; }
-    ad_tensor *t = v.u.tensor;
-    if (t->fw_grad) { ad_tensor_incref(t->fw_grad); *out = ad_tensor_value(t->fw_grad); return ADDSL_OK; }
-    ad_tensor *z = ad_tensor_zeros(S, t->dtype, t->ndim, t->shape);
+    ad_tensor *t = v.u.tensor, *tan = ad_tensor_tangent(t, level);
+    if (tan) { ad_tensor_incref(tan); *out = ad_tensor_value(tan); return ADDSL_OK; }
+    ad_tensor *z = ad_tensor_full_like(S, t, 0.0);
     if (!z) return S->errcode;
     *out = ad_tensor_value(z);
     return ADDSL_OK;
 }
 
-static int set_tangent(ad_state *S, ad_tensor *out, ad_value tan) {
-    if (tan.t == AD_TNONE) return ADDSL_OK;
-    ad_tensor *t = NULL;
-    int rc = ad_arg_tensor(S, tan, "jvp", "tangent", &t);
-    if (rc) return rc;
-    if (!ad_shape_equal(t->ndim, t->shape, out->ndim, out->shape)) {
-        ad_tensor *e = ad_tensor_expand(S, t, out->ndim, out->shape);
-        ad_tensor_decref(S, t);
-        if (!e) return S->errcode;
-        t = ad_tensor_contiguous(S, e);
-        ad_tensor_decref(S, e);
-        if (!t) return S->errcode;
-    }
-    if (t->dtype != out->dtype) {
-        ad_tensor *c = ad_tensor_to(S, t, out->dtype);
-        ad_tensor_decref(S, t);
-        if (!c) return S->errcode;
-        t = c;
-    }
-    ad_tensor_decref(S, out->fw_grad);
-    out->fw_grad = t;
-    /* The node's saved copy of this output ('result' in formulas) carries
-     * the tangent too, so forward-over-reverse differentiates through it. */
-    if (out->grad_fn && !out->grad_fn_weak && out->grad_fn->outs && !out->grad_fn->released) {
-        ad_tensor *saved = out->grad_fn->outs[out->output_nr];
-        if (saved) {
-            /* Detached: the tangent's own graph may hold the output, and a
-             * graph-carrying tangent here would close a reference cycle. */
-            ad_tensor *d = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
-            if (!d) return S->errcode;
-            ad_tensor_decref(S, saved->fw_grad);
-            saved->fw_grad = d;
-        }
-    }
-    return ADDSL_OK;
+static bool has_tangent_at(ad_value v, uint64_t level) {
+    if (v.t == AD_TTENSOR) return ad_tensor_tangent(v.u.tensor, level) != NULL;
+    if (ad_is_seq(v))
+        for (int64_t i = 0; i < v.u.l->len; i++)
+            if (v.u.l->items[i].t == AD_TTENSOR && ad_tensor_tangent(v.u.l->items[i].u.tensor, level)) return true;
+    return false;
 }
 
-/* An output as a JVP formula sees it: a plain alias without graph or tangent
- * (the tangent computed from it is stored on the output itself, so a graph
- * link back to the output would be a reference cycle). */
-static ad_value plain_output(ad_state *S, ad_tensor *o, int *rc) {
-    if (!o) return ad_none();
+/* A copy of a dual tensor with no graph at any level, for a node's saved output:
+ * the tangent's own graph may hold the output, and a graph-carrying tangent
+ * there would close a reference cycle. */
+static ad_tensor *detached_dual(ad_state *S, ad_tensor *t) {
+    ad_tensor *d = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
+    if (!d) return NULL;
+    for (const ad_tangent *e = t->fw_grad; e; e = e->next) {
+        ad_tensor *dt = detached_dual(S, e->t);
+        int rc = dt ? ad_tensor_set_tangent(S, d, e->level, dt) : S->errcode;
+        ad_tensor_decref(S, dt);
+        if (rc) { ad_tensor_decref(S, d); return NULL; }
+    }
+    return d;
+}
+
+/* A tangent of another shape or dtype than its output, converted. One that is
+ * itself differentiable (outer levels, a graph) is broadcast by the 'add' op,
+ * which keeps that. Returns a new reference or NULL. */
+static ad_tensor *fit_tangent(ad_state *S, ad_tensor *t, const ad_tensor *out) {
+    bool same_shape = ad_shape_equal(t->ndim, t->shape, out->ndim, out->shape);
+    if (same_shape && t->dtype == out->dtype) { ad_tensor_incref(t); return t; }
+    ad_tensor *z = ad_tensor_full_like(S, out, 0.0);
+    if (!z) return NULL;
+    ad_tensor *r = NULL;
+    if ((t->fw_grad || t->grad_fn) && S->op_add) {
+        ad_value sum = ad_none();
+        int rc = ad_op_call(S, S->op_add, (ad_value[]){ad_tensor_value(t), ad_tensor_value(z)}, 2, NULL, &sum);
+        ad_tensor_decref(S, z);
+        if (rc) return NULL;
+        if (sum.t != AD_TTENSOR) { ad_value_decref(S, sum); ad_error(S, "jvp: a tangent must be a tensor"); return NULL; }
+        r = sum.u.tensor;
+    } else {
+        int rc = ad_tensor_copy_into(S, z, t); /* broadcasts and converts */
+        if (rc) { ad_tensor_decref(S, z); return NULL; }
+        r = z;
+    }
+    if (r->dtype == out->dtype) return r;
+    ad_tensor *c = ad_tensor_to(S, r, out->dtype);
+    ad_tensor_decref(S, r);
+    return c;
+}
+
+static int set_tangent(ad_state *S, ad_tensor *out, uint64_t level, ad_value tan) {
+    if (tan.t == AD_TNONE) return ADDSL_OK;
+    ad_tensor *t0 = NULL;
+    int rc = ad_arg_tensor(S, tan, "jvp", "tangent", &t0);
+    if (rc) return rc;
+    ad_tensor *t = fit_tangent(S, t0, out);
+    ad_tensor_decref(S, t0);
+    if (!t) return S->errcode;
+    rc = ad_tensor_set_tangent(S, out, level, t);
+    /* The node's saved copy of this output ('result' in formulas) carries
+     * the tangent too, so forward-over-reverse differentiates through it. */
+    if (!rc && out->grad_fn && !out->grad_fn_weak && out->grad_fn->outs && !out->grad_fn->released) {
+        ad_tensor *saved = out->grad_fn->outs[out->output_nr];
+        if (saved) {
+            ad_tensor *d = detached_dual(S, t);
+            rc = d ? ad_tensor_set_tangent(S, saved, level, d) : S->errcode;
+            ad_tensor_decref(S, d);
+        }
+    }
+    ad_tensor_decref(S, t);
+    return rc;
+}
+
+/* An output as a JVP formula of 'level' sees it: an alias in the output's
+ * graph (reverse over forward differentiates through it), with its tangents
+ * of the outer levels. An alias, not the output, since the tangent computed
+ * from it is stored on the output; it links to the output's node, which does
+ * not hold the output, so no reference cycle forms. */
+static ad_value plain_output(ad_state *S, ad_tensor *o, uint64_t level, int *rc) {
+    if (!o || *rc) return ad_none();
     ad_tensor *a = ad_tensor_as_strided(S, o, o->ndim, o->shape, o->strides, o->offset);
     if (!a) { *rc = S->errcode; return ad_none(); }
+    if (o->grad_fn && !o->grad_fn_weak) {
+        a->grad_fn = o->grad_fn; a->grad_fn->refcount++; a->output_nr = o->output_nr;
+        a->requires_grad = o->requires_grad;
+    }
+    int r = ad_tensor_copy_tangents(S, a, o, level);
+    if (r) { ad_tensor_decref(S, a); *rc = r; return ad_none(); }
     return ad_tensor_value(a);
 }
 
-/* Forward mode: computes the tangent of each output from the inputs' tangents. */
-static int propagate_tangents(ad_state *S, const ad_opdef *op, const ad_value *slots, ad_value out) {
-    ad_tensor *outs[AD_OP_MAX_OUTS];
-    int n = outputs_of(S, op, out, outs);
-    if (n <= 0) return n < 0 ? -n : ADDSL_OK;
-    ad_value args[AD_OP_MAX_PARAMS * 2 + AD_OP_MAX_OUTS + 4];
-    int na = 0, rc = ADDSL_OK;
-    int saved_level = S->fw_level;
-    S->fw_level = 0; /* formulas compute tangents from primals; no nested propagation */
+static void set_all_tangents(ad_state *S, const ad_opdef *op, ad_tensor **outs, int n, uint64_t level, ad_value tan, int *rc) {
+    ad_tensor *touts[AD_OP_MAX_OUTS];
+    int m = outputs_of(S, op, tan, touts);
+    if (m < 0) { *rc = -m; return; }
+    for (int k = 0; k < n && k < m && !*rc; k++)
+        if (outs[k] && touts[k]) *rc = set_tangent(S, outs[k], level, ad_tensor_value(touts[k]));
+}
+
+/* The JVP of one level. The primals passed to the formula keep their
+ * tangents: only the outer levels are active while it runs, so its own ops
+ * carry those (the mixed terms of forward-over-forward) and this level's
+ * tangents are ignored there. Returns the number of arguments to release. */
+static int jvp_of_level(ad_state *S, ad_opdef *op, const ad_value *slots, ad_tensor **outs, int n,
+                        uint64_t level, ad_value *args, int *rc) {
+    int na = 0;
     switch (op->jvp_kind) {
     case AD_JVP_NONE:
-        S->fw_level = saved_level;
-        return ad_error(S, "op '%s' has no forward-mode formula (result: ...)", op->name);
+        *rc = ad_error(S, "op '%s' has no forward-mode formula (result: ...)", op->name);
+        return 0;
     case AD_JVP_LINEAR: {
-        for (int i = 0; i < op->nparams && !rc; i++) {
-            /* Linear in the differentiable inputs only: indices and other
-             * non-differentiable tensors keep their primal values. */
-            if (op->kind[i] == AD_PARAM_DIFF)
-                rc = tangent_or_zeros(S, slots[i], &args[na++]); /* a plain number's tangent is 0 */
+        /* Linear in the differentiable inputs only: indices and other
+         * non-differentiable tensors keep their primal values. The op itself
+         * (not its bare forward) so that outer levels and the graph follow. */
+        for (int i = 0; i < op->nparams && !*rc; i++) {
+            if (op->kind[i] == AD_PARAM_DIFF) *rc = tangent_or_zeros(S, slots[i], level, &args[na++]);
             else { args[na++] = slots[i]; ad_value_incref(slots[i]); }
         }
         ad_value tan = ad_none();
-        if (!rc) rc = call_forward(S, op, args, &tan);
-        if (!rc) {
-            ad_tensor *touts[AD_OP_MAX_OUTS];
-            int m = outputs_of(S, op, tan, touts);
-            for (int k = 0; k < n && k < m && !rc; k++)
-                if (outs[k] && touts[k]) rc = set_tangent(S, outs[k], ad_tensor_value(touts[k]));
-        }
+        if (!*rc) *rc = ad_op_call(S, op, args, op->nparams, NULL, &tan);
+        if (!*rc) set_all_tangents(S, op, outs, n, level, tan, rc);
         ad_value_decref(S, tan);
-        break;
+        return na;
     }
     case AD_JVP_ELEMENTWISE: {
         /* The VJP of an element-wise op applied to the tangent is its JVP. */
-        int p = -1;
+        int p = -1, e = -1;
         for (int i = 0; i < op->nparams; i++) if (op->kind[i] == AD_PARAM_DIFF) p = i;
-        int e = -1;
         for (int i = 0; i < op->nvjp; i++) if (op->vjp[i].params[0] == p) e = i;
-        if (e < 0) { rc = ad_error(S, "op '%s': auto_element_wise needs a VJP formula", op->name); break; }
+        if (e < 0) { *rc = ad_error(S, "op '%s': auto_element_wise needs a VJP formula", op->name); return 0; }
         int total = ad_op_formula_nargs(op->nparams, op->nout, op->outnames != NULL);
         for (int i = 0; i < total; i++) args[i] = ad_none();
-        na = total;
-        for (int i = 0; i < op->nparams && !rc; i++) rc = strip_tangent(S, slots[i], &args[i]);
-        if (!rc) rc = tangent_or_zeros(S, slots[p], &args[op->nparams]);          /* grad */
-        if (!rc && outs[0]) args[op->nparams + 2] = plain_output(S, outs[0], &rc); /* result */
+        for (int i = 0; i < op->nparams; i++) { args[i] = slots[i]; ad_value_incref(slots[i]); }
+        *rc = tangent_or_zeros(S, slots[p], level, &args[op->nparams]);          /* grad */
+        if (!*rc) args[op->nparams + 2] = plain_output(S, outs[0], level, rc); /* result */
         ad_value tan = ad_none();
-        if (!rc) rc = ad_vm_call_value(S, op->vjp[e].fn, total, args, &tan);
-        if (!rc && outs[0]) rc = set_tangent(S, outs[0], tan);
+        if (!*rc) *rc = ad_vm_call_value(S, op->vjp[e].fn, total, args, &tan);
+        if (!*rc && outs[0]) *rc = set_tangent(S, outs[0], level, tan);
         ad_value_decref(S, tan);
-        break;
+        return total;
     }
     case AD_JVP_FORMULA: {
-        for (int i = 0; i < op->nparams && !rc; i++) {
-            if (is_tensor_param(op, i)) {
-                rc = strip_tangent(S, slots[i], &args[na++]);
-                if (!rc) rc = tangent_or_zeros(S, slots[i], &args[na++]);
-            } else {
-                args[na++] = slots[i]; ad_value_incref(slots[i]);
-            }
+        for (int i = 0; i < op->nparams && !*rc; i++) {
+            args[na++] = slots[i]; ad_value_incref(slots[i]);   /* P_p, or a plain parameter */
+            if (is_tensor_param(op, i)) *rc = tangent_or_zeros(S, slots[i], level, &args[na++]);
         }
+        if (*rc) return na;
         int rbase = na;
-        args[na++] = op->nout == 1 ? plain_output(S, outs[0], &rc) : ad_none();
-        for (int k = 0; k < op->nout; k++) args[na++] = plain_output(S, outs[k], &rc);
+        args[na++] = op->nout == 1 ? plain_output(S, outs[0], level, rc) : ad_none();
+        for (int k = 0; k < op->nout; k++) args[na++] = plain_output(S, outs[k], level, rc);
         if (op->outnames)
             for (int k = 0; k < op->nout; k++) { args[na] = args[rbase + 1 + k]; ad_value_incref(args[na]); na++; }
-        for (int k = 0; k < op->nout && !rc; k++) {
+        for (int k = 0; k < op->nout && !*rc; k++) {
             if (!outs[k] || op->jvp[k].t == AD_TNONE) continue;
             ad_value tan = ad_none();
-            rc = ad_vm_call_value(S, op->jvp[k], na, args, &tan);
-            if (!rc) rc = set_tangent(S, outs[k], tan);
+            *rc = ad_vm_call_value(S, op->jvp[k], na, args, &tan);
+            if (!*rc) *rc = set_tangent(S, outs[k], level, tan);
             ad_value_decref(S, tan);
         }
-        break;
+        return na;
     }
     }
-    S->fw_level = saved_level;
+    return 0;
+}
+
+/* The levels from 'lv' outwards, outermost first: a formula of level L sees
+ * the output ('result') with its tangents of the levels outside L already
+ * set. While it runs only those outer levels are active, so the formula's
+ * own ops carry them (the mixed terms of forward-over-forward) and ignore
+ * this level's tangents. */
+static int propagate_from(ad_state *S, ad_opdef *op, const ad_value *slots, ad_tensor **outs, int n,
+                          const ad_fwlevel *lv) {
+    if (!lv) return ADDSL_OK;
+    int rc = propagate_from(S, op, slots, outs, n, lv->outer);
+    bool needed = false;
+    for (int i = 0; i < op->nparams && !needed && !rc; i++)
+        needed = is_tensor_param(op, i) && has_tangent_at(slots[i], lv->id);
+    if (!needed) return rc;
+    const ad_fwlevel *top = S->fw_top;
+    int level = S->fw_level;
+    S->fw_top = lv->outer;
+    S->fw_level = lv->outer ? lv->outer->depth : 0;
+    ad_value args[AD_OP_MAX_PARAMS * 2 + AD_OP_MAX_OUTS * 3 + 4];
+    int na = jvp_of_level(S, op, slots, outs, n, lv->id, args, &rc);
     for (int i = 0; i < na; i++) ad_value_decref(S, args[i]);
+    S->fw_top = top;
+    S->fw_level = level;
     return rc;
+}
+
+/* Forward mode: the outputs' tangents at each active level whose tangents
+ * the inputs carry. */
+static int propagate_tangents(ad_state *S, ad_opdef *op, const ad_value *slots, ad_value out) {
+    ad_tensor *outs[AD_OP_MAX_OUTS];
+    int n = outputs_of(S, op, out, outs);
+    if (n <= 0) return n < 0 ? -n : ADDSL_OK;
+    return propagate_from(S, op, slots, outs, n, S->fw_top);
 }
 
 int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {

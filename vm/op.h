@@ -22,10 +22,24 @@ typedef enum { AD_JVP_NONE, AD_JVP_FORMULA, AD_JVP_ELEMENTWISE, AD_JVP_LINEAR } 
 #define AD_OP_MAX_PARAMS 32
 #define AD_OP_MAX_OUTS 8
 
+/* The desugarer names a formula parameter that the formula never reads
+ * AD_FORMULA_UNUSED + its name ("~grads"), which no script can spell. */
+#define AD_FORMULA_UNUSED "~"
+
+/* The optional VJP formula arguments that cost an allocation per node, as
+ * bits of ad_vjp_entry.uses: built only for formulas that read them. */
+enum {
+    AD_VJP_USES_GRADS = 1,          /* grad, grads or grad_NAME (zeros for outputs without a gradient) */
+    AD_VJP_USES_GRADS_LIST = 2,     /* grads */
+    AD_VJP_USES_RESULT_TUPLE = 4,   /* result of an op with several outputs */
+    AD_VJP_USES_MASK = 8            /* grad_input_mask */
+};
+
 typedef struct ad_vjp_entry {
     int nnames;
     int params[AD_OP_MAX_PARAMS];   /* parameter index per name */
     ad_value fn;                    /* closure over the formula */
+    unsigned uses;                  /* AD_VJP_USES_* bits */
 } ad_vjp_entry;
 
 typedef struct ad_opdef {

@@ -16,6 +16,7 @@ struct ad_heap;
 struct ad_kreg;
 struct ad_vm;
 struct ad_globals;
+struct ad_device;
 
 /* Internal status codes are the public ones. */
 #define AD_OK ADDSL_OK
@@ -24,6 +25,14 @@ typedef struct ad_rng {
     uint64_t s[4]; /* xoshiro256** state */
     int has_spare; double spare; /* Box-Muller second sample */
 } ad_rng;
+
+/* One forward-mode level: a running jvp() call. Levels nest; each lives in
+ * its jvp() call's C frame, linked to the one outside it. */
+typedef struct ad_fwlevel {
+    uint64_t id;                     /* key of the tangents (ad_tangent.level) */
+    int depth;                       /* 1 for the outermost */
+    const struct ad_fwlevel *outer;
+} ad_fwlevel;
 
 struct addsl_state {
     addsl_config cfg;
@@ -37,12 +46,16 @@ struct addsl_state {
     int exit_code;
     volatile int interrupted;  /* set by addsl_interrupt, polled by the VM */
     bool grad_enabled;         /* false inside no_grad { } */
-    int fw_level;              /* > 0 inside jvp(): ops propagate tangents */
+    int fw_level;              /* active jvp() levels; 0: ops skip forward mode */
+    const struct ad_fwlevel *fw_top; /* the innermost active level (when fw_level > 0) */
+    uint64_t fw_ids;           /* level ids handed out: never reused, so a tangent
+                                * left on a tensor by a finished jvp() stays dead */
     bool anomaly;              /* inside detect_anomaly { } */
     bool ops_ready;            /* the operators' ops are loaded (vm/library.c) */
     bool *lib_loaded;          /* per library file */
     uint64_t grad_epoch;       /* bumped per backward pass */
     struct ad_opdef *op_add, *op_sub, *op_mul, *op_div, *op_rem, *op_pow, *op_neg, *op_matmul, *op_index, *op_sum;
+    struct ad_device *device;  /* CUDA module and device memory (vm/device.c), NULL until used */
     void *ad_state_ext;        /* autograd/forward-AD state (later issues) */
 };
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "device.h"
 #include "heap.h"
 #include "state.h"
 
@@ -125,11 +126,11 @@ bool ad_tensor_is_contiguous(const ad_tensor *t) {
 
 /* ---- creation and lifetime ---- */
 
-static ad_storage *storage_new(ad_state *S, size_t nbytes) {
+static ad_storage *storage_new(ad_state *S, size_t nbytes, int device) {
     ad_storage *st = ad_heap_alloc_header(S, sizeof *st);
     if (!st) return NULL;
     size_t granted;
-    st->data = ad_heap_alloc(S, nbytes, &granted);
+    st->data = device ? ad_device_alloc(S, nbytes, &granted) : ad_heap_alloc(S, nbytes, &granted);
     if (!st->data) { ad_heap_release_header(S, st); return NULL; }
     st->refcount = 1;
     st->nbytes = nbytes;
@@ -137,13 +138,14 @@ static ad_storage *storage_new(ad_state *S, size_t nbytes) {
     st->release = NULL;
     st->release_ud = NULL;
     st->version = 0;
-    st->device = 0;
+    st->device = device;
     return st;
 }
 
 static void storage_decref(ad_state *S, ad_storage *st) {
     if (--st->refcount > 0) return;
     if (st->release) st->release(st->release_ud, st->data);
+    else if (st->device) ad_device_release(S, st->data, st->granted);
     else if (st->granted) ad_heap_release(S, st->data, st->granted);
     ad_heap_release_header(S, st);
 }
@@ -182,13 +184,17 @@ static int checked_nbytes(ad_state *S, ad_dtype dt, int ndim, const int64_t *sha
     return AD_OK;
 }
 
-ad_tensor *ad_tensor_empty(ad_state *S, ad_dtype dt, int ndim, const int64_t *shape) {
+ad_tensor *ad_tensor_empty_on(ad_state *S, ad_dtype dt, int ndim, const int64_t *shape, int device) {
     int64_t numel;
     size_t nbytes;
     if (checked_nbytes(S, dt, ndim, shape, &numel, &nbytes)) return NULL;
-    ad_storage *st = storage_new(S, nbytes);
+    ad_storage *st = storage_new(S, nbytes, device);
     if (!st) return NULL;
     return header_new(S, st, dt, ndim, shape, numel);
+}
+
+ad_tensor *ad_tensor_empty(ad_state *S, ad_dtype dt, int ndim, const int64_t *shape) {
+    return ad_tensor_empty_on(S, dt, ndim, shape, AD_DEV_CPU);
 }
 
 ad_tensor *ad_tensor_zeros(ad_state *S, ad_dtype dt, int ndim, const int64_t *shape) {
@@ -197,10 +203,18 @@ ad_tensor *ad_tensor_zeros(ad_state *S, ad_dtype dt, int ndim, const int64_t *sh
     return t;
 }
 
-ad_tensor *ad_tensor_full(ad_state *S, ad_dtype dt, int ndim, const int64_t *shape, double v) {
-    ad_tensor *t = ad_tensor_empty(S, dt, ndim, shape);
-    if (t) ad_tensor_fill(t, v);
+ad_tensor *ad_tensor_full_on(ad_state *S, ad_dtype dt, int ndim, const int64_t *shape, double v, int device) {
+    ad_tensor *t = ad_tensor_empty_on(S, dt, ndim, shape, device);
+    if (t && ad_tensor_fill(S, t, v)) { ad_tensor_decref(S, t); return NULL; }
     return t;
+}
+
+ad_tensor *ad_tensor_full(ad_state *S, ad_dtype dt, int ndim, const int64_t *shape, double v) {
+    return ad_tensor_full_on(S, dt, ndim, shape, v, AD_DEV_CPU);
+}
+
+ad_tensor *ad_tensor_full_like(ad_state *S, const ad_tensor *t, double v) {
+    return ad_tensor_full_on(S, t->dtype, t->ndim, t->shape, v, t->storage->device);
 }
 
 ad_tensor *ad_tensor_scalar(ad_state *S, ad_dtype dt, double v) {
@@ -232,10 +246,55 @@ void ad_tensor_decref(ad_state *S, ad_tensor *t) {
     while (t && --t->refcount == 0) {
         ad_tensor *g = t->grad;
         if (t->grad_fn && !t->grad_fn_weak) ad_node_decref(S, t->grad_fn);
-        if (t->fw_grad) ad_tensor_decref(S, t->fw_grad);
+        if (t->fw_grad) ad_tensor_clear_tangents(S, t);
         storage_decref(S, t->storage);
         ad_heap_release_header(S, t);
         t = g; /* a chain of grads is released without recursion */
+    }
+}
+
+/* ---- forward-mode tangents (one short list per tensor, by level) ---- */
+
+ad_tensor *ad_tensor_tangent(const ad_tensor *t, uint64_t level) {
+    for (const ad_tangent *e = t->fw_grad; e && e->level <= level; e = e->next)
+        if (e->level == level) return e->t;
+    return NULL;
+}
+
+int ad_tensor_set_tangent(ad_state *S, ad_tensor *t, uint64_t level, ad_tensor *tan) {
+    ad_tangent **p = &t->fw_grad;
+    while (*p && (*p)->level < level) p = &(*p)->next;
+    ad_tensor_incref(tan);
+    if (*p && (*p)->level == level) {
+        ad_tensor_decref(S, (*p)->t);
+        (*p)->t = tan;
+        return ADDSL_OK;
+    }
+    ad_tangent *e = ad_malloc(S, sizeof *e);
+    if (!e) { ad_tensor_decref(S, tan); return S->errcode; }
+    e->t = tan;
+    e->level = level;
+    e->next = *p;
+    *p = e;
+    return ADDSL_OK;
+}
+
+int ad_tensor_copy_tangents(ad_state *S, ad_tensor *dst, const ad_tensor *src, uint64_t below) {
+    for (const ad_tangent *e = src->fw_grad; e && e->level < below; e = e->next) {
+        int rc = ad_tensor_set_tangent(S, dst, e->level, e->t);
+        if (rc) return rc;
+    }
+    return ADDSL_OK;
+}
+
+void ad_tensor_clear_tangents(ad_state *S, ad_tensor *t) {
+    ad_tangent *e = t->fw_grad;
+    t->fw_grad = NULL;
+    while (e) {
+        ad_tangent *next = e->next;
+        ad_tensor_decref(S, e->t);
+        ad_free(S, e);
+        e = next;
     }
 }
 
@@ -289,6 +348,7 @@ int ad_tensor_item(ad_state *S, const ad_tensor *t, double *out) {
     if (t->numel != 1)
         return ad_error(S, "a Tensor with %lld elements cannot be converted to Scalar",
                         (long long)t->numel);
+    if (t->storage->device) return ad_device_get_flat(S, t, 0, out);
     *out = ad_tensor_get_flat(t, 0);
     return AD_OK;
 }
@@ -411,7 +471,33 @@ static int copy_general(ad_state *S, ad_tensor *dst, const ad_tensor *src) {
     return AD_OK;
 }
 
+/* Copies that involve the GPU: on it when both are there, else src moves
+ * to dst's device first. */
+static int copy_device(ad_state *S, ad_tensor *dst, const ad_tensor *src) {
+    if (dst->storage->device != src->storage->device) {
+        ad_tensor *moved = ad_tensor_to_device(S, (ad_tensor *)src, dst->storage->device);
+        if (!moved) return S->errcode;
+        int rc = ad_tensor_copy_into(S, dst, moved);
+        ad_tensor_decref(S, moved);
+        return rc;
+    }
+    if (src->ndim > dst->ndim) return copy_shape_error(S, dst, src);
+    for (int i = 0; i < src->ndim; i++) {
+        int64_t sz = src->shape[i], want = dst->shape[i + dst->ndim - src->ndim];
+        if (sz != want && sz != 1) return copy_shape_error(S, dst, src);
+    }
+    if (dst->storage == src->storage) {
+        ad_tensor *tmp = ad_tensor_clone(S, src);
+        if (!tmp) return S->errcode;
+        int rc = ad_device_copy(S, dst, tmp);
+        ad_tensor_decref(S, tmp);
+        return rc;
+    }
+    return ad_device_copy(S, dst, src);
+}
+
 int ad_tensor_copy_into(ad_state *S, ad_tensor *dst, const ad_tensor *src) {
+    if (dst->storage->device | src->storage->device) return copy_device(S, dst, src);
     if (dst->dtype == src->dtype && ad_shape_equal(dst->ndim, dst->shape, src->ndim, src->shape) &&
         ad_tensor_is_contiguous(dst) && ad_tensor_is_contiguous(src)) {
         if (dst->numel)
@@ -431,7 +517,7 @@ int ad_tensor_copy_into(ad_state *S, ad_tensor *dst, const ad_tensor *src) {
 }
 
 ad_tensor *ad_tensor_clone(ad_state *S, const ad_tensor *t) {
-    ad_tensor *c = ad_tensor_empty(S, t->dtype, t->ndim, t->shape);
+    ad_tensor *c = ad_tensor_empty_on(S, t->dtype, t->ndim, t->shape, t->storage->device);
     if (!c) return NULL;
     if (ad_tensor_copy_into(S, c, t)) { ad_tensor_decref(S, c); return NULL; }
     return c;
@@ -444,14 +530,15 @@ ad_tensor *ad_tensor_contiguous(ad_state *S, ad_tensor *t) {
 
 ad_tensor *ad_tensor_to(ad_state *S, ad_tensor *t, ad_dtype dt) {
     if (t->dtype == dt) { ad_tensor_incref(t); return t; }
-    ad_tensor *c = ad_tensor_empty(S, dt, t->ndim, t->shape);
+    ad_tensor *c = ad_tensor_empty_on(S, dt, t->ndim, t->shape, t->storage->device);
     if (!c) return NULL;
-    if (copy_general(S, c, t)) { ad_tensor_decref(S, c); return NULL; }
+    if (ad_tensor_copy_into(S, c, t)) { ad_tensor_decref(S, c); return NULL; }
     return c;
 }
 
-void ad_tensor_fill(ad_tensor *dst, double v) {
-    if (dst->numel == 0) return;
+int ad_tensor_fill(ad_state *S, ad_tensor *dst, double v) {
+    if (dst->storage->device) return ad_device_fill(S, dst, v);
+    if (dst->numel == 0) return AD_OK;
     union { float f; double d; int64_t i; uint8_t b; } one;
     store(&one, dst->dtype, 0, v);
     int n = dst->ndim;
@@ -461,4 +548,5 @@ void ad_tensor_fill(ad_tensor *dst, double v) {
     size_t sz = ad_dtype_size(dst->dtype);
     strided_copy(copy_table[dst->dtype][dst->dtype], ad_tensor_data(dst), sz, (const char *)&one, sz, k,
                  shape, ds, ss);
+    return AD_OK;
 }

@@ -29,6 +29,15 @@ typedef struct ad_storage {
     int device;            /* 0: CPU */
 } ad_storage;
 
+/* A tensor's tangent at one forward-mode level (one active jvp() call). Nested
+ * levels make a tensor a dual number in each: the tangent of level L may itself
+ * carry tangents of the levels outside L (forward-over-forward). */
+typedef struct ad_tangent {
+    struct ad_tangent *next;  /* in increasing level order */
+    struct ad_tensor *t;      /* owned */
+    uint64_t level;           /* the level's id (vm/state.h: ad_fwlevel) */
+} ad_tangent;
+
 typedef struct ad_tensor {
     int64_t refcount;
     ad_storage *storage;
@@ -41,7 +50,7 @@ typedef struct ad_tensor {
     int32_t output_nr;        /* which output of grad_fn this tensor is */
     struct ad_tensor *grad;   /* accumulated gradient of a leaf */
     struct ad_node *grad_fn;  /* autograd node that produced it (vm/autograd.h) */
-    struct ad_tensor *fw_grad;/* forward-mode tangent */
+    struct ad_tangent *fw_grad;/* forward-mode tangents, one per jvp() level; NULL: none */
     int64_t shape[AD_MAX_DIMS];
     int64_t strides[AD_MAX_DIMS]; /* in elements */
 } ad_tensor;
@@ -54,6 +63,11 @@ ad_dtype ad_promote(ad_dtype a, ad_dtype b);
 
 /* Creation. Shapes are checked: negative sizes and element-count overflow are errors. */
 ad_tensor *ad_tensor_empty(ad_state *S, ad_dtype dt, int ndim, const int64_t *shape);
+/* On 'device' (vm/device.h: AD_DEV_CPU, AD_DEV_CUDA). */
+ad_tensor *ad_tensor_empty_on(ad_state *S, ad_dtype dt, int ndim, const int64_t *shape, int device);
+ad_tensor *ad_tensor_full_on(ad_state *S, ad_dtype dt, int ndim, const int64_t *shape, double v, int device);
+/* Same dtype, shape and device as t, every element v. */
+ad_tensor *ad_tensor_full_like(ad_state *S, const ad_tensor *t, double v);
 ad_tensor *ad_tensor_zeros(ad_state *S, ad_dtype dt, int ndim, const int64_t *shape);
 ad_tensor *ad_tensor_full(ad_state *S, ad_dtype dt, int ndim, const int64_t *shape, double v);
 ad_tensor *ad_tensor_scalar(ad_state *S, ad_dtype dt, double v); /* 0-d */
@@ -64,11 +78,19 @@ ad_tensor *ad_tensor_wrap(ad_state *S, ad_dtype dt, int ndim, const int64_t *sha
 void ad_tensor_incref(ad_tensor *t);
 void ad_tensor_decref(ad_state *S, ad_tensor *t);   /* NULL is fine */
 
+/* Forward-mode tangents by level (jvp). The tangent at 'level' or NULL (borrowed). */
+ad_tensor *ad_tensor_tangent(const ad_tensor *t, uint64_t level);
+/* Sets (or replaces) t's tangent at 'level'; takes its own reference to 'tan'. */
+int ad_tensor_set_tangent(ad_state *S, ad_tensor *t, uint64_t level, ad_tensor *tan);
+/* Gives dst the tangents of src at levels below 'below' (dst has none yet). */
+int ad_tensor_copy_tangents(ad_state *S, ad_tensor *dst, const ad_tensor *src, uint64_t below);
+void ad_tensor_clear_tangents(ad_state *S, ad_tensor *t);
+
 static inline void *ad_tensor_data(const ad_tensor *t) {
     return (char *)t->storage->data + (size_t)t->offset * ((t->dtype == AD_FLOAT32) ? 4 : (t->dtype == AD_BOOL) ? 1 : 8);
 }
 bool ad_tensor_is_contiguous(const ad_tensor *t);
-/* Element at a flat (row-major logical) index, as a double; any layout. */
+/* Element at a flat (row-major logical) index, as a double; any layout; CPU only. */
 double ad_tensor_get_flat(const ad_tensor *t, int64_t i);
 void ad_tensor_set_flat(ad_tensor *t, int64_t i, double v);
 /* Value of a one-element tensor. */
@@ -80,8 +102,8 @@ ad_tensor *ad_tensor_clone(ad_state *S, const ad_tensor *t); /* always a new con
 ad_tensor *ad_tensor_to(ad_state *S, ad_tensor *t, ad_dtype dt); /* incref if same dtype */
 /* dst[...] = src, broadcasting src to dst's shape and converting dtype; any layouts. */
 int ad_tensor_copy_into(ad_state *S, ad_tensor *dst, const ad_tensor *src);
-/* Fills every element of dst (any layout) with v. */
-void ad_tensor_fill(ad_tensor *dst, double v);
+/* Fills every element of dst (any layout, any device) with v. */
+int ad_tensor_fill(ad_state *S, ad_tensor *dst, double v);
 
 /* Views (share storage). Dims may be negative; errors say what was expected. */
 ad_tensor *ad_tensor_as_strided(ad_state *S, ad_tensor *t, int ndim, const int64_t *shape,

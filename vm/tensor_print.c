@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "device.h"
 #include "state.h"
 
 #define PRINT_PRECISION 4
@@ -184,7 +185,8 @@ static void put_suffix(ad_buf *b, size_t start, int *last_len, const char *suffi
     ad_buf_puts(b, suffix);
 }
 
-int ad_tensor_format(ad_state *S, const ad_tensor *t, ad_buf *b) {
+/* t's values (on the host), with meta's autograd suffix and the device. */
+static int format_on(ad_state *S, const ad_tensor *t, const ad_tensor *meta, ad_buf *b, const char *device) {
     (void)S;
     size_t start = b->len;
     int last_len = -1;
@@ -192,6 +194,7 @@ int ad_tensor_format(ad_state *S, const ad_tensor *t, ad_buf *b) {
     ad_buf_puts(b, PRINT_PREFIX);
     if (t->numel == 0) {
         ad_buf_puts(b, "[]");
+        if (device) { snprintf(sfx, sizeof sfx, "device='%s'", device); put_suffix(b, start, &last_len, sfx, 0); }
         if (t->ndim != 1) {
             int n = snprintf(sfx, sizeof sfx, "size=(");
             for (int i = 0; i < t->ndim; i++)
@@ -208,17 +211,29 @@ int ad_tensor_format(ad_state *S, const ad_tensor *t, ad_buf *b) {
         formatter_init(&f, t);
         if (t->ndim == 0) put_elem(&f, t->offset, b);
         else put_tensor(&f, 0, t->offset, PRINT_INDENT, b);
+        if (device) { snprintf(sfx, sizeof sfx, "device='%s'", device); put_suffix(b, start, &last_len, sfx, 0); }
         if (t->dtype == AD_FLOAT64) put_suffix(b, start, &last_len, "dtype=float64", TORCH_DTYPE_PREFIX);
     }
-    if (t->grad_fn && !t->grad_fn_weak && t->grad_fn->op) {
+    if (meta->grad_fn && !meta->grad_fn_weak && meta->grad_fn->op) {
         /* Like torch's grad_fn=<MulBackward0>, named after the op. */
         char sfx[160];
-        const char *name = t->grad_fn->op->name;
+        const char *name = meta->grad_fn->op->name;
         snprintf(sfx, sizeof sfx, "grad_fn=<%c%.100sBackward0>", toupper((unsigned char)name[0]), name[0] ? name + 1 : "");
         put_suffix(b, start, &last_len, sfx, 0);
-    } else if (t->requires_grad) {
+    } else if (meta->requires_grad) {
         put_suffix(b, start, &last_len, REQUIRES_GRAD_SUFFIX, 0);
     }
     ad_buf_add(b, ")", 1);
     return b->failed ? ADDSL_ENOMEM : AD_OK;
+}
+
+/* The values of a GPU tensor are printed from a host copy; its device
+ * comes first among the suffixes, as in torch. */
+int ad_tensor_format(ad_state *S, const ad_tensor *t, ad_buf *b) {
+    if (ad_tensor_device(t) == AD_DEV_CPU) return format_on(S, t, t, b, NULL);
+    ad_tensor *h = ad_tensor_to_device(S, (ad_tensor *)t, AD_DEV_CPU);
+    if (!h) return S->errcode;
+    int rc = format_on(S, h, t, b, ad_device_name(ad_tensor_device(t)));
+    ad_tensor_decref(S, h);
+    return rc;
 }

@@ -97,6 +97,7 @@ typedef struct ad_builtin {
     bool *required;
     void *ud;             /* data of a builtin made at run time (e.g. an extern kernel) */
     int kid;              /* kernel id for kernel-backed builtins, else -1 */
+    bool on_device;       /* takes GPU tensors (vm/device.c lists which) */
     void (*ud_free)(ad_state *S, void *ud);
 } ad_builtin;
 

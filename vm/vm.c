@@ -11,6 +11,7 @@
 #include "../builtins/builtins.h"
 #include "buf.h"
 #include "autograd.h"
+#include "device.h"
 #include "compile.h"
 #include "library.h"
 #include "op.h"
@@ -169,6 +170,7 @@ int ad_vm_register(ad_state *S, const ad_builtin_def *defs) {
         ad_builtin *b;
         int rc = builtin_new(S, defs, &b);
         if (rc) return rc;
+        b->on_device = ad_device_builtin_ok(defs);
         ad_value v; v.t = AD_TBUILTIN; v.u.bi = b;
         /* 'ad_NAME' keeps the raw builtin reachable when an op named NAME
          * (with derivative formulas) replaces it; kernel("ad_NAME") uses it. */
@@ -601,7 +603,10 @@ static int get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) {
     }
     case AD_ATTR_DTYPE: *out = ad_dtype_value(t->dtype); return ADDSL_OK;
     case AD_ATTR_NDIM: *out = ad_int(t->ndim); return ADDSL_OK;
-    case AD_ATTR_DEVICE: return ad_string_value(S, "cpu", 3, out);
+    case AD_ATTR_DEVICE: {
+        const char *dn = ad_device_name(ad_tensor_device(t));
+        return ad_string_value(S, dn, strlen(dn), out);
+    }
     case AD_ATTR_GRAD:
         if (!t->grad) { *out = ad_none(); return ADDSL_OK; }
         ad_tensor_incref(t->grad);
@@ -710,6 +715,12 @@ static int bind_args(ad_state *S, const char *fname, int np, const char *const *
 
 static int call_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     *out = ad_none();
+    /* A builtin that reads tensor memory on the host must never see a GPU
+     * tensor; there is none before the CUDA module was asked for. */
+    if (S->device && !b->on_device) {
+        int rc = ad_device_refuse(S, b->name, args, nargs, kw);
+        if (rc) return rc;
+    }
     if (b->nparams < 0) {
         if (kw && kw->len) return ad_error(S, "%s() takes no keyword arguments", b->name);
         return b->fn(S, (ad_value *)args, nargs, out);

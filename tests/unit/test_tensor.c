@@ -147,7 +147,7 @@ static void test_copies(ad_state *S) {
     ad_tensor *lo = ad_tensor_slice(S, m, 0, 0, 2, 1), *hi = ad_tensor_slice(S, m, 0, 1, 3, 1);
     ok(ad_tensor_copy_into(S, hi, lo) == 0, "overlapping copy");
     is_double(ad_tensor_get_flat(m, 8), 4, 0, "overlapping copy used the old values");
-    ad_tensor_fill(mt, -1);
+    ad_tensor_fill(S, mt, -1);
     is_double(ad_tensor_get_flat(m, 11), -1, 0, "fill through a strided view");
     double item;
     ok(ad_tensor_item(S, m, &item) != 0, "item of many elements fails");

@@ -1,0 +1,334 @@
+/* device.c: the CUDA module behind GPU tensors (loaded with dlopen on first
+ * use, so the core never links CUDA), its pooled device memory, and the
+ * copies between host and device. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cuda/tensor_cuda.h"
+#include "../cuda/traj_cuda.h"
+#include "../builtins/builtins.h"
+#include "../builtins/traj.h"
+#include "buf.h"
+#include "device.h"
+#include "state.h"
+
+/* Where 'make install' puts the module (set by Makefile.am). */
+#ifndef ADDSL_PKGLIBDIR
+#define ADDSL_PKGLIBDIR "/usr/local/lib/addsl"
+#endif
+
+#define NCLASSES 48
+#define MIN_CLASS 8 /* 256 bytes: the smallest block handed out */
+
+typedef struct dev_bin { void **p; int n, cap; } dev_bin;
+
+struct ad_device {
+    void *dl;
+    const addsl_cuda_api *api;
+    bool tried;             /* the module was looked for (found or not) */
+    char why[256];          /* why there is no GPU */
+    dev_bin bins[NCLASSES];
+};
+
+const char *ad_device_name(int device) { return device == AD_DEV_CUDA ? "cuda:0" : "cpu"; }
+
+int ad_device_parse(ad_state *S, const char *s, int *device) {
+    if (strcmp(s, "cpu") == 0) { *device = AD_DEV_CPU; return AD_OK; }
+    if (strcmp(s, "cuda") == 0 || strcmp(s, "cuda:0") == 0) { *device = AD_DEV_CUDA; return AD_OK; }
+    if (strncmp(s, "cuda:", 5) == 0) return ad_error(S, "CUDA error: invalid device ordinal (only cuda:0 is used, got '%s')", s);
+    return ad_error(S, "Expected one of cpu, cuda device type at start of device string: %s", s);
+}
+
+static struct ad_device *dev_state(ad_state *S) {
+    if (!S->device) S->device = ad_calloc(S, 1, sizeof(struct ad_device));
+    return S->device;
+}
+
+/* The module next to the library or executable that holds this code: the
+ * installed pkglibdir, or .libs/ of a build tree. */
+static void *open_beside_me(void) {
+    Dl_info info;
+    if (!dladdr((void *)ad_cuda_available, &info) || !info.dli_fname) return NULL;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", info.dli_fname);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return NULL;
+    *slash = '\0';
+    static const char *const tails[] = {"/addsl_cuda.so", "/.libs/addsl_cuda.so", "/addsl/addsl_cuda.so"};
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s%s", dir, tails[i]);
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (h) return h;
+    }
+    return NULL;
+}
+
+static void *open_module(struct ad_device *d) {
+    const char *env = getenv("ADDSL_CUDA_MODULE");
+    if (env && *env) {
+        void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        if (!h) snprintf(d->why, sizeof d->why, "cannot load ADDSL_CUDA_MODULE=%s: %s", env, dlerror());
+        return h;
+    }
+    void *h = dlopen(ADDSL_PKGLIBDIR "/addsl_cuda.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = open_beside_me();
+    if (!h) h = dlopen("addsl_cuda.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) snprintf(d->why, sizeof d->why, "addsl was built without its CUDA module (addsl_cuda.so not found)");
+    return h;
+}
+
+static void try_load(struct ad_device *d) {
+    d->tried = true;
+    d->dl = open_module(d);
+    if (!d->dl) return;
+    const addsl_cuda_api *(*get)(void);
+    *(void **)&get = dlsym(d->dl, "addsl_cuda_get_api");
+    const addsl_cuda_api *api = get ? get() : NULL;
+    if (!api || api->version < ADDSL_CUDA_API_VERSION) {
+        snprintf(d->why, sizeof d->why, "the CUDA module is too old (API version %d, need %d)",
+                 api ? api->version : 0, ADDSL_CUDA_API_VERSION);
+    } else if (api->device_count() <= 0) {
+        snprintf(d->why, sizeof d->why, "no CUDA GPUs are available");
+    } else {
+        d->api = api;
+        return;
+    }
+    dlclose(d->dl);
+    d->dl = NULL;
+}
+
+const addsl_cuda_api *ad_cuda(ad_state *S) {
+    struct ad_device *d = dev_state(S);
+    if (!d) return NULL;
+    if (!d->tried) try_load(d);
+    if (!d->api) ad_error(S, "CUDA is not available: %s", d->why);
+    return d->api;
+}
+
+bool ad_cuda_available(ad_state *S) {
+    struct ad_device *d = dev_state(S);
+    if (!d) { ad_clear_error(S); return false; }
+    if (!d->tried) try_load(d);
+    return d->api != NULL;
+}
+
+int ad_cuda_check(ad_state *S, int rc, const char *what) {
+    if (rc == 0) return AD_OK;
+    if (rc == ADDSL_CUDA_ENOKERNEL) return ad_error(S, "%s: not implemented for CUDA tensors (move them with .cpu())", what);
+    if (rc == ADDSL_CUDA_EARG) return ad_error(S, "%s: bad arguments for the CUDA kernel", what);
+    const addsl_cuda_api *api = S->device ? S->device->api : NULL;
+    return ad_error(S, "CUDA error in %s: %s", what, api ? api->error_string(rc) : "unknown");
+}
+
+/* ---- pooled device memory ---- */
+
+static int size_class(size_t n) {
+    int c = MIN_CLASS;
+    while (c < NCLASSES - 1 && ((size_t)1 << c) < n) c++;
+    return c;
+}
+
+void *ad_device_alloc(ad_state *S, size_t nbytes, size_t *granted) {
+    const addsl_cuda_api *api = ad_cuda(S);
+    if (!api) return NULL;
+    int c = size_class(nbytes);
+    size_t sz = (size_t)1 << c;
+    if (sz < nbytes) { ad_error(S, "out of memory: %zu bytes on the GPU", nbytes); return NULL; }
+    dev_bin *b = &S->device->bins[c];
+    *granted = sz;
+    if (b->n > 0) return b->p[--b->n];
+    void *p = NULL;
+    int rc = api->malloc_(&p, sz);
+    if (rc == 0) return p;
+    /* Give the cached blocks back to the driver and try once more. */
+    for (int k = 0; k < NCLASSES; k++) {
+        dev_bin *o = &S->device->bins[k];
+        while (o->n > 0) api->free_(o->p[--o->n]);
+    }
+    rc = api->malloc_(&p, sz);
+    if (rc == 0) return p;
+    ad_error(S, "CUDA out of memory: tried to allocate %zu bytes (%s)", nbytes, api->error_string(rc));
+    return NULL;
+}
+
+void ad_device_release(ad_state *S, void *p, size_t granted) {
+    struct ad_device *d = S->device;
+    if (!d || !d->api || !p) return;
+    int c = size_class(granted);
+    dev_bin *b = &d->bins[c];
+    if (b->n == b->cap) {
+        int cap = b->cap ? b->cap * 2 : 8;
+        void **np = ad_realloc(S, b->p, (size_t)cap * sizeof *np);
+        if (!np) { ad_clear_error(S); d->api->free_(p); return; }
+        b->p = np;
+        b->cap = cap;
+    }
+    b->p[b->n++] = p;
+}
+
+void ad_device_close(ad_state *S) {
+    struct ad_device *d = S->device;
+    if (!d) return;
+    for (int k = 0; k < NCLASSES; k++) {
+        dev_bin *b = &d->bins[k];
+        while (d->api && b->n > 0) d->api->free_(b->p[--b->n]);
+        ad_free(S, b->p);
+    }
+    if (d->dl) dlclose(d->dl);
+    ad_free(S, d);
+    S->device = NULL;
+}
+
+/* ---- copies ---- */
+
+static int tensor_shape_strides(const ad_tensor *t, int64_t *shape, int64_t *strides) {
+    for (int i = 0; i < t->ndim; i++) { shape[i] = t->shape[i]; strides[i] = t->strides[i]; }
+    return t->ndim;
+}
+
+int ad_device_copy(ad_state *S, ad_tensor *dst, const ad_tensor *src) {
+    const addsl_cuda_api *api = ad_cuda(S);
+    if (!api) return S->errcode;
+    int n = dst->ndim;
+    int64_t shape[AD_MAX_DIMS], ds[AD_MAX_DIMS], ss[AD_MAX_DIMS];
+    tensor_shape_strides(dst, shape, ds);
+    for (int i = 0; i < n; i++) {
+        int j = i - (n - src->ndim);
+        ss[i] = (j >= 0 && src->shape[j] != 1) ? src->strides[j] : 0;
+    }
+    if (dst->numel == 0) return AD_OK;
+    return ad_cuda_check(S, api->copy_strided(ad_tensor_data(dst), dst->dtype, ds, ad_tensor_data(src), src->dtype,
+                                              ss, n, shape, NULL), "copy");
+}
+
+int ad_device_fill(ad_state *S, ad_tensor *dst, double v) {
+    const addsl_cuda_api *api = ad_cuda(S);
+    if (!api) return S->errcode;
+    if (dst->numel == 0) return AD_OK;
+    int64_t shape[AD_MAX_DIMS], ds[AD_MAX_DIMS];
+    int n = tensor_shape_strides(dst, shape, ds);
+    return ad_cuda_check(S, api->fill(ad_tensor_data(dst), dst->dtype, ds, n, shape, v, NULL), "fill");
+}
+
+int ad_device_get_flat(ad_state *S, const ad_tensor *t, int64_t i, double *out) {
+    const addsl_cuda_api *api = ad_cuda(S);
+    if (!api) return S->errcode;
+    int64_t off = t->offset;
+    for (int d = t->ndim - 1; d >= 0 && i; d--) {
+        off += (i % t->shape[d]) * t->strides[d];
+        i /= t->shape[d];
+    }
+    size_t sz = ad_dtype_size(t->dtype);
+    union { float f; double d; int64_t i; uint8_t b; } one;
+    int rc = api->to_host(&one, (const char *)t->storage->data + (size_t)off * sz, sz);
+    if (rc) return ad_cuda_check(S, rc, "item");
+    switch (t->dtype) {
+    case AD_FLOAT32: *out = one.f; break;
+    case AD_FLOAT64: *out = one.d; break;
+    case AD_INT64: *out = (double)one.i; break;
+    default: *out = one.b ? 1.0 : 0.0; break;
+    }
+    return AD_OK;
+}
+
+/* Host <-> device through a contiguous staging tensor on the source side. */
+ad_tensor *ad_tensor_to_device(ad_state *S, ad_tensor *t, int device) {
+    if (ad_tensor_device(t) == device) { ad_tensor_incref(t); return t; }
+    const addsl_cuda_api *api = ad_cuda(S);
+    if (!api) return NULL;
+    ad_tensor *c = ad_tensor_contiguous(S, t);
+    if (!c) return NULL;
+    ad_tensor *r = ad_tensor_empty_on(S, t->dtype, t->ndim, t->shape, device);
+    if (!r) { ad_tensor_decref(S, c); return NULL; }
+    size_t bytes = (size_t)t->numel * ad_dtype_size(t->dtype);
+    int rc = 0;
+    if (bytes)
+        rc = device == AD_DEV_CUDA ? api->to_device(ad_tensor_data(r), ad_tensor_data(c), bytes)
+                                   : api->to_host(ad_tensor_data(r), ad_tensor_data(c), bytes);
+    ad_tensor_decref(S, c);
+    if (rc) { ad_tensor_decref(S, r); ad_cuda_check(S, rc, device == AD_DEV_CUDA ? "cuda()" : "cpu()"); return NULL; }
+    return r;
+}
+
+/* ---- which builtins take GPU tensors ---- */
+
+/* Builtins outside the elementwise and core tables that handle GPU tensors:
+ * they only make views, go through the device-aware copies and kernels, or
+ * read metadata. Sorted (bsearch). */
+static const char *const device_builtins[] = {
+    "amax", "amin", "arange", "backward", "broadcast_to", "cat", "clone", "concat", "concatenate",
+    "contiguous", "copy_", "detach", "dim", "double", "element_size", "empty", "empty_like",
+    "expand", "expand_as", "eye", "fill_", "flatten", "float", "full", "full_like", "grad",
+    "index_add_at", "index_get", "int", "is_contiguous", "is_floating_point", "item", "linspace",
+    "long", "manual_seed", "max", "mean", "min", "movedim", "moveaxis", "narrow", "numel", "ones", "ones_like",
+    "permute", "prod", "rand", "rand_like", "randint", "randn", "randn_like", "requires_grad_",
+    "reshape", "reshape_as", "select", "size", "squeeze", "stack", "stride", "sum", "swapaxes",
+    "swapdims", "t", "tensor", "to", "transpose", "type_as", "unflatten", "unsqueeze", "view",
+    "view_as", "zero_", "zeros", "zeros_like",
+};
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+static bool in_table(const ad_builtin_def *def, const ad_builtin_def *table) {
+    for (const ad_builtin_def *d = table; d->name; d++)
+        if (d == def) return true;
+    return false;
+}
+
+bool ad_device_builtin_ok(const struct ad_builtin_def *def) {
+    if (in_table(def, ad_bi_elementwise_defs) || in_table(def, ad_bi_core_defs) || in_table(def, ad_bi_traj_defs) ||
+        in_table(def, ad_bi_device_defs))
+        return true;
+    const char *key = def->name;
+    return bsearch(&key, device_builtins, sizeof device_builtins / sizeof device_builtins[0], sizeof device_builtins[0],
+                   cmp_name) != NULL;
+}
+
+static bool on_gpu(ad_value v) {
+    if (v.t == AD_TTENSOR) return ad_tensor_device(v.u.tensor) != AD_DEV_CPU;
+    if (v.t == AD_TLIST || v.t == AD_TTUPLE)
+        for (int64_t i = 0; i < v.u.l->len; i++)
+            if (v.u.l->items[i].t == AD_TTENSOR && ad_tensor_device(v.u.l->items[i].u.tensor)) return true;
+    return false;
+}
+
+int ad_device_refuse(ad_state *S, const char *name, const ad_value *args, int nargs, const struct ad_list *kw) {
+    bool gpu = false;
+    for (int i = 0; i < nargs && !gpu; i++) gpu = on_gpu(args[i]);
+    for (int64_t i = 0; kw && i < kw->len && !gpu; i++) gpu = on_gpu(kw->items[i]);
+    if (!gpu) return AD_OK;
+    return ad_error(S, "%s(): not implemented for CUDA tensors (move them with .cpu())", name);
+}
+
+/* ---- builtins ---- */
+
+static int bi_cuda_is_available(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argv; (void)argc;
+    *out = ad_bool(ad_cuda_available(S));
+    return AD_OK;
+}
+
+static int bi_cuda_device_count(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argv; (void)argc;
+    *out = ad_int(ad_cuda_available(S) ? S->device->api->device_count() : 0);
+    return AD_OK;
+}
+
+/* Waits for the GPU's queued work (for timing). */
+static int bi_cuda_synchronize(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argv; (void)argc;
+    const addsl_cuda_api *api = ad_cuda(S);
+    if (!api) return S->errcode;
+    *out = ad_none();
+    return ad_cuda_check(S, api->synchronize(), "cuda_synchronize");
+}
+
+const ad_builtin_def ad_bi_device_defs[] = {
+    {"cuda_is_available", bi_cuda_is_available, ""},
+    {"cuda_device_count", bi_cuda_device_count, ""},
+    {"cuda_synchronize", bi_cuda_synchronize, ""},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,60 @@
+/* device.h: GPU tensors' side of the core: the CUDA module loaded on first
+ * use, its device memory pool, and the calls that move tensors across. */
+#ifndef AD_DEVICE_H
+#define AD_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tensor.h"
+#include "value.h"
+
+struct addsl_cuda_api;
+
+/* Device numbers of ad_storage.device. */
+#define AD_DEV_CPU 0
+#define AD_DEV_CUDA 1
+
+static inline int ad_tensor_device(const ad_tensor *t) { return t->storage->device; }
+/* "cpu" / "cuda:0" as torch prints a device. */
+const char *ad_device_name(int device);
+/* Parses "cpu", "cuda", "cuda:0"; an error names the string. */
+int ad_device_parse(ad_state *S, const char *s, int *device);
+
+/* The loaded CUDA module (dlopen of addsl_cuda.so on the first call), or
+ * NULL after an error that says why there is no GPU. */
+const struct addsl_cuda_api *ad_cuda(ad_state *S);
+/* Whether a GPU can be used; never sets an error. */
+bool ad_cuda_available(ad_state *S);
+/* Turns a module status into an error naming 'what'; AD_OK for 0. */
+int ad_cuda_check(ad_state *S, int rc, const char *what);
+
+/* Device blocks, pooled by power-of-two size class like the host heap
+ * (cudaMalloc and cudaFree synchronise the device; a training loop must not
+ * pay for them every iteration). */
+void *ad_device_alloc(ad_state *S, size_t nbytes, size_t *granted);
+void ad_device_release(ad_state *S, void *p, size_t granted);
+void ad_device_close(ad_state *S);
+
+/* t on 'device': a new reference to t when it is there already, else a
+ * contiguous copy (requires_grad and the graph are not carried: callers that
+ * differentiate go through the 'to_device' op of lib/). */
+ad_tensor *ad_tensor_to_device(ad_state *S, ad_tensor *t, int device);
+
+/* Whether builtin row 'def' handles GPU tensors itself. */
+struct ad_builtin_def;
+bool ad_device_builtin_ok(const struct ad_builtin_def *def);
+/* An error when a GPU tensor is among the arguments (or inside a list
+ * argument) of builtin 'name', which does not take them. */
+int ad_device_refuse(ad_state *S, const char *name, const ad_value *args, int nargs, const struct ad_list *kw);
+
+/* cuda_is_available(), cuda_device_count(), cuda_synchronize(). */
+extern const ad_builtin_def ad_bi_device_defs[];
+
+/* Device halves of tensor.c's copies (both tensors on the GPU). */
+int ad_device_copy(ad_state *S, ad_tensor *dst, const ad_tensor *src);
+int ad_device_fill(ad_state *S, ad_tensor *dst, double v);
+/* One element (flat row-major index) read back to the host. */
+int ad_device_get_flat(ad_state *S, const ad_tensor *t, int64_t i, double *out);
+
+#endif
