@@ -775,14 +775,14 @@ cudaError_t red_run(void *out, const void *xv, int64_t outer, int64_t r, int64_t
     return e != cudaSuccess ? e : e2;
 }
 
+// dt is 0..2 here, and 'mean' is never asked for int64 (the entry point refuses it).
 template <template <class> class R>
-int red_dtype(int dt, bool float_only, void *out, const void *x, int64_t outer, int64_t r,
-              int64_t inner, cudaStream_t st) {
+int red_dtype(int dt, void *out, const void *x, int64_t outer, int64_t r, int64_t inner,
+              cudaStream_t st) {
     switch (dt) {
     case 0: return (int)red_run<R<float>>(out, x, outer, r, inner, st);
     case 1: return (int)red_run<R<double>>(out, x, outer, r, inner, st);
-    case 2: return float_only ? ADDSL_CUDA_ENOKERNEL : (int)red_run<R<int64_t>>(out, x, outer, r, inner, st);
-    default: return ADDSL_CUDA_ENOKERNEL;
+    default: return (int)red_run<R<int64_t>>(out, x, outer, r, inner, st);
     }
 }
 
@@ -796,15 +796,16 @@ extern "C" int addsl_cuda_reduce(const char *op, int dt, void *out, const void *
     for (int i = 0; i < NONE; i++)
         if (strcmp(op, names[i]) == 0) k = (decltype(k))i;
     if (k == NONE) return ADDSL_CUDA_ENOKERNEL;
+    if (dt == 3 || (k == MEAN && dt == 2)) return ADDSL_CUDA_ENOKERNEL;
     if ((k == AMAX || k == AMIN) && r == 0) return ADDSL_CUDA_EARG;
     if (outer == 0 || inner == 0) return 0;
     if (!out || (r > 0 && !x)) return ADDSL_CUDA_EARG;
     cudaStream_t st = (cudaStream_t)stream;
     switch (k) {
-    case SUM: return red_dtype<r_sum>(dt, false, out, x, outer, r, inner, st);
-    case MEAN: return red_dtype<r_mean>(dt, true, out, x, outer, r, inner, st);
-    case PROD: return red_dtype<r_prod>(dt, false, out, x, outer, r, inner, st);
-    case AMAX: return red_dtype<r_amax>(dt, false, out, x, outer, r, inner, st);
-    default: return red_dtype<r_amin>(dt, false, out, x, outer, r, inner, st);
+    case SUM: return red_dtype<r_sum>(dt, out, x, outer, r, inner, st);
+    case MEAN: return dt == 2 ? ADDSL_CUDA_ENOKERNEL : red_dtype<r_mean>(dt, out, x, outer, r, inner, st);
+    case PROD: return red_dtype<r_prod>(dt, out, x, outer, r, inner, st);
+    case AMAX: return red_dtype<r_amax>(dt, out, x, outer, r, inner, st);
+    default: return red_dtype<r_amin>(dt, out, x, outer, r, inner, st);
     }
 }

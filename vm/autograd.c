@@ -773,6 +773,7 @@ static int jvp_dual(ad_state *S, ad_tensor *p, ad_tensor *tan, uint64_t level, a
         ad_value v = ad_none();
         int rc = call_global(S, "view_as", 2, (ad_value[]){ad_tensor_value(p), ad_tensor_value(p)}, &v);
         if (rc) return rc;
+        if (v.t != AD_TTENSOR) { ad_value_decref(S, v); return ad_error(S, "jvp(): view_as must return a tensor"); }
         d = v.u.tensor;
     } else if (!(d = jvp_alias(S, p, level))) {
         return S->errcode;
@@ -976,6 +977,36 @@ static int bi_index_get(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return ad_bi_index_get(S, argv[0].u.tensor, n, items, out);
 }
 
+/* view += value for a float view and a contiguous value of its shape and
+ * dtype (the common gradient of a slice); false, untouched, otherwise. */
+static bool add_into_view(ad_value view, ad_value value) {
+    if (view.t != AD_TTENSOR || value.t != AD_TTENSOR) return false;
+    ad_tensor *v = view.u.tensor, *g = value.u.tensor;
+    if (v->dtype != g->dtype || (v->dtype != AD_FLOAT32 && v->dtype != AD_FLOAT64) || g->fw_grad || v->ndim < 1) return false;
+    if (v->storage->device != AD_DEV_CPU || g->storage->device != AD_DEV_CPU) return false;
+    if (!ad_shape_equal(v->ndim, v->shape, g->ndim, g->shape) || !ad_tensor_is_contiguous(g)) return false;
+    int d = v->ndim;
+    int64_t inner = v->shape[d - 1], rows = inner ? v->numel / inner : 0, idx[AD_MAX_DIMS] = {0};
+    size_t es = ad_dtype_size(v->dtype);
+    char *base = (char *)v->storage->data, *src = (char *)ad_tensor_data(g);
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t off = v->offset;
+        for (int k = 0; k < d - 1; k++) off += idx[k] * v->strides[k];
+        if (v->dtype == AD_FLOAT32) {
+            float *x = (float *)(base + (size_t)off * es);
+            const float *y = (const float *)src + r * inner;
+            for (int64_t i = 0; i < inner; i++) x[i * v->strides[d - 1]] += y[i];
+        } else {
+            double *x = (double *)(base + (size_t)off * es);
+            const double *y = (const double *)src + r * inner;
+            for (int64_t i = 0; i < inner; i++) x[i * v->strides[d - 1]] += y[i];
+        }
+        for (int k = d - 2; k >= 0 && ++idx[k] == v->shape[k]; k--) idx[k] = 0;
+    }
+    v->storage->version++;
+    return true;
+}
+
 /* index_add_at(self, idx, value): a copy of self with value added at
  * self[idx...], accumulating where an advanced index repeats a position
  * (the gradient of indexing). */
@@ -997,8 +1028,10 @@ static int bi_index_add_at(ad_state *S, ad_value *argv, int argc, ad_value *out)
         if (!res) return S->errcode;
         ad_value view = ad_none(), sum = ad_none();
         rc = ad_bi_index_get(S, res, n, items, &view);
-        if (!rc) rc = ad_bi_add(S, view, argv[2], &sum);
-        if (!rc) rc = ad_tensor_copy_into(S, view.u.tensor, sum.u.tensor);
+        if (!rc && !add_into_view(view, argv[2])) {
+            rc = ad_bi_add(S, view, argv[2], &sum);
+            if (!rc) rc = ad_tensor_copy_into(S, view.u.tensor, sum.u.tensor);
+        }
         ad_value_decref(S, view);
         ad_value_decref(S, sum);
         if (rc) { ad_tensor_decref(S, res); return rc; }
