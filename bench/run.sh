@@ -142,7 +142,7 @@ awk -v t="$(med addsl_startup)" 'BEGIN { printf "    start-up target: addsl unde
 AG_ROUNDS=${AG_ROUNDS:-$ROUNDS}
 for round in $(seq "$AG_ROUNDS"); do
     echo "== autograd round $round of $AG_ROUNDS" >&2
-    for s in chain mlp lstm; do
+    for s in chain mlp lstm gmm; do
         "$ADDSL" "$BENCH/autograd_$s.ad" > "$TMP/ag_$s.out" || { echo "run.sh: autograd_$s.ad failed" >&2; exit 1; }
         collect agaddsl_ < "$TMP/ag_$s.out"
         if [ $TORCH = 1 ]; then
@@ -174,7 +174,7 @@ ratiorow() {
 }
 
 echo
-echo "autograd ($AG_ROUNDS rounds; chain: median of 5 addsl / 3 torch runs, MLP: median of 50 steps, LSTM: median of 7x20 calls)"
+echo "autograd ($AG_ROUNDS rounds; chain: median of 5 addsl / 3 torch runs, MLP: median of 50 steps, LSTM: median of 7x20 calls, GMM: median of 7x5 calls)"
 echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
 row 6  "chain 100k y*1.0001 [4], rec+bwd (ms)" ms "$(med agaddsl_chain_total)" torch "$(med agtorch_chain_total)" 0.10
 row 6a "  of which recording (ms)"        ms "$(med agaddsl_chain_record)" torch "$(med agtorch_chain_record)" -
@@ -188,6 +188,13 @@ ratiorow 8 "LSTM (f+bwd) / f no_grad (ratio)" "$(med agaddsl_lstm_f_grad)" "$(me
     "$(med agtorch_lstm_f_grad)" "$(med agtorch_lstm_f_nograd)" 3
 ratiorow 8r "LSTM (f+bwd) / f recording (ratio)" "$(med agaddsl_lstm_f_grad)" "$(med agaddsl_lstm_f)" \
     "$(med agtorch_lstm_f_grad)" "$(med agtorch_lstm_f)" 3
+row 10a "GMM f, no_grad (ms)"              ms "$(med agaddsl_gmm_f_nograd)" torch "$(med agtorch_gmm_f_nograd)" -
+row 10b "GMM f, recording (ms)"            ms "$(med agaddsl_gmm_f)" torch "$(med agtorch_gmm_f)" -
+row 10c "GMM f + backward (ms)"            ms "$(med agaddsl_gmm_f_grad)" torch "$(med agtorch_gmm_f_grad)" -
+ratiorow 10 "GMM (f+bwd) / f no_grad (ratio)" "$(med agaddsl_gmm_f_grad)" "$(med agaddsl_gmm_f_nograd)" \
+    "$(med agtorch_gmm_f_grad)" "$(med agtorch_gmm_f_nograd)" 3
+ratiorow 10r "GMM (f+bwd) / f recording (ratio)" "$(med agaddsl_gmm_f_grad)" "$(med agaddsl_gmm_f)" \
+    "$(med agtorch_gmm_f_grad)" "$(med agtorch_gmm_f)" 3
 row 9  "start-up, -e autograd vs -e 1 (ms)" ms "$(med addsl_agstartup)" addsl-e1 "$(med addsl_startup)" -
 row 9b "start-up, fastest run (ms)"       ms "$(med addsl_agstartup_min)" addsl-e1 "$(med addsl_startup_min)" -
 awk -v t="$(med addsl_agstartup)" 'BEGIN { printf "    start-up with the library in use: addsl under 10 ms: %s\n", (t < 0.010 ? "MET" : "MISSED") }'

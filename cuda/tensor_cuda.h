@@ -14,12 +14,15 @@ extern "C" {
 /* Every pointer is a device pointer; every launch is asynchronous on
  * 'stream' (NULL: the default stream) and nothing is copied to the host.
  * dtype codes are addsl's: 0 float32, 1 float64, 2 int64, 3 bool (one byte,
- * 0 or 1). Each function returns 0, a cudaError_t code, or one of: */
+ * 0 or 1). Each function returns 0, a cudaError_t code (the launch's, from
+ * cudaGetLastError; a fault inside a kernel shows at the next synchronizing
+ * call), or one of the codes below. Nothing is launched for zero elements
+ * (the data pointers may then be NULL). Implementation: cuda/tensor_kernels.cu. */
 #define ADDSL_CUDA_ENOKERNEL (-1) /* no device kernel of that name or dtype */
 #define ADDSL_CUDA_EARG (-2)      /* bad argument (rank > 16, unknown dtype, ...) */
 #define ADDSL_CUDA_MAX_DIMS 16
 
-/* The elementwise kernel that builtins/kernels_elementwise.c calls 'kname'
+/* The elementwise kernel that builtins/kernels_elementwise.def names 'kname'
  * ("add_f32", "gt_f64", "where_f32", "leaky_relu_f64", "logical_not_b8"...),
  * with the same arguments and the same results:
  *   unary   nin 1, np 0       out[i] = f(in0[i])
@@ -27,8 +30,14 @@ extern "C" {
  *   binary  nin 2, np 0       out[i] = f(in0[i*s0], in1[i*s1])
  *   ternary nin 3, np 0       where/lerp/clamp_t
  *   addc    nin 3, np 1       addcmul/addcdiv with value p[0]
- * s[k] is 1 (n elements) or 0 (in_k[0] for every i). The output dtype is the
- * CPU kernel's (bool for comparisons and predicates). */
+ * s[k] is 1 (n elements) or 0 (in_k[0] for every i); it is read only for the
+ * binary, ternary and addc shapes, and any other value is EARG. The output
+ * dtype is the CPU kernel's (bool for comparisons and predicates). Every name
+ * of kernels_elementwise.def has a device kernel (the table is generated from
+ * the same op lists); another name gives ENOKERNEL, a wrong nin or np EARG.
+ * Float results match the CPU's to the last bit for arithmetic, rounding,
+ * comparisons, clamps and the like, to a few ulp for library functions
+ * (exp, tanh, pow...: CUDA's against SLEEF's). */
 int addsl_cuda_ew(const char *kname, void *out, int nin, const void *const *in, const int64_t *s,
                   int64_t n, const double *p, int np, void *stream);
 
@@ -36,19 +45,27 @@ int addsl_cuda_ew(const char *kname, void *out, int nin, const void *const *in, 
  * copies: float -> int64 truncates, NaN and out-of-range give INT64_MIN;
  * anything -> bool is != 0) for every idx of 'shape'. dst and src point at
  * element 0 of their views; strides are in elements and may be 0 (src
- * broadcast) or negative. */
+ * broadcast) or negative; the two views must not overlap. ndim 0 is one
+ * element; ndim > ADDSL_CUDA_MAX_DIMS, a negative size or an unknown dtype
+ * is EARG. */
 int addsl_cuda_copy_strided(void *dst, int ddt, const int64_t *dstride, const void *src, int sdt,
                             const int64_t *sstride, int ndim, const int64_t *shape, void *stream);
 
-/* dst[idx] = v (converted to dtype dt) for every idx of 'shape'. */
+/* dst[idx] = v (converted to dtype dt by the same rules) for every idx of
+ * 'shape'. */
 int addsl_cuda_fill(void *dst, int dt, const int64_t *stride, int ndim, const int64_t *shape,
                     double v, void *stream);
 
 /* x is contiguous [outer, r, inner]; out[o, i] = op over j of x[o, j, i]
  * (out contiguous [outer, inner], same dtype as x). op: "sum", "mean",
  * "prod", "amax", "amin"; dtypes float32, float64, int64 ("mean" float only).
- * Float sums accumulate in double. amax/amin propagate NaN. r == 0: sum 0,
- * prod 1, mean NaN (amax/amin of nothing is refused by the caller). */
+ * Float sums and products accumulate in double, integer ones wrap. amax/amin
+ * propagate NaN. r == 0: sum 0, prod 1, mean NaN; amax/amin of nothing is
+ * EARG (the caller refuses it first, as torch does). An unknown op, "mean" of
+ * int64 or any bool reduction is ENOKERNEL. The order of the float sum is
+ * fixed by the shape alone, so results are reproducible run to run; rows too
+ * long for one block take two passes through a scratch buffer allocated
+ * with cudaMallocAsync on 'stream' (an allocation failure is returned). */
 int addsl_cuda_reduce(const char *op, int dt, void *out, const void *x, int64_t outer, int64_t r,
                       int64_t inner, void *stream);
 

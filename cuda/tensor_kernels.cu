@@ -775,14 +775,16 @@ cudaError_t red_run(void *out, const void *xv, int64_t outer, int64_t r, int64_t
     return e != cudaSuccess ? e : e2;
 }
 
-// dt is 0..2 here, and 'mean' is never asked for int64 (the entry point refuses it).
-template <template <class> class R>
+// dt is 0..2 here; INT: whether the op has an int64 kernel ('mean' has none).
+template <template <class> class R, bool INT = true>
 int red_dtype(int dt, void *out, const void *x, int64_t outer, int64_t r, int64_t inner,
               cudaStream_t st) {
     switch (dt) {
     case 0: return (int)red_run<R<float>>(out, x, outer, r, inner, st);
     case 1: return (int)red_run<R<double>>(out, x, outer, r, inner, st);
-    default: return (int)red_run<R<int64_t>>(out, x, outer, r, inner, st);
+    default:
+        if constexpr (INT) return (int)red_run<R<int64_t>>(out, x, outer, r, inner, st);
+        else return ADDSL_CUDA_ENOKERNEL;
     }
 }
 
@@ -803,7 +805,7 @@ extern "C" int addsl_cuda_reduce(const char *op, int dt, void *out, const void *
     cudaStream_t st = (cudaStream_t)stream;
     switch (k) {
     case SUM: return red_dtype<r_sum>(dt, out, x, outer, r, inner, st);
-    case MEAN: return dt == 2 ? ADDSL_CUDA_ENOKERNEL : red_dtype<r_mean>(dt, out, x, outer, r, inner, st);
+    case MEAN: return red_dtype<r_mean, false>(dt, out, x, outer, r, inner, st);
     case PROD: return red_dtype<r_prod>(dt, out, x, outer, r, inner, st);
     case AMAX: return red_dtype<r_amax>(dt, out, x, outer, r, inner, st);
     default: return red_dtype<r_amin>(dt, out, x, outer, r, inner, st);

@@ -231,11 +231,14 @@ static void run_cpu_ew(const ewcase *c, void *out, void *const *in, const int64_
 #define TOL_F32 1e-5
 #define TOL_F64 1e-12
 
-static int elem_ok(const ewcase *c, double g, double e) {
+/* Whether g matches e; *ratio grows to the error over the tolerance. */
+static int elem_ok(const ewcase *c, double g, double e, double *ratio) {
     if (isnan(e)) return isnan(g);
     if (c->exact || isinf(e)) return g == e;
     double tol = c->out_dt == DT_F32 ? TOL_F32 : TOL_F64;
-    return fabs(g - e) <= tol * fmax(fabs(e), 1.0);
+    double r = fabs(g - e) / (tol * fmax(fabs(e), 1.0));
+    *ratio = fmax(*ratio, r);
+    return r <= 1;
 }
 
 typedef struct ewbufs {
@@ -243,7 +246,8 @@ typedef struct ewbufs {
 } ewbufs;
 
 /* One launch against the CPU; prints up to 3 mismatches. Returns 1 if equal. */
-static int ew_compare(const ewcase *c, ewbufs *B, const int64_t *s, size_t n, const double *p) {
+static int ew_compare(const ewcase *c, ewbufs *B, const int64_t *s, size_t n, const double *p,
+                      double *ratio) {
     const size_t osz = DT_SIZE[c->out_dt];
     CK(addsl_cuda_memset(B->dev_out, 0xff, n * osz)); /* unwritten elements show */
     const void *const din[3] = {B->dev_in[0], B->dev_in[1], B->dev_in[2]};
@@ -260,7 +264,7 @@ static int ew_compare(const ewcase *c, ewbufs *B, const int64_t *s, size_t n, co
     for (size_t i = 0; i < n; i++) {
         double g = getv(B->gpu_out, c->out_dt, i), e = getv(B->cpu_out, c->out_dt, i);
         int ok = c->out_dt == DT_I64 ? ((int64_t *)B->gpu_out)[i] == ((int64_t *)B->cpu_out)[i]
-                                      : elem_ok(c, g, e);
+                                      : elem_ok(c, g, e, ratio);
         if (ok) continue;
         if (bad++ < 3) {
             char gs[40], es[40], xs[3][40] = {"", "", ""};
@@ -290,15 +294,16 @@ static void test_ew_kernel(const ewcase *c, ewbufs *B, uint64_t *rng) {
     double ps[4][2] = {{0, 0}};
     int nps = c->np ? param_sets(c, ps) : 1;
     int ncomb = c->shape >= SH_BINARY ? 1 << c->nin : 1, ok = 1;
+    double ratio = 0;
     for (int comb = 0; comb < ncomb; comb++) {
         int64_t s[3] = {1, 1, 1};
         for (int k = 0; k < c->nin && c->shape >= SH_BINARY; k++) s[k] = (comb >> k) & 1;
-        for (int j = 0; j < nps; j++) ok &= ew_compare(c, B, s, n, c->np ? ps[j] : NULL);
+        for (int j = 0; j < nps; j++) ok &= ew_compare(c, B, s, n, c->np ? ps[j] : NULL, &ratio);
     }
-    char what[160];
+    char what[160], how[48] = "exact";
+    if (!c->exact) snprintf(how, sizeof how, "max err %.3g of tol", ratio);
     snprintf(what, sizeof what, "(%s, %d stride pattern%s, %d parameter set%s, %s)",
-             DT_NAME[c->dt], ncomb, ncomb > 1 ? "s" : "", nps, nps > 1 ? "s" : "",
-             c->exact ? "exact" : "tolerance");
+             DT_NAME[c->dt], ncomb, ncomb > 1 ? "s" : "", nps, nps > 1 ? "s" : "", how);
     char name[96];
     snprintf(name, sizeof name, "ew %s", c->k->name);
     report(ok, name, what);

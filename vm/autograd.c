@@ -1007,6 +1007,27 @@ static bool add_into_view(ad_value view, ad_value value) {
     return true;
 }
 
+static bool basic_index(int n, const ad_value *items) {
+    for (int i = 0; i < n; i++)
+        if (!(ad_is_number(items[i]) || items[i].t == AD_TSLICE || items[i].t == AD_TNONE || items[i].t == AD_TELLIPSIS))
+            return false;
+    return true;
+}
+
+/* res[idx...] += value in place, for basic indices: they select a view
+ * without repeated positions, so the addition goes through it. */
+static int add_at_basic(ad_state *S, ad_tensor *res, int n, const ad_value *items, ad_value value) {
+    ad_value view = ad_none(), sum = ad_none();
+    int rc = ad_bi_index_get(S, res, n, items, &view);
+    if (!rc && !add_into_view(view, value)) {
+        rc = ad_bi_add(S, view, value, &sum);
+        if (!rc) rc = ad_tensor_copy_into(S, view.u.tensor, sum.u.tensor);
+    }
+    ad_value_decref(S, view);
+    ad_value_decref(S, sum);
+    return rc;
+}
+
 /* index_add_at(self, idx, value): a copy of self with value added at
  * self[idx...], accumulating where an advanced index repeats a position
  * (the gradient of indexing). */
@@ -1018,23 +1039,10 @@ static int bi_index_add_at(ad_state *S, ad_value *argv, int argc, ad_value *out)
     const ad_value *items = NULL;
     int rc = idx_list(S, argv[1], "index_add_at", &n, &items);
     if (rc) return rc;
-    bool basic = true;
-    for (int i = 0; i < n; i++)
-        if (!(ad_is_number(items[i]) || items[i].t == AD_TSLICE || items[i].t == AD_TNONE || items[i].t == AD_TELLIPSIS))
-            basic = false;
-    if (basic) {
-        /* Basic indexing selects a view without repeats: add through it. */
+    if (basic_index(n, items)) {
         ad_tensor *res = ad_tensor_clone(S, self);
         if (!res) return S->errcode;
-        ad_value view = ad_none(), sum = ad_none();
-        rc = ad_bi_index_get(S, res, n, items, &view);
-        if (!rc && !add_into_view(view, argv[2])) {
-            rc = ad_bi_add(S, view, argv[2], &sum);
-            if (!rc) rc = ad_tensor_copy_into(S, view.u.tensor, sum.u.tensor);
-        }
-        ad_value_decref(S, view);
-        ad_value_decref(S, sum);
-        if (rc) { ad_tensor_decref(S, res); return rc; }
+        if ((rc = add_at_basic(S, res, n, items, argv[2]))) { ad_tensor_decref(S, res); return rc; }
         *out = ad_tensor_value(res);
         return ADDSL_OK;
     }
@@ -1075,8 +1083,34 @@ static int bi_index_add_at(ad_state *S, ad_value *argv, int argc, ad_value *out)
     return ADDSL_OK;
 }
 
+/* index_grad(self, idx, grad): the gradient of self[idx...] whose own
+ * gradient is 'grad', i.e. index_add_at(zeros_like(self), idx, grad),
+ * without copying the zeros for basic indices. */
+static int bi_index_grad(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    if (argv[0].t != AD_TTENSOR) return ad_error(S, "index_grad(): argument 'self' must be a tensor, not %s", ad_type_name(argv[0]));
+    ad_tensor *self = argv[0].u.tensor;
+    int n = 0;
+    const ad_value *items = NULL;
+    int rc = idx_list(S, argv[1], "index_grad", &n, &items);
+    if (rc) return rc;
+    if (basic_index(n, items) && self->storage->device == AD_DEV_CPU) {
+        ad_tensor *res = ad_tensor_zeros(S, self->dtype, self->ndim, self->shape);
+        if (!res) return S->errcode;
+        if ((rc = add_at_basic(S, res, n, items, argv[2]))) { ad_tensor_decref(S, res); return rc; }
+        *out = ad_tensor_value(res);
+        return ADDSL_OK;
+    }
+    ad_value args[3] = {ad_none(), argv[1], argv[2]};
+    if ((rc = call_global(S, "zeros_like", 1, argv, &args[0]))) return rc;
+    rc = bi_index_add_at(S, args, 3, out);
+    ad_value_decref(S, args[0]);
+    return rc;
+}
+
 const ad_builtin_def ad_bi_autograd_index_defs[] = {
     {"index_get", bi_index_get, "self, idx"},
     {"index_add_at", bi_index_add_at, "self, idx, value"},
+    {"index_grad", bi_index_grad, "self, idx, grad"},
     {NULL, NULL, NULL}
 };
