@@ -13,6 +13,7 @@
 #include "builtins/kernels_reduce.h"
 #include "tensor_cuda.h"
 #include "traj_cuda.h"
+#include "test_cuda_util.h"
 
 /* Every shipped elementwise kernel, as the CPU registry lists it. */
 typedef struct krow { const char *name; void (*fn)(void); const char *sig; } krow;
@@ -59,31 +60,8 @@ static const int64_t I_SPECIAL[] = {0, 1, -1, 2, -2, 3, -3, 7, -7, 62, 63, 64,
 /* Past the launch's block cap (4096 x 256 threads), so the grid-stride loops iterate. */
 #define BIG_N 5000001
 
-static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double rng_unit(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "Bail out! out of host memory\n");
-        exit(1);
-    }
-    return p;
-}
 
-#define CK(call)                                                                              \
-    do {                                                                                      \
-        int rc_ = (call);                                                                     \
-        if (rc_) {                                                                            \
-            printf("Bail out! %s: %s\n", #call, rc_ > 0 ? addsl_cuda_error_string(rc_) : "addsl error"); \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
 
 static double getv(const void *p, int dt, size_t i) {
     switch (dt) {

@@ -8,6 +8,7 @@
 
 #include "builtins/traj.h"
 #include "traj_cuda.h"
+#include "test_cuda_util.h"
 
 enum { ST_ACC, ST_JERK, ST_CENTRAL, ST_BACKWARD };
 static const char *const STEP_NAME[] = {"acc", "jerk", "pos-central", "pos-backward"};
@@ -30,22 +31,7 @@ typedef struct bufs {
     double dts;
 } bufs;
 
-static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double rng_unit(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "Bail out! out of host memory\n");
-        exit(1);
-    }
-    return p;
-}
 
 static void put(void *p, size_t i, double x, int f64) {
     if (f64) ((double *)p)[i] = x;
@@ -55,14 +41,6 @@ static double get(const void *p, size_t i, int f64) {
     return f64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
 }
 
-#define CK(call)                                                                              \
-    do {                                                                                      \
-        int rc_ = (call);                                                                     \
-        if (rc_) {                                                                            \
-            fprintf(stderr, "Bail out! %s: %s\n", #call, addsl_cuda_error_string(rc_));       \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
 
 static void make_bufs(const tcase *c, bufs *B, uint64_t *rng) {
     const size_t es = c->f64 ? 8 : 4, n = (size_t)(c->b * c->H * c->d);
