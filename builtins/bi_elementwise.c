@@ -270,6 +270,8 @@ static const ew_binop BIN_hypot = {"hypot", K2(hypot), EW_FLOAT};
 static const ew_binop BIN_copysign = {"copysign", K2(copysign), EW_FLOAT};
 static const ew_binop BIN_xlogy = {"xlogy", K2(xlogy), EW_FLOAT};
 static const ew_binop BIN_logaddexp = {"logaddexp", K2(logaddexp), EW_FLOAT};
+static const ew_binop BIN_sigmoid_backward = {"sigmoid_backward", K2(sigmoid_backward), EW_FLOAT};
+static const ew_binop BIN_tanh_backward = {"tanh_backward", K2(tanh_backward), EW_FLOAT};
 static const ew_binop BIN_maximum = {"maximum", K3B(maximum, logical_or), 0};
 static const ew_binop BIN_minimum = {"minimum", K3B(minimum, logical_and), 0};
 static const ew_binop BIN_eq = {"eq", K3(eq), EW_BOOL_OUT};
@@ -670,6 +672,7 @@ static int bi_div(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     X(mul, BIN_mul) X(floor_divide, BIN_div_floor) X(true_divide, BIN_div) X(pow, BIN_pow) \
     X(remainder, BIN_remainder) X(fmod, BIN_fmod) X(atan2, BIN_atan2) X(hypot, BIN_hypot) \
     X(copysign, BIN_copysign) X(xlogy, BIN_xlogy) X(logaddexp, BIN_logaddexp) \
+    X(sigmoid_backward, BIN_sigmoid_backward) X(tanh_backward, BIN_tanh_backward) \
     X(maximum, BIN_maximum) X(minimum, BIN_minimum) X(eq, BIN_eq) X(ne, BIN_ne) X(lt, BIN_lt) \
     X(le, BIN_le) X(gt, BIN_gt) X(ge, BIN_ge) X(logical_and, BIN_logical_and) \
     X(logical_or, BIN_logical_or) X(logical_xor, BIN_logical_xor)

@@ -53,7 +53,8 @@
 
 /* Binary float-only ops (f32/f64). */
 #define AD_EW_BINARY_FLOAT_OPS(X) \
-    X(div) X(pow) X(atan2) X(hypot) X(copysign) X(xlogy) X(logaddexp)
+    X(div) X(pow) X(atan2) X(hypot) X(copysign) X(xlogy) X(logaddexp) \
+    X(sigmoid_backward) X(tanh_backward)
 
 /* Comparisons (f32/f64/i64 -> bool). */
 #define AD_EW_COMPARE_OPS(X) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)

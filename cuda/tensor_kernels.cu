@@ -241,6 +241,8 @@ B_OP(hypot, m_hypot(a, b))
 B_OP(copysign, m_copysign(a, b))
 B_OP(xlogy, isnan(b) ? b : a == 0 ? (T)0 : a * m_log(b))
 B_OP(logaddexp, isinf(a) && a == b ? a : m_fmax(a, b) + m_log1p(m_exp(-m_fabs(a - b))))
+B_OP(sigmoid_backward, a * b * ((T)1 - b))
+B_OP(tanh_backward, a * ((T)1 - b * b))
 
 #define C_OP(name, EXPR)                                                                  \
     struct op_##name {                                                                    \

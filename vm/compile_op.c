@@ -171,17 +171,20 @@ static int jvp_names(octx *c, const char **names) {
     return n;
 }
 
-/* Whether the name 'name' occurs anywhere under n, nested lambdas included:
- * a conservative test of whether a formula reads that parameter. */
-static bool mentions(const ad_node *n, const char *name) {
-    if (!n) return false;
-    if (n->str && n->kind != N_STR && strcmp(n->str, name) == 0) return true;
-    if (mentions(n->a, name) || mentions(n->b, name) || mentions(n->c, name)) return true;
-    const ad_nlist *ls[3] = {n->list, n->list2, n->list3};
+/* Sets seen[i - from] for each names[i] (from <= i < n) read anywhere under
+ * e, nested lambdas included (a conservative test: a nested lambda's own
+ * parameter of the same name counts too). */
+static void mentions(const ad_node *e, const char **names, int from, int n, bool *seen) {
+    if (!e) return;
+    if (e->kind == N_NAME)
+        for (int i = from; i < n; i++)
+            if (!seen[i - from] && e->str[0] == names[i][0] && strcmp(e->str, names[i]) == 0) seen[i - from] = true;
+    mentions(e->a, names, from, n, seen);
+    mentions(e->b, names, from, n, seen);
+    mentions(e->c, names, from, n, seen);
+    const ad_nlist *ls[3] = {e->list, e->list2, e->list3};
     for (int k = 0; k < 3; k++)
-        for (int i = 0; ls[k] && i < ls[k]->n; i++)
-            if (mentions(ls[k]->items[i], name)) return true;
-    return false;
+        for (int i = 0; ls[k] && i < ls[k]->n; i++) mentions(ls[k]->items[i], names, from, n, seen);
 }
 
 /* own[] = names[], with each optional argument the formula 'body' never reads
@@ -189,9 +192,11 @@ static bool mentions(const ad_node *n, const char *name) {
  * grads list, the result tuple, grad_input_mask) for every node of the op. */
 static void mark_unused(octx *c, const ad_node *body, const char **names, const char **own, int n) {
     ad_opinfo *in = c->info;
+    bool seen[AD_OP_MAX_PARAMS * 2 + 3 * AD_OP_MAX_OUTS + 8] = {false};
+    mentions(body, names, in->nparams, n, seen);
     for (int i = 0; i < n; i++) {
         own[i] = names[i];
-        if (i >= in->nparams && param_index(in, names[i]) < 0 && !mentions(body, names[i]))
+        if (i >= in->nparams && !seen[i - in->nparams] && param_index(in, names[i]) < 0)
             own[i] = astr(c, AD_FORMULA_UNUSED, names[i]);
     }
 }
