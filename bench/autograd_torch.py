@@ -66,6 +66,33 @@ def bench_mlp(warm=5, steps=50, lr=0.01):
     print("mlp_loss", step().item())
 
 
+def print_ratios(name, f, params, inner, reps):
+    """Times f under no_grad, f recording, and f + backward (median of reps x inner calls)."""
+    def f_grad():
+        for p in params:
+            p.grad = None
+        f().backward()
+
+    def f_nograd():
+        with torch.no_grad():
+            f()
+
+    def timeit(g):
+        for _ in range(inner):
+            g()
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                g()
+            ts.append((time.perf_counter() - t0) / inner)
+        return statistics.median(ts)
+
+    print(name + "_f_nograd", timeit(f_nograd))
+    print(name + "_f", timeit(f))
+    print(name + "_f_grad", timeit(f_grad))
+
+
 def bench_lstm(reps=7, inner=20):
     I, Hd, T, B = 16, 32, 20, 8
     xs = torch.randn(T, B, I)
@@ -88,29 +115,7 @@ def bench_lstm(reps=7, inner=20):
             h = o * torch.tanh(c)
         return ((h @ Wo) ** 2).mean()
 
-    def f_grad():
-        for p in params:
-            p.grad = None
-        f().backward()
-
-    def f_nograd():
-        with torch.no_grad():
-            f()
-
-    def timeit(g):
-        for _ in range(inner):
-            g()
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                g()
-            ts.append((time.perf_counter() - t0) / inner)
-        return statistics.median(ts)
-
-    print("lstm_f_nograd", timeit(f_nograd))
-    print("lstm_f", timeit(f))
-    print("lstm_f_grad", timeit(f_grad))
+    print_ratios("lstm", f, params, inner, reps)
 
 
 def gmm_objective(alphas, means, icf, x, ltri, wishart_gamma, wishart_m):
@@ -159,29 +164,7 @@ def bench_gmm(reps=7, inner=5):
     def f():
         return gmm_objective(alphas, means, icf, x, ltri, WG, WM)
 
-    def f_grad():
-        for p in params:
-            p.grad = None
-        f().backward()
-
-    def f_nograd():
-        with torch.no_grad():
-            f()
-
-    def timeit(g):
-        for _ in range(inner):
-            g()
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                g()
-            ts.append((time.perf_counter() - t0) / inner)
-        return statistics.median(ts)
-
-    print("gmm_f_nograd", timeit(f_nograd))
-    print("gmm_f", timeit(f))
-    print("gmm_f_grad", timeit(f_grad))
+    print_ratios("gmm", f, params, inner, reps)
 
 
 def main():
