@@ -26,6 +26,21 @@ static inline void *xmalloc(size_t n) {
     return p;
 }
 
+/* Without a GPU: the TAP skip plan, and 77 (the skip status of plain test
+ * drivers) or $TRAJ_CUDA_SKIP_STATUS (0 under automake's TAP driver, which
+ * wants the plan and status 0). With one: 0 after printing its name. */
+static inline int skip_without_gpu(int *status) {
+    if (addsl_cuda_device_count() <= 0) {
+        const char *st = getenv("TRAJ_CUDA_SKIP_STATUS");
+        printf("1..0 # SKIP no CUDA device (driver or GPU absent)\n");
+        *status = st && *st ? atoi(st) : 77;
+        return 1;
+    }
+    char name[256] = "";
+    if (addsl_cuda_device_name(name, sizeof name) == 0) printf("# device: %s\n", name);
+    return 0;
+}
+
 /* A test program stops at the first failed CUDA call (positive codes are
  * cudaError_t, negative ones the module's own). */
 #define CK(call)                                                                              \

@@ -714,16 +714,8 @@ static void test_reduce(uint64_t *rng) {
 }
 
 int main(void) {
-    int ndev = addsl_cuda_device_count();
-    if (ndev <= 0) {
-        /* as test_traj_cuda: 77 for plain drivers, TRAJ_CUDA_SKIP_STATUS under automake's TAP driver */
-        const char *st = getenv("TRAJ_CUDA_SKIP_STATUS");
-        printf("1..0 # SKIP no CUDA device (driver or GPU absent)\n");
-        return st && *st ? atoi(st) : 77;
-    }
-    char name[256] = "";
-    CK(addsl_cuda_device_name(name, sizeof name));
-    printf("# device: %s\n", name);
+    int status;
+    if (skip_without_gpu(&status)) return status;
     const char *seed_env = getenv("TENSOR_CUDA_SEED");
     uint64_t rng = seed_env && *seed_env ? strtoull(seed_env, NULL, 0) : 0x7e5a11cafeull;
     printf("# seed %llu\n", (unsigned long long)rng);
