@@ -148,12 +148,10 @@ static int parse_dt(ad_state *S, traj_call *c, ad_value v) {
         return ad_error(S, "%s(): 'dt' must be a scalar or have %lld entries, got %lld", c->fn,
                         (long long)c->H, (long long)n);
     }
-    if (ad_tensor_device(t) != AD_DEV_CPU) {
-        ad_tensor *h = ad_tensor_to_device(S, t, AD_DEV_CPU);
-        ad_tensor_decref(S, t);
-        if (!h) return ad_fail(S);
-        t = h;
-    }
+    ad_tensor *h = ad_tensor_to_device(S, t, AD_DEV_CPU); /* read on the host */
+    ad_tensor_decref(S, t);
+    if (!h) return ad_fail(S);
+    t = h;
     c->dt_is_scalar = n == 1;
     c->dt_scalar = ad_tensor_get_flat(t, 0);
     c->dts = ad_malloc(S, (size_t)c->H * ad_dtype_size(c->dt));
@@ -195,16 +193,17 @@ static ad_tensor *traj_out(ad_state *S, traj_call *c) {
 /* ---- on the GPU: the CUDA module's kernels on device pointers ---- */
 
 /* A device copy of n host elements of dtype dt (sidx, per-step dt). */
-static int upload(ad_state *S, const addsl_cuda_api *api, const void *host, ad_dtype dt, int64_t n, ad_tensor **out) {
-    *out = ad_tensor_empty_on(S, dt, 1, &n, AD_DEV_CUDA);
-    if (!*out) return ad_fail(S);
-    return ad_cuda_check(S, n ? api->to_device(ad_tensor_data(*out), host, (size_t)n * ad_dtype_size(dt)) : 0, "start_idx/dt");
+static int upload(ad_state *S, void *host, ad_dtype dt, int64_t n, ad_tensor **out) {
+    ad_tensor *h = ad_tensor_wrap(S, dt, 1, &n, host, NULL, NULL);
+    *out = h ? ad_tensor_to_device(S, h, AD_DEV_CUDA) : NULL;
+    ad_tensor_decref(S, h);
+    return *out ? ADDSL_OK : ad_fail(S);
 }
 
 static int device_prepare(ad_state *S, traj_call *c, const addsl_cuda_api **api) {
     if (!(*api = ad_cuda(S))) return ad_fail(S);
-    int rc = c->sidx ? upload(S, *api, c->sidx, AD_INT64, c->b, &c->dev_sidx) : ADDSL_OK;
-    if (!rc && !c->dt_is_scalar && c->step != STEP_POS) rc = upload(S, *api, c->dts, c->dt, c->H, &c->dev_dts);
+    int rc = c->sidx ? upload(S, c->sidx, AD_INT64, c->b, &c->dev_sidx) : ADDSL_OK;
+    if (!rc && !c->dt_is_scalar && c->step != STEP_POS) rc = upload(S, c->dts, c->dt, c->H, &c->dev_dts);
     return rc;
 }
 

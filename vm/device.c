@@ -184,54 +184,23 @@ void ad_device_close(ad_state *S) {
 
 /* ---- copies ---- */
 
-static int tensor_shape_strides(const ad_tensor *t, int64_t *shape, int64_t *strides) {
-    for (int i = 0; i < t->ndim; i++) { shape[i] = t->shape[i]; strides[i] = t->strides[i]; }
-    return t->ndim;
-}
-
-int ad_device_copy(ad_state *S, ad_tensor *dst, const ad_tensor *src) {
+int ad_device_copy(ad_state *S, void *dst, int ddt, const void *src, int sdt, int n, const int64_t *shape,
+                   const int64_t *ds, const int64_t *ss) {
     const addsl_cuda_api *api = ad_cuda(S);
     if (!api) return S->errcode;
-    int n = dst->ndim;
-    int64_t shape[AD_MAX_DIMS], ds[AD_MAX_DIMS], ss[AD_MAX_DIMS];
-    tensor_shape_strides(dst, shape, ds);
-    for (int i = 0; i < n; i++) {
-        int j = i - (n - src->ndim);
-        ss[i] = (j >= 0 && src->shape[j] != 1) ? src->strides[j] : 0;
-    }
-    if (dst->numel == 0) return AD_OK;
-    return ad_cuda_check(S, api->copy_strided(ad_tensor_data(dst), dst->dtype, ds, ad_tensor_data(src), src->dtype,
-                                              ss, n, shape, NULL), "copy");
+    return ad_cuda_check(S, api->copy_strided(dst, ddt, ds, src, sdt, ss, n, shape, NULL), "copy");
 }
 
-int ad_device_fill(ad_state *S, ad_tensor *dst, double v) {
+int ad_device_fill(ad_state *S, void *dst, int dt, int n, const int64_t *shape, const int64_t *ds, double v) {
     const addsl_cuda_api *api = ad_cuda(S);
     if (!api) return S->errcode;
-    if (dst->numel == 0) return AD_OK;
-    int64_t shape[AD_MAX_DIMS], ds[AD_MAX_DIMS];
-    int n = tensor_shape_strides(dst, shape, ds);
-    return ad_cuda_check(S, api->fill(ad_tensor_data(dst), dst->dtype, ds, n, shape, v, NULL), "fill");
+    return ad_cuda_check(S, api->fill(dst, dt, ds, n, shape, v, NULL), "fill");
 }
 
-int ad_device_get_flat(ad_state *S, const ad_tensor *t, int64_t i, double *out) {
+int ad_device_read(ad_state *S, void *host, const void *dev, size_t bytes) {
     const addsl_cuda_api *api = ad_cuda(S);
     if (!api) return S->errcode;
-    int64_t off = t->offset;
-    for (int d = t->ndim - 1; d >= 0 && i; d--) {
-        off += (i % t->shape[d]) * t->strides[d];
-        i /= t->shape[d];
-    }
-    size_t sz = ad_dtype_size(t->dtype);
-    union { float f; double d; int64_t i; uint8_t b; } one;
-    int rc = api->to_host(&one, (const char *)t->storage->data + (size_t)off * sz, sz);
-    if (rc) return ad_cuda_check(S, rc, "item");
-    switch (t->dtype) {
-    case AD_FLOAT32: *out = one.f; break;
-    case AD_FLOAT64: *out = one.d; break;
-    case AD_INT64: *out = (double)one.i; break;
-    default: *out = one.b ? 1.0 : 0.0; break;
-    }
-    return AD_OK;
+    return ad_cuda_check(S, api->to_host(host, dev, bytes), "item");
 }
 
 /* Host <-> device through a contiguous staging tensor on the source side. */
@@ -262,27 +231,23 @@ static const char *const device_builtins[] = {
     "amax", "amin", "arange", "backward", "broadcast_to", "cat", "clone", "concat", "concatenate",
     "contiguous", "copy_", "detach", "dim", "double", "element_size", "empty", "empty_like",
     "expand", "expand_as", "eye", "fill_", "flatten", "float", "full", "full_like", "grad",
-    "index_add_at", "index_get", "index_grad", "int", "is_contiguous", "is_floating_point", "item", "linspace",
-    "long", "manual_seed", "max", "mean", "min", "movedim", "moveaxis", "narrow", "numel", "ones", "ones_like",
-    "permute", "prod", "rand", "rand_like", "randint", "randn", "randn_like", "requires_grad_",
-    "reshape", "reshape_as", "select", "size", "squeeze", "stack", "stride", "sum", "swapaxes",
-    "swapdims", "t", "tensor", "to", "transpose", "type_as", "unflatten", "unsqueeze", "view",
-    "view_as", "zero_", "zeros", "zeros_like",
+    "index_add_at", "index_get", "index_grad", "int", "is_contiguous", "is_floating_point", "item",
+    "linspace", "long", "manual_seed", "max", "mean", "min", "moveaxis", "movedim", "narrow",
+    "numel", "ones", "ones_like", "permute", "prod", "rand", "rand_like", "randint", "randn",
+    "randn_like", "requires_grad_", "reshape", "reshape_as", "select", "size", "squeeze", "stack",
+    "stride", "sum", "swapaxes", "swapdims", "t", "tensor", "to", "transpose", "type_as",
+    "unflatten", "unsqueeze", "view", "view_as", "zero_", "zeros", "zeros_like",
 };
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-static bool in_table(const ad_builtin_def *def, const ad_builtin_def *table) {
-    for (const ad_builtin_def *d = table; d->name; d++)
-        if (d == def) return true;
-    return false;
+bool ad_device_table_ok(const struct ad_builtin_def *table) {
+    return table == ad_bi_elementwise_defs || table == ad_bi_core_defs || table == ad_bi_traj_defs ||
+           table == ad_bi_device_defs;
 }
 
-bool ad_device_builtin_ok(const struct ad_builtin_def *def) {
-    if (in_table(def, ad_bi_elementwise_defs) || in_table(def, ad_bi_core_defs) || in_table(def, ad_bi_traj_defs) ||
-        in_table(def, ad_bi_device_defs))
-        return true;
-    const char *key = def->name;
+bool ad_device_builtin_ok(const char *name) {
+    const char *key = name;
     return bsearch(&key, device_builtins, sizeof device_builtins / sizeof device_builtins[0], sizeof device_builtins[0],
                    cmp_name) != NULL;
 }

@@ -41,9 +41,11 @@ void ad_device_close(ad_state *S);
  * differentiate go through the 'to_device' op of lib/). */
 ad_tensor *ad_tensor_to_device(ad_state *S, ad_tensor *t, int device);
 
-/* Whether builtin row 'def' handles GPU tensors itself. */
+/* Whether every builtin of a table handles GPU tensors itself, and whether
+ * builtin 'name' of another table does. */
 struct ad_builtin_def;
-bool ad_device_builtin_ok(const struct ad_builtin_def *def);
+bool ad_device_table_ok(const struct ad_builtin_def *table);
+bool ad_device_builtin_ok(const char *name);
 /* An error when a GPU tensor is among the arguments (or inside a list
  * argument) of builtin 'name', which does not take them. */
 int ad_device_refuse(ad_state *S, const char *name, const ad_value *args, int nargs, const struct ad_list *kw);
@@ -51,10 +53,13 @@ int ad_device_refuse(ad_state *S, const char *name, const ad_value *args, int na
 /* cuda_is_available(), cuda_device_count(), cuda_synchronize(). */
 extern const ad_builtin_def ad_bi_device_defs[];
 
-/* Device halves of tensor.c's copies (both tensors on the GPU). */
-int ad_device_copy(ad_state *S, ad_tensor *dst, const ad_tensor *src);
-int ad_device_fill(ad_state *S, ad_tensor *dst, double v);
-/* One element (flat row-major index) read back to the host. */
-int ad_device_get_flat(ad_state *S, const ad_tensor *t, int64_t i, double *out);
+/* Device halves of tensor.c's strided copy and fill, on the layout it has
+ * already checked and coalesced (n dims, strides in elements, pointers at
+ * element 0 of each view, dtypes ad_dtype). */
+int ad_device_copy(ad_state *S, void *dst, int ddt, const void *src, int sdt, int n, const int64_t *shape,
+                   const int64_t *ds, const int64_t *ss);
+int ad_device_fill(ad_state *S, void *dst, int dt, int n, const int64_t *shape, const int64_t *ds, double v);
+/* 'bytes' of device memory read back to the host (waits for the GPU). */
+int ad_device_read(ad_state *S, void *host, const void *dev, size_t bytes);
 
 #endif

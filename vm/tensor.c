@@ -348,7 +348,14 @@ int ad_tensor_item(ad_state *S, const ad_tensor *t, double *out) {
     if (t->numel != 1)
         return ad_error(S, "a Tensor with %lld elements cannot be converted to Scalar",
                         (long long)t->numel);
-    if (t->storage->device) return ad_device_get_flat(S, t, 0, out);
+    if (t->storage->device) {
+        union { float f; double d; int64_t i; uint8_t b; } one;
+        size_t sz = ad_dtype_size(t->dtype);
+        int rc = ad_device_read(S, &one, (const char *)t->storage->data + (size_t)flat_to_offset(t, 0) * sz, sz);
+        if (rc) return rc;
+        *out = load(&one, t->dtype, 0);
+        return AD_OK;
+    }
     *out = ad_tensor_get_flat(t, 0);
     return AD_OK;
 }
@@ -466,39 +473,23 @@ static int copy_general(ad_state *S, ad_tensor *dst, const ad_tensor *src) {
     }
     if (dst->numel == 0) return AD_OK;
     int k = coalesce(n, shape, ds, ss);
+    if (dst->storage->device)
+        return ad_device_copy(S, ad_tensor_data(dst), dst->dtype, ad_tensor_data(src), src->dtype, k, shape, ds, ss);
     strided_copy(copy_table[dst->dtype][src->dtype], ad_tensor_data(dst), ad_dtype_size(dst->dtype),
                  ad_tensor_data(src), ad_dtype_size(src->dtype), k, shape, ds, ss);
     return AD_OK;
 }
 
-/* Copies that involve the GPU: on it when both are there, else src moves
- * to dst's device first. */
-static int copy_device(ad_state *S, ad_tensor *dst, const ad_tensor *src) {
+int ad_tensor_copy_into(ad_state *S, ad_tensor *dst, const ad_tensor *src) {
     if (dst->storage->device != src->storage->device) {
+        /* src moves to dst's device first; the copy then happens there */
         ad_tensor *moved = ad_tensor_to_device(S, (ad_tensor *)src, dst->storage->device);
         if (!moved) return S->errcode;
         int rc = ad_tensor_copy_into(S, dst, moved);
         ad_tensor_decref(S, moved);
         return rc;
     }
-    if (src->ndim > dst->ndim) return copy_shape_error(S, dst, src);
-    for (int i = 0; i < src->ndim; i++) {
-        int64_t sz = src->shape[i], want = dst->shape[i + dst->ndim - src->ndim];
-        if (sz != want && sz != 1) return copy_shape_error(S, dst, src);
-    }
-    if (dst->storage == src->storage) {
-        ad_tensor *tmp = ad_tensor_clone(S, src);
-        if (!tmp) return S->errcode;
-        int rc = ad_device_copy(S, dst, tmp);
-        ad_tensor_decref(S, tmp);
-        return rc;
-    }
-    return ad_device_copy(S, dst, src);
-}
-
-int ad_tensor_copy_into(ad_state *S, ad_tensor *dst, const ad_tensor *src) {
-    if (dst->storage->device | src->storage->device) return copy_device(S, dst, src);
-    if (dst->dtype == src->dtype && ad_shape_equal(dst->ndim, dst->shape, src->ndim, src->shape) &&
+    if (!dst->storage->device && dst->dtype == src->dtype && ad_shape_equal(dst->ndim, dst->shape, src->ndim, src->shape) &&
         ad_tensor_is_contiguous(dst) && ad_tensor_is_contiguous(src)) {
         if (dst->numel)
             memmove(ad_tensor_data(dst), ad_tensor_data(src),
@@ -537,7 +528,6 @@ ad_tensor *ad_tensor_to(ad_state *S, ad_tensor *t, ad_dtype dt) {
 }
 
 int ad_tensor_fill(ad_state *S, ad_tensor *dst, double v) {
-    if (dst->storage->device) return ad_device_fill(S, dst, v);
     if (dst->numel == 0) return AD_OK;
     union { float f; double d; int64_t i; uint8_t b; } one;
     store(&one, dst->dtype, 0, v);
@@ -545,6 +535,7 @@ int ad_tensor_fill(ad_state *S, ad_tensor *dst, double v) {
     int64_t shape[AD_MAX_DIMS], ds[AD_MAX_DIMS], ss[AD_MAX_DIMS];
     for (int i = 0; i < n; i++) { shape[i] = dst->shape[i]; ds[i] = dst->strides[i]; ss[i] = 0; }
     int k = coalesce(n, shape, ds, ss);
+    if (dst->storage->device) return ad_device_fill(S, ad_tensor_data(dst), dst->dtype, k, shape, ds, v);
     size_t sz = ad_dtype_size(dst->dtype);
     strided_copy(copy_table[dst->dtype][dst->dtype], ad_tensor_data(dst), sz, (const char *)&one, sz, k,
                  shape, ds, ss);

@@ -166,11 +166,12 @@ static int builtin_new(ad_state *S, const ad_builtin_def *d, ad_builtin **out) {
 }
 
 int ad_vm_register(ad_state *S, const ad_builtin_def *defs) {
+    bool table_on_device = ad_device_table_ok(defs);
     for (; defs->name; defs++) {
         ad_builtin *b;
         int rc = builtin_new(S, defs, &b);
         if (rc) return rc;
-        b->on_device = ad_device_builtin_ok(defs);
+        b->on_device = table_on_device || ad_device_builtin_ok(defs->name);
         ad_value v; v.t = AD_TBUILTIN; v.u.bi = b;
         /* 'ad_NAME' keeps the raw builtin reachable when an op named NAME
          * (with derivative formulas) replaces it; kernel("ad_NAME") uses it. */
