@@ -1083,34 +1083,8 @@ static int bi_index_add_at(ad_state *S, ad_value *argv, int argc, ad_value *out)
     return ADDSL_OK;
 }
 
-/* index_grad(self, idx, grad): the gradient of self[idx...] whose own
- * gradient is 'grad', i.e. index_add_at(zeros_like(self), idx, grad),
- * without copying the zeros for basic indices. */
-static int bi_index_grad(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    if (argv[0].t != AD_TTENSOR) return ad_error(S, "index_grad(): argument 'self' must be a tensor, not %s", ad_type_name(argv[0]));
-    ad_tensor *self = argv[0].u.tensor;
-    int n = 0;
-    const ad_value *items = NULL;
-    int rc = idx_list(S, argv[1], "index_grad", &n, &items);
-    if (rc) return rc;
-    if (basic_index(n, items) && self->storage->device == AD_DEV_CPU) {
-        ad_tensor *res = ad_tensor_zeros(S, self->dtype, self->ndim, self->shape);
-        if (!res) return S->errcode;
-        if ((rc = add_at_basic(S, res, n, items, argv[2]))) { ad_tensor_decref(S, res); return rc; }
-        *out = ad_tensor_value(res);
-        return ADDSL_OK;
-    }
-    ad_value args[3] = {ad_none(), argv[1], argv[2]};
-    if ((rc = call_global(S, "zeros_like", 1, argv, &args[0]))) return rc;
-    rc = bi_index_add_at(S, args, 3, out);
-    ad_value_decref(S, args[0]);
-    return rc;
-}
-
 const ad_builtin_def ad_bi_autograd_index_defs[] = {
     {"index_get", bi_index_get, "self, idx"},
     {"index_add_at", bi_index_add_at, "self, idx, value"},
-    {"index_grad", bi_index_grad, "self, idx, grad"},
     {NULL, NULL, NULL}
 };

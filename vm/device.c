@@ -231,7 +231,7 @@ static const char *const device_builtins[] = {
     "amax", "amin", "arange", "backward", "broadcast_to", "cat", "clone", "concat", "concatenate",
     "contiguous", "copy_", "detach", "dim", "double", "element_size", "empty", "empty_like",
     "expand", "expand_as", "eye", "fill_", "flatten", "float", "full", "full_like", "grad",
-    "index_add_at", "index_get", "index_grad", "int", "is_contiguous", "is_floating_point", "item",
+    "index_add_at", "index_get", "int", "is_contiguous", "is_floating_point", "item",
     "linspace", "long", "manual_seed", "max", "mean", "min", "moveaxis", "movedim", "narrow",
     "numel", "ones", "ones_like", "permute", "prod", "rand", "rand_like", "randint", "randn",
     "randn_like", "requires_grad_", "reshape", "reshape_as", "select", "size", "squeeze", "stack",
