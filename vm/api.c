@@ -94,6 +94,7 @@ addsl_state *addsl_open(const addsl_config *cfg) {
         if (ad_vm_register(S, builtin_tables[i])) goto fail;
     if (define_constants(S)) goto fail;
     if (load_library(S)) goto fail;
+    ad_globals_seal(S);
     if (addsl_set_args(S, 0, NULL)) goto fail;
     ad_clear_error(S);
     return S;
@@ -228,6 +229,8 @@ const int64_t *addsl_tensor_shape(const addsl_tensor *t) { return t ? t->shape :
 addsl_dtype addsl_tensor_dtype(const addsl_tensor *t) { return t ? (addsl_dtype)t->dtype : ADDSL_FLOAT32; }
 void addsl_tensor_release(addsl_state *S, addsl_tensor *t) { if (S && t) ad_tensor_decref(S, t); }
 
+static int global_value(ad_state *S, const char *name, const char *what, bool user, ad_value *v);
+
 int addsl_set_global(addsl_state *S, const char *name, addsl_tensor *t) {
     if (!S || !name || !t) return ADDSL_EARG;
     ad_tensor_incref(t);
@@ -237,9 +240,9 @@ int addsl_set_global(addsl_state *S, const char *name, addsl_tensor *t) {
 int addsl_get_tensor(addsl_state *S, const char *name, addsl_tensor **out) {
     if (!S || !name || !out) return ADDSL_EARG;
     *out = NULL;
-    int slot = ad_global_slot(S, name, false);
-    if (slot < 0 || !S->globals->defined[slot]) return ad_error_code(S, ADDSL_EARG, "no global named '%s'", name);
-    ad_value v = S->globals->values[slot];
+    ad_value v;
+    int rc = global_value(S, name, "global", true, &v);
+    if (rc) return rc;
     if (v.t != AD_TTENSOR) return ad_error_code(S, ADDSL_EARG, "global '%s' is a %s, not a tensor", name, ad_type_name(v));
     ad_tensor_incref(v.u.tensor);
     *out = v.u.tensor;
@@ -250,17 +253,17 @@ int addsl_call(addsl_state *S, const char *fname, int nargs, addsl_tensor **args
     if (!S || !fname || nargs < 0 || nargs > 255 || (nargs && !args)) return ADDSL_EARG;
     if (result) *result = NULL;
     ad_clear_error(S);
-    int slot = ad_global_slot(S, fname, false);
-    if (slot < 0 || !S->globals->defined[slot]) return ad_error_code(S, ADDSL_EARG, "no function named '%s'", fname);
+    ad_value fn;
+    int rc = global_value(S, fname, "function", true, &fn);
+    if (rc) return rc;
     ad_value argv[255];
     for (int i = 0; i < nargs; i++) {
         if (!args[i]) return ad_error_code(S, ADDSL_EARG, "addsl_call: argument %d is NULL", i);
         argv[i] = ad_tensor_value(args[i]);
     }
-    ad_value fn = S->globals->values[slot];
     ad_value_incref(fn);
     ad_value out;
-    int rc = ad_vm_call_value(S, fn, nargs, argv, &out);
+    rc = ad_vm_call_value(S, fn, nargs, argv, &out);
     ad_value_decref(S, fn);
     if (rc) return rc;
     if (result) {
@@ -357,18 +360,25 @@ int addsl_tensor_zero_grad(addsl_state *S, addsl_tensor *t) {
     return ADDSL_OK;
 }
 
-/* The value of global 'name' (borrowed), or an error naming 'what' it should be. */
-static int global_value(ad_state *S, const char *name, const char *what, ad_value *v) {
-    int slot = ad_global_slot(S, name, false);
+/* The value (borrowed) of global 'name' as scripts see it ('user': a script's
+ * own binding of a library name first) or as the library does; an error naming
+ * 'what' it should be. A library name is loaded on first use. */
+static int global_value(ad_state *S, const char *name, const char *what, bool user, ad_value *v) {
+    int slot = user ? ad_global_user_slot(S, name, false, false) : ad_global_slot(S, name, false);
+    if (slot >= 0 && !S->globals->defined[slot] && S->globals->base[slot]) slot = S->globals->base[slot] - 1;
+    if (slot >= 0 && !S->globals->defined[slot] && S->globals->lazy[slot]) {
+        int rc = ad_library_resolve(S, slot);
+        if (rc) return rc;
+    }
     if (slot < 0 || !S->globals->defined[slot]) return ad_error_code(S, ADDSL_EARG, "no %s named '%s'", what, name);
     *v = S->globals->values[slot];
     return ADDSL_OK;
 }
 
-/* Calls global builtin 'name' ("ad_backward": the alias a script cannot shadow by accident). */
+/* Calls the library's builtin 'name' ("ad_backward"), whatever a script bound. */
 static int call_global(ad_state *S, const char *name, int argc, const ad_value *argv, ad_value *out) {
     ad_value fn;
-    int rc = global_value(S, name, "function", &fn);
+    int rc = global_value(S, name, "function", false, &fn);
     if (rc) return rc;
     ad_value_incref(fn);
     rc = ad_vm_call_value(S, fn, argc, argv, out);
@@ -427,7 +437,7 @@ int addsl_get_number(addsl_state *S, const char *name, double *out) {
     ad_clear_error(S);
     if (!name || !out) return ad_error_code(S, ADDSL_EARG, "addsl_get_number: NULL argument");
     ad_value v;
-    int rc = global_value(S, name, "global", &v);
+    int rc = global_value(S, name, "global", true, &v);
     if (rc) return rc;
     if (v.t == AD_TBOOL) { *out = v.u.b; return ADDSL_OK; }
     if (ad_is_number(v)) { *out = v.u.n; return ADDSL_OK; }
@@ -471,7 +481,7 @@ int addsl_callv(addsl_state *S, const char *fname, int nargs, const addsl_value 
     if (!fname || nargs < 0 || nargs > 255 || (nargs && !args) || nres < 0 || (nres && !results))
         return ad_error_code(S, ADDSL_EARG, "addsl_callv: bad arguments");
     ad_value fn;
-    int rc = global_value(S, fname, "function", &fn);
+    int rc = global_value(S, fname, "function", true, &fn);
     if (rc) return rc;
     ad_value argv[255];
     int n = 0;

@@ -180,6 +180,7 @@ typedef struct cstate {
     ad_state *S;
     ad_chunk *chunk;
     bool repl;
+    bool library;         /* the embedded op library: no user shadows (vm/globals.c) */
     bool failed;
     int err_line, err_col;
     char err_msg[256];
@@ -358,7 +359,7 @@ static vref resolve(fstate *fs, const char *name, bool method) {
     int ui = find_upval(fs, name);
     if (ui >= 0) { r.kind = V_UPVAL; r.index = ui; return r; }
     r.kind = V_GLOBAL;
-    r.index = ad_global_slot(fs->C->S, name, true);
+    r.index = fs->C->library ? ad_global_slot(fs->C->S, name, true) : ad_global_user_slot(fs->C->S, name, true, false);
     if (r.index < 0) { nomem(fs); r.index = 0; return r; }
     if (r.index > AD_MAXBX) { cerror(fs, fs->line, fs->col, "too many global names"); r.index = 0; return r; }
     note_global(fs, r.index, method);
@@ -458,17 +459,14 @@ static void expr_call(fstate *fs, ad_node *n, int dst) {
     int nargs = 0, nkw = 0, kwk = -1;
     if (n->kind == N_METHOD) {
         setpos(fs, n);
-        /* x.f() means the op or function f even where a local named f
-         * (say a tensor 't', calling x.t()) shadows it. */
+        /* x.f() is f(x) with the f in scope; where that f is not callable (a
+         * tensor named t, calling x.t()), it is the library's op f. */
+        vref v = resolve(fs, n->str, true);
+        load_var(fs, v, base);
         ad_globals *G = fs->C->S->globals;
         int g = ad_global_slot(fs->C->S, n->str, false);
-        if (g >= 0 && (G->defined[g] || G->declared[g] || G->lazy[g])) {
-            vref v = {V_GLOBAL, g};
-            note_global(fs, g, true);
-            load_var(fs, v, base);
-        } else {
-            load_var(fs, resolve(fs, n->str, true), base);
-        }
+        if (g >= 0 && G->lib[g] && !(v.kind == V_GLOBAL && v.index == g))
+            emit_abx(fs, OP_METHODFB, base, g);
         reserve(fs, 1);
         expr(fs, n->a, base + 1);
         call_args(fs, n->list, base, 1, &nargs, &nkw, &kwk);
@@ -618,7 +616,8 @@ static void expr_inner(fstate *fs, ad_node *n, int dst) {
 static bool at_global_scope(fstate *fs) { return fs->is_main && fs->depth == 0; }
 
 static void declare_global(fstate *fs, const char *name, int *slot) {
-    *slot = ad_global_slot(fs->C->S, name, true);
+    ad_state *S = fs->C->S;
+    *slot = fs->C->library ? ad_global_slot(S, name, true) : ad_global_user_slot(S, name, true, true);
     if (*slot < 0) { nomem(fs); *slot = 0; return; }
     if (*slot > AD_MAXBX) { cerror(fs, fs->line, fs->col, "too many global names"); *slot = 0; return; }
     fs->C->S->globals->declared[*slot] = true;
@@ -1152,7 +1151,26 @@ static bool check_globals(cstate *C) {
     return true;
 }
 
-ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name, bool repl) {
+/* A script's top-level let/fn/op of a library name binds its own slot; made
+ * before compiling so a function above the binding already sees the script's
+ * name (a Python module's globals, not the builtins). */
+static void shadow_library_names(fstate *fs, ad_nlist *top) {
+    ad_globals *G = fs->C->S->globals;
+    for (int i = 0; top && i < top->n && !fs->C->failed; i++) {
+        ad_node *n = top->items[i];
+        int nnames = n->kind == N_LETDESTR ? n->list->n : 1;
+        if (n->kind != N_LET && n->kind != N_LETDESTR && n->kind != N_FNDEF && n->kind != N_OPDEF) continue;
+        for (int k = 0; k < nnames; k++) {
+            const char *name = n->kind == N_LETDESTR ? n->list->items[k]->str : n->str;
+            int g = name ? ad_global_slot(fs->C->S, name, false) : -1;
+            if (g < 0 || !G->lib[g]) continue;
+            int slot;
+            declare_global(fs, name, &slot);
+        }
+    }
+}
+
+static ad_proto *compile_chunk(ad_state *S, const char *src, size_t len, const char *name, bool repl, bool library) {
     ad_arena arena;
     ad_arena_init(&arena, S);
     ad_parse P;
@@ -1183,7 +1201,7 @@ ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name,
     if (!chunk) { ad_arena_free(&arena); return NULL; }
     cstate C;
     memset(&C, 0, sizeof C);
-    C.S = S; C.chunk = chunk; C.repl = repl;
+    C.S = S; C.chunk = chunk; C.repl = repl; C.library = library;
     fstate fs;
     memset(&fs, 0, sizeof fs);
     fs.C = &C;
@@ -1192,6 +1210,7 @@ ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name,
     fs.p = proto_new(S, chunk, "<main>", 1);
     ad_chunk_decref(S, chunk);
     if (!fs.p) { ad_arena_free(&arena); return NULL; }
+    if (!library) shadow_library_names(&fs, P.root->list);
     /* The top-level block's statements run at global scope (depth 0). */
     for (int i = 0; P.root->list && i < P.root->list->n && !C.failed; i++) stmt(&fs, P.root->list->items[i]);
     emit_abc(&fs, OP_RETURN, 0, 0, 0);
@@ -1206,6 +1225,14 @@ ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name,
         return NULL;
     }
     return fs.p;
+}
+
+ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name, bool repl) {
+    return compile_chunk(S, src, len, name, repl, false);
+}
+
+ad_proto *ad_compile_library(ad_state *S, const char *src, size_t len, const char *name) {
+    return compile_chunk(S, src, len, name, false, true);
 }
 
 int ad_compile_incomplete(const char *src, size_t len) {

@@ -12,6 +12,8 @@
  * statement at top level prints its value. On failure returns NULL with a
  * formatted "NAME:L:C: error: ..." message set. */
 ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name, bool repl);
+/* The embedded op library: its names are the library's own slots, never a script's shadows. */
+ad_proto *ad_compile_library(ad_state *S, const char *src, size_t len, const char *name);
 /* 1 when 'src' ends inside an open bracket or string (the REPL asks for more). */
 int ad_compile_incomplete(const char *src, size_t len);
 /* Formats "NAME:LINE:COL: error: MSG\n<source line>\n<caret>\n" into b. */

@@ -27,6 +27,7 @@ void ad_globals_free(ad_state *S) {
     }
     ad_free(S, G->names); ad_free(S, G->values); ad_free(S, G->defined);
     ad_free(S, G->declared); ad_free(S, G->lazy); ad_free(S, G->hash);
+    ad_free(S, G->lib); ad_free(S, G->shadow); ad_free(S, G->base);
     ad_free(S, G);
     S->globals = NULL;
 }
@@ -61,23 +62,36 @@ static int grow_slots(ad_state *S, ad_globals *G) {
     int *lazy = ad_realloc(S, G->lazy, (size_t)cap * sizeof *lazy);
     if (!lazy) return ADDSL_ENOMEM;
     G->lazy = lazy;
+    bool *lib = ad_realloc(S, G->lib, (size_t)cap * sizeof *lib);
+    if (!lib) return ADDSL_ENOMEM;
+    G->lib = lib;
+    int *shadow = ad_realloc(S, G->shadow, (size_t)cap * sizeof *shadow);
+    if (!shadow) return ADDSL_ENOMEM;
+    G->shadow = shadow;
+    int *base = ad_realloc(S, G->base, (size_t)cap * sizeof *base);
+    if (!base) return ADDSL_ENOMEM;
+    G->base = base;
     G->cap = cap;
     return ADDSL_OK;
 }
 
-int ad_global_slot(ad_state *S, const char *name, bool create) {
-    ad_globals *G = S->globals;
-    if (G->hcap) {
-        uint32_t k = hash_name(name) & (uint32_t)(G->hcap - 1);
-        while (G->hash[k]) {
-            int i = G->hash[k] - 1;
-            if (strcmp(G->names[i], name) == 0) return i;
-            k = (k + 1) & (uint32_t)(G->hcap - 1);
-        }
+static int find_slot(const ad_globals *G, const char *name) {
+    if (!G->hcap) return -1;
+    uint32_t k = hash_name(name) & (uint32_t)(G->hcap - 1);
+    while (G->hash[k]) {
+        int i = G->hash[k] - 1;
+        if (strcmp(G->names[i], name) == 0) return i;
+        k = (k + 1) & (uint32_t)(G->hcap - 1);
     }
-    if (!create) return -1;
+    return -1;
+}
+
+/* A new undefined slot; a shadow is not entered in the hash, so lookups by
+ * name keep finding the library's slot and reach the shadow through it. */
+static int new_slot(ad_state *S, const char *name, bool hashed) {
+    ad_globals *G = S->globals;
     if (G->n == G->cap && grow_slots(S, G)) return -1;
-    if ((G->n + 1) * 2 > G->hcap && rehash(S, G, G->hcap ? G->hcap * 2 : 512)) return -1;
+    if (hashed && (G->n + 1) * 2 > G->hcap && rehash(S, G, G->hcap ? G->hcap * 2 : 512)) return -1;
     size_t len = strlen(name);
     char *copy = ad_malloc(S, len + 1);
     if (!copy) return -1;
@@ -88,14 +102,45 @@ int ad_global_slot(ad_state *S, const char *name, bool create) {
     G->defined[i] = false;
     G->declared[i] = false;
     G->lazy[i] = 0;
-    uint32_t k = hash_name(name) & (uint32_t)(G->hcap - 1);
-    while (G->hash[k]) k = (k + 1) & (uint32_t)(G->hcap - 1);
-    G->hash[k] = i + 1;
+    G->lib[i] = false;
+    G->shadow[i] = 0;
+    G->base[i] = 0;
+    if (hashed) {
+        uint32_t k = hash_name(name) & (uint32_t)(G->hcap - 1);
+        while (G->hash[k]) k = (k + 1) & (uint32_t)(G->hcap - 1);
+        G->hash[k] = i + 1;
+    }
     return i;
 }
 
+int ad_global_slot(ad_state *S, const char *name, bool create) {
+    int i = find_slot(S->globals, name);
+    if (i >= 0 || !create) return i;
+    return new_slot(S, name, true);
+}
+
+int ad_global_user_slot(ad_state *S, const char *name, bool create, bool bind) {
+    ad_globals *G = S->globals;
+    int i = find_slot(G, name);
+    if (i < 0) return create || bind ? new_slot(S, name, true) : -1;
+    if (!G->lib[i]) return i;
+    if (G->shadow[i]) return G->shadow[i] - 1;
+    if (!bind) return i;
+    int u = new_slot(S, name, false);
+    if (u < 0) return -1;
+    G->shadow[i] = u + 1;
+    G->base[u] = i + 1;
+    return u;
+}
+
+void ad_globals_seal(ad_state *S) {
+    ad_globals *G = S->globals;
+    for (int i = 0; i < G->n; i++) G->lib[i] = true;
+    G->sealed = true;
+}
+
 int ad_global_set(ad_state *S, const char *name, ad_value v) {
-    int slot = ad_global_slot(S, name, true);
+    int slot = S->globals->sealed ? ad_global_user_slot(S, name, true, true) : ad_global_slot(S, name, true);
     if (slot < 0) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
     ad_globals *G = S->globals;
     ad_value old = G->values[slot];

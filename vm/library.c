@@ -44,49 +44,12 @@ void ad_library_free(ad_state *S) {
     S->lib_loaded = NULL;
 }
 
-/* A script may have bound a library name itself (`let t = ...` while `t`
- * is also an op) before the file loads; the script's binding wins, as it
- * would have if the library had been loaded first. */
-typedef struct kept { int slot; ad_value v; } kept;
-
-static int keep_user_bindings(ad_state *S, int file, kept **out, int *n) {
-    ad_globals *G = S->globals;
-    *out = NULL; *n = 0;
-    for (size_t i = 0; i < ad_lib_ndefs; i++) {
-        if (ad_lib_defs[i].file != file) continue;
-        int slot = ad_global_slot(S, ad_lib_defs[i].name, false);
-        if (slot < 0 || !G->defined[slot]) continue;
-        kept *k = ad_realloc(S, *out, (size_t)(*n + 1) * sizeof *k);
-        if (!k) return ADDSL_ENOMEM;
-        *out = k;
-        k[*n].slot = slot;
-        k[*n].v = G->values[slot];
-        ad_value_incref(k[*n].v);
-        (*n)++;
-    }
-    return ADDSL_OK;
-}
-
-static void restore_user_bindings(ad_state *S, kept *k, int n) {
-    ad_globals *G = S->globals;
-    for (int i = 0; i < n; i++) {
-        ad_value old = G->values[k[i].slot];
-        G->values[k[i].slot] = k[i].v;
-        G->defined[k[i].slot] = true;
-        ad_value_decref(S, old);
-    }
-    ad_free(S, k);
-}
-
 static int load_file(ad_state *S, int file) {
     if (S->lib_loaded[file]) return ADDSL_OK;
     S->lib_loaded[file] = true;
-    kept *k;
-    int nk;
-    if (keep_user_bindings(S, file, &k, &nk)) return ADDSL_ENOMEM;
     const char *src = ad_lib_sources[file];
-    ad_proto *p = ad_compile(S, src, strlen(src), ad_lib_names[file], false);
-    if (!p) { restore_user_bindings(S, k, nk); return S->errcode ? S->errcode : ADDSL_ECOMPILE; }
+    ad_proto *p = ad_compile_library(S, src, strlen(src), ad_lib_names[file]);
+    if (!p) return S->errcode ? S->errcode : ADDSL_ECOMPILE;
     /* Library code runs with grad mode on and no anomaly mode, whatever the caller's. */
     bool grad = S->grad_enabled;
     int level = S->fw_level;
@@ -96,7 +59,6 @@ static int load_file(ad_state *S, int file) {
     S->grad_enabled = grad;
     S->fw_level = level;
     ad_proto_decref(S, p);
-    restore_user_bindings(S, k, nk);
     if (rc) return rc;
     return ad_ops_bind_operators(S);
 }

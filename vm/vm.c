@@ -748,6 +748,22 @@ static int enter_closure(ad_state *S, ad_closure *f, int base, const ad_value *a
     return ADDSL_OK;
 }
 
+/* An undefined global slot being read: a library name is loaded on first use,
+ * and a user's shadow of a library name that is not bound yet (`let t = t(A)`
+ * at top level) reads the library's value, as a Python global falls back to
+ * the builtin. On return *slot holds a defined value, or an error is set. */
+static int global_fallback(ad_state *S, int *slot) {
+    ad_globals *G = S->globals;
+    if (G->base[*slot]) *slot = G->base[*slot] - 1;
+    if (!G->defined[*slot] && G->lazy[*slot]) {
+        int rc = ad_library_resolve(S, *slot);
+        if (rc) return rc;
+        G = S->globals;
+    }
+    if (!G->defined[*slot]) return ad_error(S, "name '%s' is not defined", G->names[*slot]);
+    return ADDSL_OK;
+}
+
 static int poll_interrupt(ad_state *S) {
     struct ad_vm *vm = S->vm;
     if (S->interrupted) { S->interrupted = 0; return ad_error_code(S, ADDSL_EINTERRUPT, "interrupted"); }
@@ -830,12 +846,27 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             ad_globals *G = S->globals;
             if (!G->defined[slot]) {
                 SAVEPC();
-                if (G->lazy[slot]) { CHECK(ad_library_resolve(S, slot)); RELOAD(); G = S->globals; }
-                if (!G->defined[slot]) CHECK(ad_error(S, "name '%s' is not defined", G->names[slot]));
+                CHECK(global_fallback(S, &slot));
+                RELOAD(); G = S->globals;
             }
             ad_value v = G->values[slot];
             ad_value_incref(v);
             setreg(S, RA, v);
+            vmbreak;
+        }
+        vmcase(METHODFB) {
+            if (RA->t != AD_TFUNC && RA->t != AD_TBUILTIN && RA->t != AD_TOP) {
+                int slot = AD_BX(ins);
+                ad_globals *G = S->globals;
+                if (!G->defined[slot]) {
+                    SAVEPC();
+                    CHECK(global_fallback(S, &slot));
+                    RELOAD(); G = S->globals;
+                }
+                ad_value v = G->values[slot];
+                ad_value_incref(v);
+                setreg(S, RA, v);
+            }
             vmbreak;
         }
         vmcase(SETGLOBAL) {
@@ -1276,7 +1307,7 @@ int ad_vm_disasm(ad_state *S, const ad_proto *p, ad_buf *b) {
         if (op == OP_LOADK) {
             ad_buf_puts(b, "    ; ");
             ad_value_format(S, p->k[AD_BX(ins)], b, true);
-        } else if (op == OP_GETGLOBAL || op == OP_SETGLOBAL) {
+        } else if (op == OP_GETGLOBAL || op == OP_SETGLOBAL || op == OP_METHODFB) {
             ad_buf_printf(b, "    ; %s", S->globals->names[AD_BX(ins)]);
         } else if (op == OP_JMP || op == OP_JMPIF || op == OP_JMPIFNOT || op == OP_FORPREP || op == OP_FORLOOP || op == OP_ITERNEXT) {
             ad_buf_printf(b, "    ; to %d", i + 1 + AD_SBX(ins));

@@ -87,7 +87,11 @@ typedef struct ad_globals {
     bool *defined;       /* has a value (set at run time) */
     bool *declared;      /* some compiled chunk defines it (let/fn at top level) */
     int *lazy;           /* library file + 1 that defines it, loaded on first use; 0 if none */
-    int *hash;           /* open addressing over names: slot + 1, 0 empty */
+    bool *lib;           /* the library's or a builtin's (existed at ad_globals_seal) */
+    int *shadow;         /* lib slot: the user's own slot of that name + 1; 0 if none */
+    int *base;           /* user slot shadowing a lib slot: that slot + 1; 0 if none */
+    bool sealed;
+    int *hash;           /* open addressing over names: slot + 1, 0 empty (lib slots win) */
     int hcap;
 } ad_globals;
 
@@ -95,6 +99,16 @@ int ad_globals_init(ad_state *S);
 void ad_globals_free(ad_state *S);
 /* Slot of 'name', created (undefined) when 'create'; -1 if absent or on ENOMEM. */
 int ad_global_slot(ad_state *S, const char *name, bool create);
+/* Scripts and hosts get their own slot for a name the library defines, so
+ * `let t = 0.5` leaves the op `t` that library formulas call untouched (as a
+ * Python global hides a builtin). The slot for 'name' as user code sees it:
+ * its own shadow if it has one, else the library's; with 'bind' (a top-level
+ * let/fn/op, a host setting a global) a library name gets a new shadow.
+ * Creates a plain slot when 'create' or 'bind'; -1 if absent or on ENOMEM. */
+int ad_global_user_slot(ad_state *S, const char *name, bool create, bool bind);
+/* Every slot that exists now becomes the library's (end of addsl_open). */
+void ad_globals_seal(ad_state *S);
+/* Sets a global as user code would (a shadow for a library name once sealed). */
 int ad_global_set(ad_state *S, const char *name, ad_value v); /* steals v */
 
 void ad_proto_incref(ad_proto *p);

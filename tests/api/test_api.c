@@ -152,6 +152,15 @@ static void test_tensors(void) {
     ok(addsl_get_tensor(S, "nope", &y2) == ADDSL_EARG && y2 == NULL && contains(addsl_errmsg(S), "nope"), "get_tensor of a missing global is EARG");
     addsl_dostring(S, "let n = 5", "t");
     ok(addsl_get_tensor(S, "n", &y2) == ADDSL_EARG && contains(addsl_errmsg(S), "not a tensor"), "get_tensor of a number is EARG");
+    /* A host global named like a library op hides it from scripts only. */
+    ok(addsl_set_global(S, "t", t) == ADDSL_OK
+       && addsl_dostring(S, "let tt = t.t()\nlet m = mm(ones([3, 2], requires_grad=true), t)\nbackward(m.sum())", "t") == ADDSL_OK,
+       "a host global 't' leaves the op t to x.t() and to mm's gradient formula");
+    addsl_tensor *tt = NULL, *tback = NULL;
+    ok(addsl_get_tensor(S, "t", &tback) == ADDSL_OK && tback == t && addsl_get_tensor(S, "tt", &tt) == ADDSL_OK
+       && addsl_tensor_shape(tt)[0] == 3 && addsl_tensor_shape(tt)[1] == 2, "get_tensor('t') is the host's tensor; t.t() is its transpose");
+    addsl_tensor_release(S, tt);
+    addsl_tensor_release(S, tback);
     ok(addsl_set_global(S, NULL, t) == ADDSL_EARG && addsl_set_global(S, "q", NULL) == ADDSL_EARG && addsl_get_tensor(S, "n", NULL) == ADDSL_EARG, "set/get_tensor NULL arguments are EARG");
     ok(addsl_tensor_new(S, (addsl_dtype)9, 1, shape) == NULL && addsl_tensor_new(S, ADDSL_FLOAT32, -1, shape) == NULL
        && addsl_tensor_new(S, ADDSL_FLOAT32, 2, NULL) == NULL && addsl_tensor_new(NULL, ADDSL_FLOAT32, 0, NULL) == NULL, "tensor_new rejects bad arguments");
