@@ -455,6 +455,7 @@ UN_P(softshrink);
 UN_P(hardshrink);
 UN_P(logit);
 UN_P(round_decimals);
+UN_P(polygamma);
 
 static int bi_leaky_relu(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc; return param_op(S, &UN_leaky_relu, argv[0], argv[1], argv[1], "negative_slope", NULL, out);
@@ -473,6 +474,17 @@ static int bi_softshrink(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 static int bi_hardshrink(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc; return param_op(S, &UN_hardshrink, argv[0], argv[1], argv[1], "lambd", NULL, out);
+}
+
+/* torch.polygamma(n, input): the order comes first. */
+static int bi_polygamma(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    int64_t n;
+    int rc = ad_arg_int(S, argv[0], "polygamma", "n", &n);
+    if (rc) return rc;
+    if (n < 0 || n > INT32_MAX) return ad_error(S, "polygamma(): n must be a non-negative integer, got %lld", (long long)n);
+    double pq[2] = {(double)n, 0};
+    return ew_unary_p(S, &UN_polygamma, argv[1], pq, out);
 }
 
 static int bi_logit(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -731,6 +743,7 @@ const ad_builtin_def ad_bi_elementwise_defs[] = {
     {"softshrink", bi_softshrink, "self, lambd=0.5"},
     {"hardshrink", bi_hardshrink, "self, lambd=0.5"},
     {"logit", bi_logit, "self, eps=none"},
+    {"polygamma", bi_polygamma, "n, self"},
     {"gelu", bi_gelu, "self, approximate=\"none\""},
     {"clamp", bi_clamp, "self, min=none, max=none"},
     {"clip", bi_clamp, "self, min=none, max=none"},

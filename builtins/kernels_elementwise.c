@@ -6,6 +6,7 @@
 #include <tgmath.h>
 
 #include "ad_limits.h"
+#include "special_math.h"
 
 /* Elements handed to one SLEEF block call: small enough to stay in L1/L2,
  * large enough that the per-block dispatch is free. */
@@ -130,21 +131,6 @@ static double ad_erfinv(double y) {
     return x;
 }
 
-/* Digamma by reflection (x < 0), upward recurrence to x >= 10, then the
- * asymptotic series; poles give -inf at 0 (signed like torch) and nan below. */
-static double ad_digamma(double x) {
-    if (x == 0) return signbit(x) ? INFINITY : -INFINITY;
-    if (x < 0) {
-        if (x == floor(x)) return NAN;
-        return ad_digamma(1 - x) - AD_PI / tan(AD_PI * x);
-    }
-    double acc = 0;
-    while (x < 10) { acc -= 1 / x; x += 1; }
-    double f = 1 / (x * x);
-    double series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132 - f * (691.0 / 32760))))));
-    return acc + log(x) - 0.5 / x - series;
-}
-
 /* Python/torch floor division of floats: exact quotient of (a - fmod) / b,
  * corrected towards the floor; division by zero follows IEEE a / b. */
 static double ad_floordiv(double a, double b) {
@@ -250,6 +236,8 @@ AD_EW_MAP(logical_not, bool, b8, bool, !v)
 #define P_logit(T) (ad_logit_##T(v, P))
 /* p is the number of decimals; negative rounds to tens, hundreds... */
 #define P_round_decimals(T) (p >= 0 ? nearbyint(v * Q) / Q : nearbyint(v / Q) * Q)
+/* p is the order n, a non-negative integer checked by the builtin. */
+#define P_polygamma(T) ad_polygamma((int)p, (double)v)
 
 static inline float ad_logit_float(float v, float eps) {
     float z = eps < 0 ? v : v < eps ? eps : v > 1 - eps ? 1 - eps : v;

@@ -42,7 +42,7 @@
 /* Unary ops with two scalar parameters (p, q), float-only. */
 #define AD_EW_PARAM_OPS(X) \
     X(leaky_relu) X(elu) X(celu) X(softplus) X(softshrink) X(hardshrink) X(logit) \
-    X(round_decimals)
+    X(round_decimals) X(polygamma)
 
 /* Float predicates giving bool (f32/f64 -> bool). */
 #define AD_EW_PRED_OPS(X) X(isnan) X(isinf) X(isfinite)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../builtins/kernels_elementwise.h"
+#include "../builtins/special_math.h"
 #include "tensor_cuda.h"
 
 namespace {
@@ -64,27 +65,8 @@ M2(fmax)
 
 __device__ __forceinline__ int64_t wrap_neg(int64_t v) { return (int64_t)(0 - (uint64_t)v); }
 
-// float64 on both dtypes, as the CPU's ad_erfinv / ad_digamma / ad_floordiv.
-__device__ double digamma_d(double x) {
-    if (x == 0) return signbit(x) ? INFINITY : -INFINITY;
-    double refl = 0;
-    if (x < 0) {
-        if (x == floor(x)) return NAN;
-        refl = PI_D / tan(PI_D * x);
-        x = 1 - x;
-    }
-    double acc = 0;
-    while (x < 10) {
-        acc -= 1 / x;
-        x += 1;
-    }
-    double f = 1 / (x * x);
-    double series =
-        f * (1.0 / 12 -
-             f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132 - f * (691.0 / 32760))))));
-    return acc + log(x) - 0.5 / x - series - refl;
-}
-
+// float64 on both dtypes, as the CPU's ad_erfinv / ad_floordiv (digamma and
+// polygamma come from builtins/special_math.h, shared with the CPU).
 __device__ double floordiv_d(double a, double b) {
     if (b == 0) return a / b;
     double mod = fmod(a, b), div = (a - mod) / b;
@@ -138,7 +120,7 @@ U_OP(log_sigmoid, m_fmin(v, (T)0) - m_log1p(m_exp(-m_fabs(v))))
 U_OP(reciprocal, (T)1 / v)
 U_OP(sinc, v == 0 ? (T)1 : m_sin((T)PI_D * v) / ((T)PI_D * v))
 U_OP(erfinv, erfinv((double)v))
-U_OP(digamma, digamma_d((double)v))
+U_OP(digamma, ad_digamma((double)v))
 U_OP(gelu_erf, (T)0.5 * v * ((T)1 + m_erf(v * (T)SQRT1_2_D)))
 U_OP(gelu_tanh, (T)0.5 * v * ((T)1 + m_tanh((T)SQRT_2_PI_D * (v + (T)0.044715 * v * v * v))))
 U_OP(floor, m_floor(v))
@@ -195,6 +177,7 @@ P_OP(softshrink, v > P ? v - P : v < -P ? v + P : (T)0)
 P_OP(hardshrink, v >= -P && v <= P ? (T)0 : v)
 P_OP(logit, logit(v, P)) // p < 0: no eps
 P_OP(round_decimals, p >= 0 ? m_rint(v * Q) / Q : m_rint(v / Q) * Q)
+P_OP(polygamma, ad_polygamma((int)p, (double)v))
 
 // NaN passes through like torch.clamp; a NaN bound clamps nothing (fmin/fmax).
 struct op_clamp {

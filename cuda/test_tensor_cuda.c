@@ -180,6 +180,11 @@ static int param_sets(const ewcase *c, double ps[][2]) {
         memcpy(ps, s, sizeof s);
         return 2;
     }
+    if (strcmp(b, "polygamma") == 0) {   /* the order n: a non-negative integer */
+        static const double s[][2] = {{0, 0}, {1, 0}, {3, 0}};
+        memcpy(ps, s, sizeof s);
+        return 3;
+    }
     if (strcmp(b, "softplus") == 0) {
         static const double s[][2] = {{1, 20}, {2, 1}};
         memcpy(ps, s, sizeof s);
