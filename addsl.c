@@ -55,6 +55,7 @@ static const char usage_text[] =
     "  --disasm             print the bytecode of the script instead of running it\n"
     "  --memory-limit BYTES limit tensor storage (suffix K, M or G; 0 = no limit)\n"
     "  --max-depth N        limit the script call depth to N\n"
+    "  --sandbox            close extern and file access (load, save) to the script\n"
     "  -h, --help           print this help and exit\n"
     "  -v, --version        print the version and exit\n"
     "  --                   end of options: the next word is the script file\n"
@@ -333,6 +334,10 @@ static int parse_options(options *o, int argc, char **argv)
         }
         if (strcmp(arg, "--disasm") == 0) {
             o->disasm = 1;
+            continue;
+        }
+        if (strcmp(arg, "--sandbox") == 0) {
+            o->cfg.deny |= ADDSL_DENY_EXTERN | ADDSL_DENY_FILES;
             continue;
         }
         rc = parse_valued(o, argc, argv, &i);

@@ -329,11 +329,16 @@ int ad_npy_save(ad_state *S, const char *path, ad_tensor *t) {
     return rc;
 }
 
+static int files_denied(ad_state *S, const char *fn, const char *path) {
+    return ad_error(S, "%s('%s'): file access is disabled by the host (ADDSL_DENY_FILES)", fn, path);
+}
+
 static int bi_load(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     const char *path;
     ad_tensor *t;
     int rc = ad_arg_str(S, argv[0], "load", "path", &path);
+    if (!rc && (S->cfg.deny & ADDSL_DENY_FILES)) rc = files_denied(S, "load", path);
     if (rc || (rc = ad_npy_load(S, path, &t))) return rc;
     *out = ad_tensor_value(t);
     return AD_OK;
@@ -345,6 +350,7 @@ static int bi_save(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (argv[1].t != AD_TTENSOR)
         return ad_error(S, "save(): argument 'tensor' must be Tensor, not %s", ad_type_name(argv[1]));
     int rc = ad_arg_str(S, argv[0], "save", "path", &path);
+    if (!rc && (S->cfg.deny & ADDSL_DENY_FILES)) rc = files_denied(S, "save", path);
     if (rc || (rc = ad_npy_save(S, path, argv[1].u.tensor))) return rc;
     *out = ad_none();
     return AD_OK;

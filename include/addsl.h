@@ -58,6 +58,12 @@ typedef void (*addsl_write_fn)(void *ud, const char *text, size_t len, int is_er
  * with ADDSL_EINTERRUPT. */
 typedef int (*addsl_interrupt_fn)(void *ud);
 
+/* Doors a host can close to the scripts it runs (addsl_config.deny; see
+ * docs/security.md). Closed, they fail with ADDSL_ERUNTIME and a message
+ * naming the door; the shipped op library is unaffected. */
+#define ADDSL_DENY_EXTERN 1u  /* extern declarations: dlopen/dlsym of any library */
+#define ADDSL_DENY_FILES  2u  /* load() and save() */
+
 typedef struct addsl_config {
     addsl_alloc_fn alloc;     /* default: realloc/free */
     void *alloc_ud;           /* default: NULL */
@@ -68,6 +74,7 @@ typedef struct addsl_config {
     addsl_interrupt_fn interrupt; /* default: NULL (never interrupted) */
     void *interrupt_ud;       /* default: NULL */
     uint64_t interrupt_every; /* loop iterations and calls between interrupt polls; default 4096 */
+    unsigned deny;            /* ADDSL_DENY_* bits; default 0 (every door open) */
 } addsl_config;
 
 ADDSL_API void addsl_config_init(addsl_config *cfg);

@@ -39,6 +39,7 @@ static void test_config(void) {
     addsl_config_init(&cfg);
     ok(cfg.alloc != NULL && cfg.write != NULL && cfg.interrupt == NULL, "config_init: default allocator and writer, no interrupt");
     ok(cfg.max_depth == 200 && cfg.interrupt_every == 4096 && cfg.memory_limit > 0, "config_init: default limits");
+    ok(cfg.deny == 0, "config_init: every door open (deny 0)");
     ok(strcmp(addsl_version(), ADDSL_VERSION) == 0, "version is %s", addsl_version());
     addsl_state *S = addsl_open(NULL);
     ok(S != NULL, "open(NULL) uses the defaults");
@@ -120,6 +121,30 @@ static void test_limits(void) {
     ok(rc == ADDSL_OK, "max_depth 20 allows 15 nested calls");
     rc = addsl_dostring(S, "let b = r(50)", "d.ad");
     ok(rc == ADDSL_ERUNTIME && contains(addsl_errmsg(S), "stack overflow"), "max_depth 20 stops 50 nested calls");
+    addsl_close(S);
+
+    /* Closed doors: extern and files fail; the op library and its kernels still work. */
+    addsl_config_init(&cfg);
+    cfg.write = cap_write; cfg.write_ud = &c;
+    cfg.deny = ADDSL_DENY_EXTERN | ADDSL_DENY_FILES;
+    S = addsl_open(&cfg);
+    rc = addsl_dostring(S, "extern \"libm.so.6\" cbrt(f64) -> f64\nlet y = cbrt(8.0)", "x.ad");
+    ok(rc == ADDSL_ERUNTIME && contains(addsl_errmsg(S), "x.ad:1:1") && contains(addsl_errmsg(S), "ADDSL_DENY_EXTERN"),
+       "deny EXTERN: an extern declaration is a runtime error at its line");
+    rc = addsl_dostring(S, "save(\"/nonexistent-dir/t.npy\", zeros([2]))", "f.ad");
+    ok(rc == ADDSL_ERUNTIME && contains(addsl_errmsg(S), "ADDSL_DENY_FILES"), "deny FILES: save() refused before touching the file system");
+    rc = addsl_dostring(S, "let t = load(\"/etc/passwd\")", "f.ad");
+    ok(rc == ADDSL_ERUNTIME && contains(addsl_errmsg(S), "load('/etc/passwd')") && contains(addsl_errmsg(S), "ADDSL_DENY_FILES"),
+       "deny FILES: load() refused");
+    rc = addsl_dostring(S, "let x = tensor([2.0, 1.0], requires_grad=true)\nbackward(sort(x)[0].sum() + sin(x).sum())\nlet k = call_kernel(\"neg_f32\", x.detach())", "ok.ad");
+    ok(rc == ADDSL_OK, "deny: ops, autograd and shipped kernels still run");
+    addsl_close(S);
+
+    addsl_config_init(&cfg);
+    cfg.write = cap_write; cfg.write_ud = &c;
+    S = addsl_open(&cfg);
+    rc = addsl_dostring(S, "extern \"libm.so.6\" cbrt(f64) -> f64\nassert(cbrt(8.0) == 2.0)", "x.ad");
+    ok(rc == ADDSL_OK, "default config: extern works");
     addsl_close(S);
 }
 

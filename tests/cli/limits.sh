@@ -1,5 +1,5 @@
 #!/bin/sh
-# limits.sh: --memory-limit and --max-depth reach the interpreter.
+# limits.sh: --memory-limit, --max-depth and --sandbox reach the interpreter.
 # Usage: limits.sh PATH-TO-ADDSL
 addsl=${1:?usage: $0 PATH-TO-ADDSL}
 fail=0
@@ -24,4 +24,18 @@ rc=$?
 "$addsl" --memory-limit=1000000 -e "$big" >/dev/null 2>&1
 rc=$?
 [ $rc -eq 1 ] || { echo "FAIL: 4 MB under --memory-limit=1000000 exited $rc"; fail=1; }
+ext='extern "libm.so.6" cbrt(f64) -> f64
+print(cbrt(27.0))'
+out=$("$addsl" -e "$ext" 2>&1)
+[ "$out" = 3 ] || { echo "FAIL: extern without --sandbox: $out"; fail=1; }
+out=$("$addsl" --sandbox -e "$ext" 2>&1)
+rc=$?
+[ $rc -eq 1 ] && printf '%s' "$out" | grep -q 'ADDSL_DENY_EXTERN' || { echo "FAIL: --sandbox let extern through ($rc): $out"; fail=1; }
+tmp=$(mktemp -d) || exit 99
+out=$("$addsl" --sandbox -e "save(\"$tmp/t.npy\", zeros([2]))" 2>&1)
+rc=$?
+[ $rc -eq 1 ] && [ ! -e "$tmp/t.npy" ] && printf '%s' "$out" | grep -q 'ADDSL_DENY_FILES' ||
+    { echo "FAIL: --sandbox let save() through ($rc): $out"; fail=1; }
+"$addsl" -e "save(\"$tmp/t.npy\", zeros([2]))" && [ -s "$tmp/t.npy" ] || { echo "FAIL: save() without --sandbox"; fail=1; }
+rm -rf "$tmp"
 exit $fail
