@@ -840,6 +840,11 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         vmcase(LOADNONE) { setreg(S, RA, ad_none()); vmbreak; }
         vmcase(LOADTRUE) { setreg(S, RA, ad_bool(true)); vmbreak; }
         vmcase(LOADFALSE) { setreg(S, RA, ad_bool(false)); vmbreak; }
+        /* Opcode: METHODFB  Synopsis: R[A] = G[Bx] unless R[A] is callable; then as GETGLOBAL */
+        vmcase(METHODFB) {
+            if (RA->t == AD_TFUNC || RA->t == AD_TBUILTIN || RA->t == AD_TOP) vmbreak;
+        }
+        /* fallthrough */
         /* Opcode: GETGLOBAL  Synopsis: R[A] = G[Bx]; an undefined slot is an error */
         vmcase(GETGLOBAL) {
             int slot = AD_BX(ins);
@@ -852,21 +857,6 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             ad_value v = G->values[slot];
             ad_value_incref(v);
             setreg(S, RA, v);
-            vmbreak;
-        }
-        vmcase(METHODFB) {
-            if (RA->t != AD_TFUNC && RA->t != AD_TBUILTIN && RA->t != AD_TOP) {
-                int slot = AD_BX(ins);
-                ad_globals *G = S->globals;
-                if (!G->defined[slot]) {
-                    SAVEPC();
-                    CHECK(global_fallback(S, &slot));
-                    RELOAD(); G = S->globals;
-                }
-                ad_value v = G->values[slot];
-                ad_value_incref(v);
-                setreg(S, RA, v);
-            }
             vmbreak;
         }
         vmcase(SETGLOBAL) {
