@@ -45,35 +45,29 @@ static int rehash(ad_state *S, ad_globals *G, int hcap) {
     return ADDSL_OK;
 }
 
+/* Each per-slot array grows to 'cap'; one that fails leaves the others
+ * larger, harmlessly, and G->cap unchanged. */
+#define GROW(field)                                                             \
+    do {                                                                        \
+        void *q = ad_realloc(S, G->field, (size_t)cap * sizeof *G->field);      \
+        if (!q) return ADDSL_ENOMEM;                                            \
+        G->field = q;                                                           \
+    } while (0)
+
 static int grow_slots(ad_state *S, ad_globals *G) {
     int cap = G->cap ? G->cap * 2 : 256;
-    char **names = ad_realloc(S, G->names, (size_t)cap * sizeof *names);
-    if (!names) return ADDSL_ENOMEM;
-    G->names = names;
-    ad_value *values = ad_realloc(S, G->values, (size_t)cap * sizeof *values);
-    if (!values) return ADDSL_ENOMEM;
-    G->values = values;
-    bool *def = ad_realloc(S, G->defined, (size_t)cap * sizeof *def);
-    if (!def) return ADDSL_ENOMEM;
-    G->defined = def;
-    bool *decl = ad_realloc(S, G->declared, (size_t)cap * sizeof *decl);
-    if (!decl) return ADDSL_ENOMEM;
-    G->declared = decl;
-    int *lazy = ad_realloc(S, G->lazy, (size_t)cap * sizeof *lazy);
-    if (!lazy) return ADDSL_ENOMEM;
-    G->lazy = lazy;
-    bool *lib = ad_realloc(S, G->lib, (size_t)cap * sizeof *lib);
-    if (!lib) return ADDSL_ENOMEM;
-    G->lib = lib;
-    int *shadow = ad_realloc(S, G->shadow, (size_t)cap * sizeof *shadow);
-    if (!shadow) return ADDSL_ENOMEM;
-    G->shadow = shadow;
-    int *base = ad_realloc(S, G->base, (size_t)cap * sizeof *base);
-    if (!base) return ADDSL_ENOMEM;
-    G->base = base;
+    GROW(names);
+    GROW(values);
+    GROW(defined);
+    GROW(declared);
+    GROW(lazy);
+    GROW(lib);
+    GROW(shadow);
+    GROW(base);
     G->cap = cap;
     return ADDSL_OK;
 }
+#undef GROW
 
 static int find_slot(const ad_globals *G, const char *name) {
     if (!G->hcap) return -1;
