@@ -1199,6 +1199,7 @@ static ad_proto *compile_chunk(ad_state *S, const char *src, size_t len, const c
 
     ad_chunk *chunk = chunk_new(S, src, len, name);
     if (!chunk) { ad_arena_free(&arena); return NULL; }
+    chunk->library = library;
     cstate C;
     memset(&C, 0, sizeof C);
     C.S = S; C.chunk = chunk; C.repl = repl; C.library = library;

@@ -292,7 +292,12 @@ static int raise_error(ad_state *S, int floor, int code) {
         return code;
     }
     if (!vm->err_located) {
+        /* An error inside the op library is reported where the script called
+         * into it (the library frames stay in the traceback); frames below
+         * 'floor' belong to the run that called this one and are still live. */
         ad_frame *top = &vm->frames[vm->nframes - 1];
+        for (int i = vm->nframes - 1; i >= 0 && top->fn->p->chunk->library; i--)
+            if (!vm->frames[i].fn->p->chunk->library) top = &vm->frames[i];
         int line, col;
         frame_pos(top, &line, &col);
         ad_chunk *c = top->fn->p->chunk;

@@ -42,6 +42,7 @@ typedef struct ad_chunk {
     char *name;
     char *src;
     size_t len;
+    bool library;      /* the embedded op library (errors point past it) */
 } ad_chunk;
 
 typedef struct ad_upvaldesc {
