@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../cuda/traj_cuda.h"
 #include "builtins.h"
 #include "device.h"
 #include "kernel_ids.h"
@@ -64,10 +65,72 @@ static int blas_operand(ad_state *S, ad_tensor **t, int *trans, int64_t *ld) {
     return ADDSL_OK;
 }
 
+/* ---- the same on the GPU -------------------------------------------------- */
+
+/* The one stride s with which the batch dims of t (shape 'bshape', nb dims)
+ * advance as a flat batch index does (offset = index * s): contiguous
+ * batches and broadcast ones (s = 0) have it, most other views do not. */
+static bool flat_batch_stride(const ad_tensor *t, int nb, const int64_t *bshape, int64_t *s) {
+    int64_t span = 1;
+    bool found = false;
+    *s = 0;
+    for (int i = nb - 1; i >= 0; i--) {
+        if (bshape[i] == 1) continue;
+        if (!found) {
+            if (t->strides[i] % span) return false;
+            *s = t->strides[i] / span;
+            found = true;
+        } else if (t->strides[i] != *s * span) {
+            return false;
+        }
+        span *= bshape[i];
+    }
+    return true;
+}
+
+/* The batch of products in one launch of the module's gemm; an operand whose
+ * batch dims have no flat stride is copied first (its matrices' own strides
+ * are read as they are). */
+static int gemm_device(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, double alpha,
+                       double beta) {
+    const addsl_cuda_api *api = ad_cuda(S);
+    if (!api) return S->errcode;
+    if (c->dtype != AD_FLOAT32 && c->dtype != AD_FLOAT64)
+        return ad_error(S, "\"addmm_cuda\" not implemented for '%s'", ad_torch_dtype_name(c->dtype) + 6);
+    int nd = c->ndim, nb = nd - 2;
+    int64_t M = c->shape[nd - 2], N = c->shape[nd - 1], K = a->shape[nd - 1], nbatch = 1, sa, sb;
+    for (int i = 0; i < nb; i++) nbatch *= c->shape[i];
+    ad_tensor *aa = a, *bb = b;
+    ad_tensor_incref(a);
+    ad_tensor_incref(b);
+    int rc = ADDSL_OK;
+    if (!flat_batch_stride(aa, nb, c->shape, &sa)) {
+        ad_tensor_decref(S, aa);
+        aa = ad_tensor_clone(S, a);
+        if (!aa) rc = ad_fail(S);
+        sa = M * K;
+    }
+    if (!rc && !flat_batch_stride(bb, nb, c->shape, &sb)) {
+        ad_tensor_decref(S, bb);
+        bb = ad_tensor_clone(S, b);
+        if (!bb) rc = ad_fail(S);
+        sb = K * N;
+    }
+    if (!rc)
+        rc = ad_cuda_check(S, api->gemm(c->dtype, nbatch, M, N, K, ad_tensor_data(aa), sa, aa->strides[nd - 2],
+                                        aa->strides[nd - 1], ad_tensor_data(bb), sb, bb->strides[nd - 2],
+                                        bb->strides[nd - 1], ad_tensor_data(c), alpha, beta, NULL),
+                           "matmul");
+    ad_tensor_decref(S, aa);
+    ad_tensor_decref(S, bb);
+    return rc;
+}
+
 /* c[batch..., M, N] (contiguous, holding beta's term) = alpha a b + beta c,
  * where a is [batch..., M, K] and b [batch..., K, N] (batch already broadcast). */
 static int gemm_batched(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, double alpha,
                         double beta) {
+    if (ad_tensor_device(c) != AD_DEV_CPU) return gemm_device(S, a, b, c, alpha, beta);
     int nd = c->ndim, nb = nd - 2, ta, tb;
     int64_t M = c->shape[nd - 2], N = c->shape[nd - 1], K = a->shape[nd - 1], lda, ldb;
     if (M == 0 || N == 0) return ADDSL_OK;
@@ -102,7 +165,18 @@ static int gemm_batched(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, d
     return ADDSL_OK;
 }
 
+static int device_mismatch(ad_state *S, int da, int db) {
+    return ad_error(S, "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                    ad_device_name(da), ad_device_name(db));
+}
+
+static int same_device(ad_state *S, const ad_tensor *a, const ad_tensor *b) {
+    if (ad_tensor_device(a) == ad_tensor_device(b)) return ADDSL_OK;
+    return device_mismatch(S, ad_tensor_device(a), ad_tensor_device(b));
+}
+
 static int check_dtypes(ad_state *S, const ad_tensor *a, const ad_tensor *b) {
+    if (same_device(S, a, b)) return ADDSL_ERUNTIME;
     if (a->dtype != b->dtype)
         return ad_error(S, "expected m1 and m2 to have the same dtype, but got: %s != %s",
                         c_name(a->dtype), c_name(b->dtype));
@@ -110,13 +184,18 @@ static int check_dtypes(ad_state *S, const ad_tensor *a, const ad_tensor *b) {
     return ADDSL_OK;
 }
 
-/* The beta term of addmm-like ops: 'self' broadcast to 'shape' (ignored when beta is 0). */
+/* The beta term of addmm-like ops: 'self' broadcast to 'shape' (ignored when
+ * beta is 0), on 'device'. */
 static ad_tensor *beta_term(ad_state *S, ad_tensor *self, ad_dtype dt, int nd,
-                            const int64_t *shape, double beta) {
-    if (!self || beta == 0) return ad_tensor_zeros(S, dt, nd, shape);
+                            const int64_t *shape, double beta, int device) {
+    if (!self || beta == 0) return ad_tensor_full_on(S, dt, nd, shape, 0, device);
+    if (ad_tensor_device(self) != device) {
+        device_mismatch(S, device, ad_tensor_device(self));
+        return NULL;
+    }
     ad_tensor *e = ad_tensor_expand(S, self, nd, shape);
     if (!e) return NULL;
-    ad_tensor *c = ad_tensor_empty(S, dt, nd, shape);
+    ad_tensor *c = ad_tensor_empty_on(S, dt, nd, shape, device);
     if (c && ad_tensor_copy_into(S, c, e)) { ad_tensor_decref(S, c); c = NULL; }
     ad_tensor_decref(S, e);
     return c;
@@ -129,7 +208,7 @@ static ad_tensor *product(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *se
     int64_t shape[AD_MAX_DIMS];
     memcpy(shape, a->shape, sizeof(int64_t) * (size_t)nd);
     shape[nd - 1] = b->shape[nd - 1];
-    ad_tensor *c = beta_term(S, self, a->dtype, nd, shape, beta);
+    ad_tensor *c = beta_term(S, self, a->dtype, nd, shape, beta, ad_tensor_device(a));
     if (c && gemm_batched(S, a, b, c, alpha, beta)) { ad_tensor_decref(S, c); c = NULL; }
     return c;
 }
@@ -147,6 +226,17 @@ static ad_tensor *mm_checked(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor 
 
 /* ---- matmul ------------------------------------------------------------- */
 
+/* On the GPU a dot product is the 1 x n by n x 1 product. */
+static ad_tensor *dot_device(ad_state *S, ad_tensor *a, ad_tensor *b) {
+    ad_tensor *row = ad_tensor_unsqueeze(S, a, 0), *col = row ? ad_tensor_unsqueeze(S, b, 1) : NULL;
+    ad_tensor *p = col ? product(S, row, col, NULL, 1, 0) : NULL, *r = NULL;
+    if (p) r = ad_tensor_view(S, p, 0, NULL);
+    ad_tensor_decref(S, row);
+    ad_tensor_decref(S, col);
+    ad_tensor_decref(S, p);
+    return r;
+}
+
 static ad_tensor *dot_product(ad_state *S, ad_tensor *a, ad_tensor *b) {
     if (a->numel != b->numel) {
         ad_error(S, "inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the "
@@ -154,6 +244,8 @@ static ad_tensor *dot_product(ad_state *S, ad_tensor *a, ad_tensor *b) {
                  (long long)a->numel, (long long)b->numel, (long long)a->numel, (long long)b->numel);
         return NULL;
     }
+    if (same_device(S, a, b)) return NULL;
+    if (ad_tensor_device(a) != AD_DEV_CPU) return dot_device(S, a, b);
     if (a->numel > INT32_MAX) {
         ad_error(S, "dot: vectors longer than %d are not supported", INT32_MAX);
         return NULL;
@@ -248,11 +340,7 @@ int ad_bi_matmul(ad_state *S, ad_value a, ad_value b, ad_value *out) {
     if (rc) return rc;
     rc = ad_arg_tensor(S, b, "matmul", "other", &tb);
     if (rc) { ad_tensor_decref(S, ta); return rc; }
-    ad_tensor *c = NULL;
-    if (ad_tensor_device(ta) != AD_DEV_CPU || ad_tensor_device(tb) != AD_DEV_CPU)
-        ad_error(S, "matmul(): not implemented for CUDA tensors (move them with .cpu())");
-    else
-        c = matmul(S, ta, tb);
+    ad_tensor *c = matmul(S, ta, tb);
     ad_tensor_decref(S, ta);
     ad_tensor_decref(S, tb);
     return ad_ret_tensor(S, c, out);

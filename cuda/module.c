@@ -86,6 +86,7 @@ static const addsl_cuda_api API = {
     addsl_cuda_copy_strided,
     addsl_cuda_fill,
     addsl_cuda_reduce,
+    addsl_cuda_gemm,
 };
 
 EXPORT const addsl_cuda_api *addsl_cuda_get_api(void) { return &API; }

@@ -69,6 +69,17 @@ int addsl_cuda_fill(void *dst, int dt, const int64_t *stride, int ndim, const in
 int addsl_cuda_reduce(const char *op, int dt, void *out, const void *x, int64_t outer, int64_t r,
                       int64_t inner, void *stream);
 
+/* c[t] = alpha a[t] b[t] + beta c[t] for t < batch (dtype 0 float32 or 1
+ * float64; int64 and bool are ENOKERNEL, as torch has no CUDA integer
+ * matmul). a[t] is m x k at a + t * sab (elements) with row and column
+ * strides ars, acs (any, 0 included: broadcast and transposed views need no
+ * copy); b[t] is k x n likewise; c is contiguous [batch, m, n]. beta == 0
+ * never reads c. Accumulates in the dtype, like the CPU's BLAS.
+ * Implementation: cuda/gemm_kernels.cu. */
+int addsl_cuda_gemm(int dt, int64_t batch, int64_t m, int64_t n, int64_t k, const void *a,
+                    int64_t sab, int64_t ars, int64_t acs, const void *b, int64_t sbb, int64_t brs,
+                    int64_t bcs, void *c, double alpha, double beta, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -94,7 +94,7 @@ int addsl_cuda_synchronize(void);
 
 /* The table a dlopen()ing core looks up by one symbol name, so that it needs
  * no prototypes beyond this header; 'version' grows when fields are added. */
-#define ADDSL_CUDA_API_VERSION 2
+#define ADDSL_CUDA_API_VERSION 3
 typedef struct addsl_cuda_api {
     int version;
     int (*device_count)(void);
@@ -149,6 +149,9 @@ typedef struct addsl_cuda_api {
                         const int64_t *, void *);
     int (*fill)(void *, int, const int64_t *, int, const int64_t *, double, void *);
     int (*reduce)(const char *, int, void *, const void *, int64_t, int64_t, int64_t, void *);
+    /* version 3: batched matrix products */
+    int (*gemm)(int, int64_t, int64_t, int64_t, int64_t, const void *, int64_t, int64_t, int64_t,
+                const void *, int64_t, int64_t, int64_t, void *, double, double, void *);
 } addsl_cuda_api;
 
 const addsl_cuda_api *addsl_cuda_get_api(void);

@@ -228,15 +228,16 @@ ad_tensor *ad_tensor_to_device(ad_state *S, ad_tensor *t, int device) {
  * they only make views, go through the device-aware copies and kernels, or
  * read metadata. Sorted (bsearch). */
 static const char *const device_builtins[] = {
-    "amax", "amin", "arange", "backward", "broadcast_to", "cat", "clone", "concat", "concatenate",
-    "contiguous", "copy_", "detach", "dim", "double", "element_size", "empty", "empty_like",
-    "expand", "expand_as", "eye", "fill_", "flatten", "float", "full", "full_like", "grad",
-    "index_add_at", "index_get", "int", "is_contiguous", "is_floating_point", "item",
-    "linspace", "long", "manual_seed", "max", "mean", "min", "moveaxis", "movedim", "narrow",
-    "numel", "ones", "ones_like", "permute", "prod", "rand", "rand_like", "randint", "randn",
-    "randn_like", "requires_grad_", "reshape", "reshape_as", "select", "size", "squeeze", "stack",
-    "stride", "sum", "swapaxes", "swapdims", "t", "tensor", "to", "transpose", "type_as",
-    "unflatten", "unsqueeze", "view", "view_as", "zero_", "zeros", "zeros_like",
+    "addmm", "addmv", "addr", "amax", "amin", "arange", "backward", "baddbmm", "bmm",
+    "broadcast_to", "cat", "clone", "concat", "concatenate", "contiguous", "copy_", "detach", "dim",
+    "dot", "double", "element_size", "empty", "empty_like", "expand", "expand_as", "eye", "fill_",
+    "flatten", "float", "full", "full_like", "grad", "index_add_at", "index_get", "int",
+    "is_contiguous", "is_floating_point", "item", "linspace", "long", "manual_seed", "matmul",
+    "max", "mean", "min", "mm", "moveaxis", "movedim", "mv", "narrow", "numel", "ones", "ones_like",
+    "outer", "permute", "prod", "rand", "rand_like", "randint", "randn", "randn_like",
+    "requires_grad_", "reshape", "reshape_as", "select", "size", "squeeze", "stack", "stride",
+    "sum", "swapaxes", "swapdims", "t", "tensor", "to", "transpose", "type_as", "unflatten",
+    "unsqueeze", "view", "view_as", "zero_", "zeros", "zeros_like",
 };
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
