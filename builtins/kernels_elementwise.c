@@ -6,7 +6,7 @@
 #include <tgmath.h>
 
 #include "ad_limits.h"
-#include "special_math.h"
+#include "scalar_math.h"
 
 /* Elements handed to one SLEEF block call: small enough to stay in L1/L2,
  * large enough that the per-block dispatch is free. */
@@ -129,40 +129,6 @@ static double ad_erfinv(double y) {
     x *= y;
     for (int k = 0; k < 2; k++) x -= (erf(x) - y) / (2 / sqrt(AD_PI) * exp(-x * x));
     return x;
-}
-
-/* Python/torch floor division of floats: exact quotient of (a - fmod) / b,
- * corrected towards the floor; division by zero follows IEEE a / b. */
-static double ad_floordiv(double a, double b) {
-    if (b == 0) return a / b;
-    double mod = fmod(a, b), div = (a - mod) / b;
-    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
-    if (div == 0) return copysign(0.0, a / b);
-    double fl = floor(div);
-    return div - fl > 0.5 ? fl + 1 : fl;
-}
-
-static inline int64_t ad_wrap_neg(int64_t v) { return (int64_t)(0 - (uint64_t)v); }
-
-static int64_t ad_ipow(int64_t base, int64_t e) {
-    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
-    uint64_t r = 1, b = (uint64_t)base;
-    for (; e; e >>= 1, b *= b)
-        if (e & 1) r *= b;
-    return (int64_t)r;
-}
-
-static int64_t ad_iremainder(int64_t a, int64_t b) {
-    if (b == -1 || b == 0) return 0;  /* b == 0 is rejected before the call */
-    int64_t r = a % b;
-    return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
-}
-
-static int64_t ad_ifloordiv(int64_t a, int64_t b) {
-    if (b == -1) return ad_wrap_neg(a);
-    if (b == 0) return 0;
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
 /* ---- unary ops from expressions over 'v' of type T ---- */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "../builtins/kernels_elementwise.h"
-#include "../builtins/special_math.h"
+#include "../builtins/scalar_math.h"
 #include "tensor_cuda.h"
 
 namespace {
@@ -63,40 +63,6 @@ M2(copysign)
 M2(fmin)
 M2(fmax)
 
-__device__ __forceinline__ int64_t wrap_neg(int64_t v) { return (int64_t)(0 - (uint64_t)v); }
-
-// float64 on both dtypes, as the CPU's ad_erfinv / ad_floordiv (digamma and
-// polygamma come from builtins/special_math.h, shared with the CPU).
-__device__ double floordiv_d(double a, double b) {
-    if (b == 0) return a / b;
-    double mod = fmod(a, b), div = (a - mod) / b;
-    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
-    if (div == 0) return copysign(0.0, a / b);
-    double fl = floor(div);
-    return div - fl > 0.5 ? fl + 1 : fl;
-}
-
-__device__ int64_t ipow(int64_t base, int64_t e) {
-    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
-    uint64_t r = 1, b = (uint64_t)base;
-    for (; e; e >>= 1, b *= b)
-        if (e & 1) r *= b;
-    return (int64_t)r;
-}
-
-__device__ int64_t iremainder(int64_t a, int64_t b) {
-    if (b == -1 || b == 0) return 0;
-    int64_t r = a % b;
-    return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
-}
-
-__device__ int64_t ifloordiv(int64_t a, int64_t b) {
-    if (b == -1) return wrap_neg(a);
-    if (b == 0) return 0;
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
 template <class T> __device__ __forceinline__ T softplus1(T v) {
     return v > SOFTPLUS_THRESHOLD ? v : m_log1p(m_exp(v));
 }
@@ -134,8 +100,8 @@ U_OP(frac, v - m_trunc(v))
         template <class T> __device__ static T f(T v) { return (T)(EXPR); }              \
         __device__ static int64_t f(int64_t v) { return IEXPR; }                         \
     };
-UI_OP(abs, m_fabs(v), v < 0 ? wrap_neg(v) : v)
-UI_OP(neg, -v, wrap_neg(v))
+UI_OP(abs, m_fabs(v), v < 0 ? ad_wrap_neg(v) : v)
+UI_OP(neg, -v, ad_wrap_neg(v))
 UI_OP(sign, (v > 0) - (v < 0), (v > 0) - (v < 0)) // torch: sign(nan) is 0
 UI_OP(square, v * v, (int64_t)((uint64_t)v * (uint64_t)v))
 UI_OP(relu, v < 0 ? (T)0 : v, v > 0 ? v : 0) // keeps nan and -0.0
@@ -213,11 +179,11 @@ BI_OP(sub, a - b, (int64_t)((uint64_t)a - (uint64_t)b))
 BI_OP(mul, a * b, (int64_t)((uint64_t)a * (uint64_t)b))
 BI_OP(maximum, isnan(a) ? a : isnan(b) ? b : a > b ? a : b, a > b ? a : b)
 BI_OP(minimum, isnan(a) ? a : isnan(b) ? b : a < b ? a : b, a < b ? a : b)
-BI_OP(remainder, fremainder(a, b), iremainder(a, b))
+BI_OP(remainder, fremainder(a, b), ad_iremainder(a, b))
 BI_OP(fmod, m_fmod(a, b), b == 0 || b == -1 ? 0 : a % b)
-BI_OP(div_trunc, m_trunc(a / b), b == -1 ? wrap_neg(a) : b == 0 ? 0 : a / b)
-BI_OP(div_floor, floordiv_d(a, b), ifloordiv(a, b))
-BI_OP(pow, m_pow(a, b), ipow(a, b))
+BI_OP(div_trunc, m_trunc(a / b), b == -1 ? ad_wrap_neg(a) : b == 0 ? 0 : a / b)
+BI_OP(div_floor, ad_floordiv(a, b), ad_ifloordiv(a, b))
+BI_OP(pow, m_pow(a, b), ad_ipow(a, b))
 B_OP(div, a / b)
 B_OP(atan2, m_atan2(a, b))
 B_OP(hypot, m_hypot(a, b))

@@ -1,18 +1,59 @@
-/* special_math.h: digamma and polygamma in double precision. One definition
- * serves the CPU kernels (builtins/kernels_elementwise.c) and the CUDA module
- * (cuda/tensor_kernels.cu), so both devices compute the same values. */
-#ifndef AD_SPECIAL_MATH_H
-#define AD_SPECIAL_MATH_H
+/* scalar_math.h: scalar functions with one definition for the CPU kernels
+ * (builtins/kernels_elementwise.c) and the CUDA module (cuda/tensor_kernels.cu),
+ * so both devices compute the same values: Python's integer and float floor
+ * division and remainder, integer powers, digamma and polygamma. */
+#ifndef AD_SCALAR_MATH_H
+#define AD_SCALAR_MATH_H
 
 #include <math.h>
+#include <stdint.h>
 
 #ifdef __CUDACC__
 #define AD_SPECIAL_FN static __host__ __device__ inline
 #else
 #define AD_SPECIAL_FN static inline
-#endif
+#endif /* AD_SCALAR_MATH_H */
 
 #define AD_SPECIAL_PI 3.14159265358979323846
+
+/* -v without signed overflow: INT64_MIN stays INT64_MIN, as in torch. */
+AD_SPECIAL_FN int64_t ad_wrap_neg(int64_t v) { return (int64_t)(0 - (uint64_t)v); }
+
+/* base^e with wrap-around; a negative e gives 1, -1 or 0 (torch's choice). */
+AD_SPECIAL_FN int64_t ad_ipow(int64_t base, int64_t e) {
+    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)base;
+    for (; e; e >>= 1, b *= b)
+        if (e & 1) r *= b;
+    return (int64_t)r;
+}
+
+/* Python's a % b: the sign of b. b == 0 is refused before the call on the CPU;
+ * here it gives 0 rather than a trap. */
+AD_SPECIAL_FN int64_t ad_iremainder(int64_t a, int64_t b) {
+    if (b == -1 || b == 0) return 0;
+    int64_t r = a % b;
+    return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
+}
+
+/* Python's a // b (towards minus infinity); INT64_MIN // -1 wraps. */
+AD_SPECIAL_FN int64_t ad_ifloordiv(int64_t a, int64_t b) {
+    if (b == -1) return ad_wrap_neg(a);
+    if (b == 0) return 0;
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* Python/torch floor division of floats: exact quotient of (a - fmod) / b,
+ * corrected towards the floor; division by zero follows IEEE a / b. */
+AD_SPECIAL_FN double ad_floordiv(double a, double b) {
+    if (b == 0) return a / b;
+    double mod = fmod(a, b), div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+    if (div == 0) return copysign(0.0, a / b);
+    double fl = floor(div);
+    return div - fl > 0.5 ? fl + 1 : fl;
+}
 
 /* The highest order the reflection for negative x handles (its cotangent
  * derivative polynomial has AD_POLYGAMMA_MAX_REFLECT + 2 coefficients). */
@@ -95,4 +136,4 @@ AD_SPECIAL_FN double ad_polygamma(int n, double x) {
     return ((n & 1) ? -reflected : reflected) - pow(AD_SPECIAL_PI, n + 1) * v;
 }
 
-#endif
+#endif /* AD_SCALAR_MATH_H */
