@@ -108,11 +108,27 @@ void ad_heap_trim(ad_state *S) {
 }
 
 static int limit_error(ad_state *S, size_t nbytes) {
+    const ad_heap_stats *st = &S->heap->st;
     return ad_error_code(S, ADDSL_ENOMEM,
                          "out of memory: tensor heap limit of %zu bytes reached "
                          "(live %zu bytes, requested %zu bytes)",
-                         S->cfg.memory_limit, S->heap->st.live_bytes, nbytes);
+                         S->cfg.memory_limit, st->live_bytes + st->device_bytes, nbytes);
 }
+
+/* Whether 'nbytes' more live bytes (host and GPU together) pass the limit. */
+static bool over_limit(ad_state *S, size_t nbytes) {
+    const ad_heap_stats *st = &S->heap->st;
+    size_t lim = S->cfg.memory_limit, live = st->live_bytes + st->device_bytes;
+    return lim && (nbytes > lim || live > lim - nbytes);
+}
+
+int ad_heap_charge_device(ad_state *S, size_t nbytes) {
+    if (over_limit(S, nbytes)) return limit_error(S, nbytes);
+    S->heap->st.device_bytes += nbytes;
+    return ADDSL_OK;
+}
+
+void ad_heap_discharge_device(ad_state *S, size_t nbytes) { S->heap->st.device_bytes -= nbytes; }
 
 /* A block from the free list of 'cls', or NULL. */
 static blk *pool_take(struct ad_heap *h, int cls) {
@@ -143,8 +159,7 @@ static blk *system_take(ad_state *S, size_t granted) {
 
 void *ad_heap_alloc(ad_state *S, size_t nbytes, size_t *granted) {
     struct ad_heap *h = S->heap;
-    size_t lim = S->cfg.memory_limit;
-    if (lim && (nbytes > lim || h->st.live_bytes > lim - nbytes)) {
+    if (over_limit(S, nbytes)) {
         limit_error(S, nbytes);
         return NULL;
     }

@@ -12,6 +12,7 @@ typedef struct ad_heap_stats {
     size_t live_bytes;      /* bytes of storage handed out and not yet returned */
     size_t peak_bytes;
     size_t pooled_bytes;    /* bytes held in free lists */
+    size_t device_bytes;    /* bytes of GPU storage live (the same memory limit counts them) */
     uint64_t system_allocs; /* calls to the underlying allocator for storage */
     uint64_t pool_hits;     /* storage requests served from a free list */
 } ad_heap_stats;
@@ -23,6 +24,10 @@ void ad_heap_free(ad_state *S, struct ad_heap *h);  /* releases every pooled blo
  * with "out of memory: tensor heap limit of N bytes reached (...)"; returns NULL. */
 void *ad_heap_alloc(ad_state *S, size_t nbytes, size_t *granted);
 void ad_heap_release(ad_state *S, void *block, size_t granted);
+/* GPU storage is allocated by vm/device.c but counts against the same limit:
+ * charge fails with the heap's out-of-memory error, discharge gives it back. */
+int ad_heap_charge_device(ad_state *S, size_t nbytes);
+void ad_heap_discharge_device(ad_state *S, size_t nbytes);
 /* Accounts external (host) memory against nothing but keeps stats consistent. */
 void ad_heap_stats_get(ad_state *S, ad_heap_stats *out);
 void ad_heap_set_limit(ad_state *S, size_t limit);

@@ -130,8 +130,13 @@ static ad_storage *storage_new(ad_state *S, size_t nbytes, int device) {
     ad_storage *st = ad_heap_alloc_header(S, sizeof *st);
     if (!st) return NULL;
     size_t granted;
+    if (device && ad_heap_charge_device(S, nbytes)) { ad_heap_release_header(S, st); return NULL; }
     st->data = device ? ad_device_alloc(S, nbytes, &granted) : ad_heap_alloc(S, nbytes, &granted);
-    if (!st->data) { ad_heap_release_header(S, st); return NULL; }
+    if (!st->data) {
+        if (device) ad_heap_discharge_device(S, nbytes);
+        ad_heap_release_header(S, st);
+        return NULL;
+    }
     st->refcount = 1;
     st->nbytes = nbytes;
     st->granted = granted;
@@ -145,7 +150,7 @@ static ad_storage *storage_new(ad_state *S, size_t nbytes, int device) {
 static void storage_decref(ad_state *S, ad_storage *st) {
     if (--st->refcount > 0) return;
     if (st->release) st->release(st->release_ud, st->data);
-    else if (st->device) ad_device_release(S, st->data, st->granted);
+    else if (st->device) { ad_device_release(S, st->data, st->granted); ad_heap_discharge_device(S, st->nbytes); }
     else if (st->granted) ad_heap_release(S, st->data, st->granted);
     ad_heap_release_header(S, st);
 }
