@@ -333,7 +333,9 @@ static int find_upval(fstate *fs, const char *name) {
     return add_upval(fs, name, false, ui);
 }
 
-typedef enum { V_LOCAL, V_CELL, V_UPVAL, V_SELF, V_GLOBAL } vkind;
+/* V_LIBGLOBAL: user code naming a library slot that it has not bound itself
+ * when compiled; read through the shadow the name may have by run time. */
+typedef enum { V_LOCAL, V_CELL, V_UPVAL, V_SELF, V_GLOBAL, V_LIBGLOBAL } vkind;
 typedef struct vref { vkind kind; int index; } vref;
 
 static void note_global(fstate *fs, int slot, bool method) {
@@ -362,6 +364,7 @@ static vref resolve(fstate *fs, const char *name, bool method) {
     r.index = fs->C->library ? ad_global_slot(fs->C->S, name, true) : ad_global_user_slot(fs->C->S, name, true, false);
     if (r.index < 0) { nomem(fs); r.index = 0; return r; }
     if (r.index > AD_MAXBX) { cerror(fs, fs->line, fs->col, "too many global names"); r.index = 0; return r; }
+    if (!fs->C->library && fs->C->S->globals->lib[r.index]) r.kind = V_LIBGLOBAL;
     note_global(fs, r.index, method);
     return r;
 }
@@ -373,6 +376,7 @@ static void load_var(fstate *fs, vref v, int dst) {
     case V_UPVAL: emit_abc(fs, OP_GETUPVAL, dst, v.index, 0); break;
     case V_SELF: emit_abc(fs, OP_SELF, dst, 0, 0); break;
     case V_GLOBAL: emit_abx(fs, OP_GETGLOBAL, dst, v.index); break;
+    case V_LIBGLOBAL: emit_abx(fs, OP_GETGLOBALS, dst, v.index); break;
     }
 }
 
@@ -643,6 +647,14 @@ static void store_var(fstate *fs, ad_node *target, int src) {
     case V_UPVAL: emit_abc(fs, OP_SETUPVAL, src, v.index, 0); break;
     case V_SELF: cerror(fs, target->line, target->col, "cannot assign to function '%s' inside its own body", target->str); break;
     case V_GLOBAL: emit_abx(fs, OP_SETGLOBAL, src, v.index); break;
+    case V_LIBGLOBAL: {
+        /* Assigning a library name binds the script's own (as a let would):
+         * the library keeps its value. */
+        int slot;
+        declare_global(fs, target->str, &slot);
+        emit_abx(fs, OP_SETGLOBAL, src, slot);
+        break;
+    }
     }
 }
 
@@ -1151,25 +1163,6 @@ static bool check_globals(cstate *C) {
     return true;
 }
 
-/* A script's top-level let/fn/op of a library name binds its own slot; made
- * before compiling so a function above the binding already sees the script's
- * name (a Python module's globals, not the builtins). */
-static void shadow_library_names(fstate *fs, ad_nlist *top) {
-    ad_globals *G = fs->C->S->globals;
-    for (int i = 0; top && i < top->n && !fs->C->failed; i++) {
-        ad_node *n = top->items[i];
-        int nnames = n->kind == N_LETDESTR ? n->list->n : 1;
-        if (n->kind != N_LET && n->kind != N_LETDESTR && n->kind != N_FNDEF && n->kind != N_OPDEF) continue;
-        for (int k = 0; k < nnames; k++) {
-            const char *name = n->kind == N_LETDESTR ? n->list->items[k]->str : n->str;
-            int g = name ? ad_global_slot(fs->C->S, name, false) : -1;
-            if (g < 0 || !G->lib[g]) continue;
-            int slot;
-            declare_global(fs, name, &slot);
-        }
-    }
-}
-
 static ad_proto *compile_chunk(ad_state *S, const char *src, size_t len, const char *name, bool repl, bool library) {
     ad_arena arena;
     ad_arena_init(&arena, S);
@@ -1211,7 +1204,6 @@ static ad_proto *compile_chunk(ad_state *S, const char *src, size_t len, const c
     fs.p = proto_new(S, chunk, "<main>", 1);
     ad_chunk_decref(S, chunk);
     if (!fs.p) { ad_arena_free(&arena); return NULL; }
-    if (!library) shadow_library_names(&fs, P.root->list);
     /* The top-level block's statements run at global scope (depth 0). */
     for (int i = 0; P.root->list && i < P.root->list->n && !C.failed; i++) stmt(&fs, P.root->list->items[i]);
     emit_abc(&fs, OP_RETURN, 0, 0, 0);

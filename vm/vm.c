@@ -830,6 +830,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
     ad_value *R = vm->stack + F->base;
     ad_instr ins;
     int code = ADDSL_OK;
+    int gslot;  /* the global slot GETGLOBAL's load reads (also reached from METHODFB/GETGLOBALS) */
     for (;;) {
         ins = *pc++;
 #ifndef AD_COMPUTED_GOTO
@@ -845,14 +846,24 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         vmcase(LOADNONE) { setreg(S, RA, ad_none()); vmbreak; }
         vmcase(LOADTRUE) { setreg(S, RA, ad_bool(true)); vmbreak; }
         vmcase(LOADFALSE) { setreg(S, RA, ad_bool(false)); vmbreak; }
-        /* Opcode: METHODFB  Synopsis: R[A] = G[Bx] unless R[A] is callable; then as GETGLOBAL */
+        /* Opcode: METHODFB  Synopsis: R[A] = G[Bx] unless R[A] is callable */
         vmcase(METHODFB) {
             if (RA->t == AD_TFUNC || RA->t == AD_TBUILTIN || RA->t == AD_TOP) vmbreak;
+            gslot = AD_BX(ins);
+            goto get_global;
         }
-        /* fallthrough */
+        /* Opcode: GETGLOBALS  Synopsis: R[A] = the script's binding of library name G[Bx], else G[Bx] */
+        vmcase(GETGLOBALS) {
+            ad_globals *G = S->globals;
+            gslot = AD_BX(ins);
+            if (G->shadow[gslot] && G->defined[G->shadow[gslot] - 1]) gslot = G->shadow[gslot] - 1;
+            goto get_global;
+        }
         /* Opcode: GETGLOBAL  Synopsis: R[A] = G[Bx]; an undefined slot is an error */
         vmcase(GETGLOBAL) {
-            int slot = AD_BX(ins);
+            gslot = AD_BX(ins);
+        get_global:;
+            int slot = gslot;
             ad_globals *G = S->globals;
             if (!G->defined[slot]) {
                 SAVEPC();
@@ -1302,7 +1313,7 @@ int ad_vm_disasm(ad_state *S, const ad_proto *p, ad_buf *b) {
         if (op == OP_LOADK) {
             ad_buf_puts(b, "    ; ");
             ad_value_format(S, p->k[AD_BX(ins)], b, true);
-        } else if (op == OP_GETGLOBAL || op == OP_SETGLOBAL || op == OP_METHODFB) {
+        } else if (op == OP_GETGLOBAL || op == OP_SETGLOBAL || op == OP_METHODFB || op == OP_GETGLOBALS) {
             ad_buf_printf(b, "    ; %s", S->globals->names[AD_BX(ins)]);
         } else if (op == OP_JMP || op == OP_JMPIF || op == OP_JMPIFNOT || op == OP_FORPREP || op == OP_FORLOOP || op == OP_ITERNEXT) {
             ad_buf_printf(b, "    ; to %d", i + 1 + AD_SBX(ins));
