@@ -181,20 +181,19 @@ row 6a "  of which recording (ms)"        ms "$(med agaddsl_chain_record)" torch
 row 6b "  of which backward (ms)"         ms "$(med agaddsl_chain_backward)" torch "$(med agtorch_chain_backward)" -
 row 7  "MLP step 256x784-256-10 SGD (ms)"  ms "$(med agaddsl_mlp_step)" torch "$(med agtorch_mlp_step)" 1.0
 row 7p "MLP step, OMP passive both (ms)"   ms "$(med agaddslp_mlp_step)" torch "$(med agtorchp_mlp_step)" -
-row 8a "LSTM f, no_grad (ms)"              ms "$(med agaddsl_lstm_f_nograd)" torch "$(med agtorch_lstm_f_nograd)" -
-row 8b "LSTM f, recording (ms)"            ms "$(med agaddsl_lstm_f)" torch "$(med agtorch_lstm_f)" -
-row 8c "LSTM f + backward (ms)"            ms "$(med agaddsl_lstm_f_grad)" torch "$(med agtorch_lstm_f_grad)" -
-ratiorow 8 "LSTM (f+bwd) / f no_grad (ratio)" "$(med agaddsl_lstm_f_grad)" "$(med agaddsl_lstm_f_nograd)" \
-    "$(med agtorch_lstm_f_grad)" "$(med agtorch_lstm_f_nograd)" 3
-ratiorow 8r "LSTM (f+bwd) / f recording (ratio)" "$(med agaddsl_lstm_f_grad)" "$(med agaddsl_lstm_f)" \
-    "$(med agtorch_lstm_f_grad)" "$(med agtorch_lstm_f)" 3
-row 10a "GMM f, no_grad (ms)"              ms "$(med agaddsl_gmm_f_nograd)" torch "$(med agtorch_gmm_f_nograd)" -
-row 10b "GMM f, recording (ms)"            ms "$(med agaddsl_gmm_f)" torch "$(med agtorch_gmm_f)" -
-row 10c "GMM f + backward (ms)"            ms "$(med agaddsl_gmm_f_grad)" torch "$(med agtorch_gmm_f_grad)" -
-ratiorow 10 "GMM (f+bwd) / f no_grad (ratio)" "$(med agaddsl_gmm_f_grad)" "$(med agaddsl_gmm_f_nograd)" \
-    "$(med agtorch_gmm_f_grad)" "$(med agtorch_gmm_f_nograd)" 3
-ratiorow 10r "GMM (f+bwd) / f recording (ratio)" "$(med agaddsl_gmm_f_grad)" "$(med agaddsl_gmm_f)" \
-    "$(med agtorch_gmm_f_grad)" "$(med agtorch_gmm_f)" 3
+# The rows of one objective (LSTM, GMM): f without and with recording, f + backward, and the two ratios.
+objective_rows() {  # objective_rows ID NAME KEY
+    local id=$1 name=$2 k=$3
+    row "${id}a" "$name f, no_grad (ms)" ms "$(med agaddsl_${k}_f_nograd)" torch "$(med agtorch_${k}_f_nograd)" -
+    row "${id}b" "$name f, recording (ms)" ms "$(med agaddsl_${k}_f)" torch "$(med agtorch_${k}_f)" -
+    row "${id}c" "$name f + backward (ms)" ms "$(med agaddsl_${k}_f_grad)" torch "$(med agtorch_${k}_f_grad)" -
+    ratiorow "$id" "$name (f+bwd) / f no_grad (ratio)" "$(med agaddsl_${k}_f_grad)" "$(med agaddsl_${k}_f_nograd)" \
+        "$(med agtorch_${k}_f_grad)" "$(med agtorch_${k}_f_nograd)" 3
+    ratiorow "${id}r" "$name (f+bwd) / f recording (ratio)" "$(med agaddsl_${k}_f_grad)" "$(med agaddsl_${k}_f)" \
+        "$(med agtorch_${k}_f_grad)" "$(med agtorch_${k}_f)" 3
+}
+objective_rows 8 LSTM lstm
+objective_rows 10 GMM gmm
 row 9  "start-up, -e autograd vs -e 1 (ms)" ms "$(med addsl_agstartup)" addsl-e1 "$(med addsl_startup)" -
 row 9b "start-up, fastest run (ms)"       ms "$(med addsl_agstartup_min)" addsl-e1 "$(med addsl_startup_min)" -
 awk -v t="$(med addsl_agstartup)" 'BEGIN { printf "    start-up with the library in use: addsl under 10 ms: %s\n", (t < 0.010 ? "MET" : "MISSED") }'
