@@ -365,11 +365,8 @@ int addsl_tensor_zero_grad(addsl_state *S, addsl_tensor *t) {
  * 'what' it should be. A library name is loaded on first use. */
 static int global_value(ad_state *S, const char *name, const char *what, bool user, ad_value *v) {
     int slot = user ? ad_global_user_slot(S, name, false, false) : ad_global_slot(S, name, false);
-    if (slot >= 0 && !S->globals->defined[slot] && S->globals->base[slot]) slot = S->globals->base[slot] - 1;
-    if (slot >= 0 && !S->globals->defined[slot] && S->globals->lazy[slot]) {
-        int rc = ad_library_resolve(S, slot);
-        if (rc) return rc;
-    }
+    int rc = slot >= 0 ? ad_global_resolve(S, &slot) : ADDSL_OK;
+    if (rc) return rc;
     if (slot < 0 || !S->globals->defined[slot]) return ad_error_code(S, ADDSL_EARG, "no %s named '%s'", what, name);
     *v = S->globals->values[slot];
     return ADDSL_OK;

@@ -71,6 +71,12 @@ int ad_library_resolve(ad_state *S, int slot) {
     return load_file(S, file);
 }
 
+int ad_global_resolve(ad_state *S, int *slot) {
+    ad_globals *G = S->globals;
+    if (!G->defined[*slot] && G->base[*slot]) *slot = G->base[*slot] - 1;
+    return ad_library_resolve(S, *slot);
+}
+
 int ad_library_ensure_operators(ad_state *S) {
     if (S->ops_ready) return ADDSL_OK;
     S->ops_ready = true;

@@ -13,6 +13,11 @@ int ad_library_init(ad_state *S);
 void ad_library_free(ad_state *S);
 /* Makes global 'slot' defined if a library file provides it; no error when none does. */
 int ad_library_resolve(ad_state *S, int slot);
+/* Where a read of an undefined global 'slot' lands: a script's shadow that is
+ * not bound yet reads the library's slot (as a Python global falls back to a
+ * builtin), and a library name is loaded on first use. Returns the load's
+ * status; *slot may still be undefined, and the caller words that error. */
+int ad_global_resolve(ad_state *S, int *slot);
 /* Loads the files defining the ops behind operators (+, -, *, t[...], ...). */
 int ad_library_ensure_operators(ad_state *S);
 int ad_library_load_all(ad_state *S);

@@ -753,22 +753,6 @@ static int enter_closure(ad_state *S, ad_closure *f, int base, const ad_value *a
     return ADDSL_OK;
 }
 
-/* An undefined global slot being read: a library name is loaded on first use,
- * and a user's shadow of a library name that is not bound yet (`let t = t(A)`
- * at top level) reads the library's value, as a Python global falls back to
- * the builtin. On return *slot holds a defined value, or an error is set. */
-static int global_fallback(ad_state *S, int *slot) {
-    ad_globals *G = S->globals;
-    if (G->base[*slot]) *slot = G->base[*slot] - 1;
-    if (!G->defined[*slot] && G->lazy[*slot]) {
-        int rc = ad_library_resolve(S, *slot);
-        if (rc) return rc;
-        G = S->globals;
-    }
-    if (!G->defined[*slot]) return ad_error(S, "name '%s' is not defined", G->names[*slot]);
-    return ADDSL_OK;
-}
-
 static int poll_interrupt(ad_state *S) {
     struct ad_vm *vm = S->vm;
     if (S->interrupted) { S->interrupted = 0; return ad_error_code(S, ADDSL_EINTERRUPT, "interrupted"); }
@@ -863,14 +847,14 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         vmcase(GETGLOBAL) {
             gslot = AD_BX(ins);
         get_global:;
-            int slot = gslot;
             ad_globals *G = S->globals;
-            if (!G->defined[slot]) {
+            if (!G->defined[gslot]) {
                 SAVEPC();
-                CHECK(global_fallback(S, &slot));
+                CHECK(ad_global_resolve(S, &gslot));
                 RELOAD(); G = S->globals;
+                if (!G->defined[gslot]) CHECK(ad_error(S, "name '%s' is not defined", G->names[gslot]));
             }
-            ad_value v = G->values[slot];
+            ad_value v = G->values[gslot];
             ad_value_incref(v);
             setreg(S, RA, v);
             vmbreak;
