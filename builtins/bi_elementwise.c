@@ -86,8 +86,7 @@ static int ew_device_of(ad_state *S, ew_ops *o) {
     for (int i = 0; i < o->n; i++) {
         const ad_tensor *t = o->v[i].t == AD_TTENSOR ? o->v[i].u.tensor : NULL;
         if (t && t->ndim > 0 && ad_tensor_device(t) != o->device)
-            return ad_error(S, "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                            ad_device_name(o->device), ad_device_name(ad_tensor_device(t)));
+            return ad_device_mismatch(S, o->device, ad_tensor_device(t));
     }
     return AD_OK;
 }

@@ -165,14 +165,9 @@ static int gemm_batched(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, d
     return ADDSL_OK;
 }
 
-static int device_mismatch(ad_state *S, int da, int db) {
-    return ad_error(S, "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                    ad_device_name(da), ad_device_name(db));
-}
-
 static int same_device(ad_state *S, const ad_tensor *a, const ad_tensor *b) {
     if (ad_tensor_device(a) == ad_tensor_device(b)) return ADDSL_OK;
-    return device_mismatch(S, ad_tensor_device(a), ad_tensor_device(b));
+    return ad_device_mismatch(S, ad_tensor_device(a), ad_tensor_device(b));
 }
 
 static int check_dtypes(ad_state *S, const ad_tensor *a, const ad_tensor *b) {
@@ -190,7 +185,7 @@ static ad_tensor *beta_term(ad_state *S, ad_tensor *self, ad_dtype dt, int nd,
                             const int64_t *shape, double beta, int device) {
     if (!self || beta == 0) return ad_tensor_full_on(S, dt, nd, shape, 0, device);
     if (ad_tensor_device(self) != device) {
-        device_mismatch(S, device, ad_tensor_device(self));
+        ad_device_mismatch(S, device, ad_tensor_device(self));
         return NULL;
     }
     ad_tensor *e = ad_tensor_expand(S, self, nd, shape);

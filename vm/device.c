@@ -34,6 +34,11 @@ struct ad_device {
 
 const char *ad_device_name(int device) { return device == AD_DEV_CUDA ? "cuda:0" : "cpu"; }
 
+int ad_device_mismatch(ad_state *S, int expected, int found) {
+    return ad_error(S, "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                    ad_device_name(expected), ad_device_name(found));
+}
+
 int ad_device_parse(ad_state *S, const char *s, int *device) {
     if (strcmp(s, "cpu") == 0) { *device = AD_DEV_CPU; return AD_OK; }
     if (strcmp(s, "cuda") == 0 || strcmp(s, "cuda:0") == 0) { *device = AD_DEV_CUDA; return AD_OK; }

@@ -18,6 +18,8 @@ struct addsl_cuda_api;
 static inline int ad_tensor_device(const ad_tensor *t) { return t->storage->device; }
 /* "cpu" / "cuda:0" as torch prints a device. */
 const char *ad_device_name(int device);
+/* torch's error for operands on two devices (first the one the op runs on). */
+int ad_device_mismatch(ad_state *S, int expected, int found);
 /* Parses "cpu", "cuda", "cuda:0"; an error names the string. */
 int ad_device_parse(ad_state *S, const char *s, int *device);
 
