@@ -81,6 +81,21 @@ bool ad_autograd_needs_record(ad_state *S, const ad_opdef *op, const ad_value *a
     return false;
 }
 
+/* A saved view is kept as an alias with its place in the graph but without
+ * its base: a node holding a base could close a reference cycle once an
+ * in-place write rebases that base onto a later node. */
+static ad_value saved_view(ad_state *S, ad_tensor *t) {
+    ad_tensor *a = ad_tensor_alias(S, t);
+    if (a) {
+        a->requires_grad = t->requires_grad;
+        if (t->grad_fn && !t->grad_fn_weak) { a->grad_fn = t->grad_fn; t->grad_fn->refcount++; a->output_nr = t->output_nr; }
+        /* forward-over-reverse reads the saved value's tangents */
+        if (t->fw_grad && ad_tensor_copy_tangents(S, a, t, UINT64_MAX)) { ad_tensor_decref(S, a); a = NULL; }
+    }
+    ad_tensor_decref(S, t); /* the reference taken for n->args */
+    return ad_tensor_value(a);
+}
+
 int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout, ad_tensor **outs) {
     /* One allocation per node, from the heap's pool of headers: recording a
      * long chain of small ops is dominated by allocator calls otherwise. */
@@ -108,6 +123,7 @@ int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout
         if (args[i].t != AD_TTENSOR) continue;
         ad_tensor *t = args[i].u.tensor;
         n->versions[i] = t->storage->version;
+        if (t->base && !(n->args[i] = saved_view(S, t)).u.tensor) { n->args[i] = ad_none(); ad_node_decref(S, n); return S->errcode; }
         if (op->kind[i] != AD_PARAM_DIFF && op->kind[i] != AD_PARAM_NOTIMPL) continue;
         edge_set(&n->edges[i], t);
     }
@@ -125,7 +141,16 @@ int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout
         ad_tensor *o = outs[k];
         if (!o) continue;
         bool diff = op->out_diff[k] && ad_dtype_is_float(o->dtype);
-        ad_tensor *alias = ad_tensor_as_strided(S, o, o->ndim, o->shape, o->strides, o->offset);
+        if (nout == 1 && !op->reads_result) {
+            /* Nothing reads the output back: keep no alias, so an in-place
+             * write to it later does not invalidate this node. */
+            if (!diff) continue;
+            o->grad_fn = n; n->refcount++;
+            o->output_nr = 0;
+            o->requires_grad = true;
+            continue;
+        }
+        ad_tensor *alias = ad_tensor_alias(S, o);
         if (!alias) { ad_node_decref(S, n); return S->errcode; }
         n->outs[k] = alias;
         n->out_versions[k] = o->storage->version;
@@ -332,7 +357,7 @@ static int leaf_accumulate(engine *E, ad_tensor *leaf, ad_value g) {
 
 static int check_versions(ad_state *S, const ad_node *n) {
     for (int i = 0; i < n->nargs; i++) {
-        if (n->args[i].t != AD_TTENSOR) continue;
+        if (n->args[i].t != AD_TTENSOR || !(n->op->reads_args & ((uint32_t)1 << i))) continue;
         const ad_tensor *t = n->args[i].u.tensor;
         if (t->storage->version == n->versions[i]) continue;
         ad_buf b;
@@ -345,7 +370,7 @@ static int check_versions(ad_state *S, const ad_node *n) {
         ad_buf_free(&b);
         return rc;
     }
-    for (int k = 0; k < n->nout; k++) {
+    for (int k = 0; k < n->nout && n->op->reads_result; k++) {
         const ad_tensor *t = n->outs[k];
         if (t && t->storage->version != n->out_versions[k])
             return ad_error(S, "one of the variables needed for gradient computation has been modified by an inplace "
@@ -671,7 +696,7 @@ static int bi_backward(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         if (g.t != AD_TTENSOR) { ad_value_decref(S, g); continue; }
         ad_tensor *gt = g.u.tensor;
         if (!create && gt->grad_fn) {
-            ad_tensor *d = ad_tensor_as_strided(S, gt, gt->ndim, gt->shape, gt->strides, gt->offset);
+            ad_tensor *d = ad_tensor_alias(S, gt);
             ad_tensor_decref(S, gt);
             if (!d) { rc = S->errcode; break; }
             gt = d;
@@ -755,7 +780,7 @@ static int bi_grad(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 /* An alias of t in t's graph, with t's tangents of the levels below 'below'. */
 static ad_tensor *jvp_alias(ad_state *S, ad_tensor *t, uint64_t below) {
-    ad_tensor *a = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
+    ad_tensor *a = ad_tensor_alias(S, t);
     if (!a) return NULL;
     a->requires_grad = t->requires_grad;
     if (t->grad_fn) { a->grad_fn = t->grad_fn; t->grad_fn->refcount++; a->output_nr = t->output_nr; }

@@ -667,7 +667,7 @@ static void stmt_assign(fstate *fs, ad_node *n) {
             expr(fs, t, r);
             int b = expr_any(fs, n->b);
             setpos(fs, n);
-            emit_abc(fs, binop_code(n->op), r, r, b);
+            emit_abc(fs, OP_INPLACE, r, b, binop_code(n->op));
         } else {
             expr(fs, n->b, r);
         }
@@ -682,7 +682,7 @@ static void stmt_assign(fstate *fs, ad_node *n) {
             emit_abc(fs, OP_INDEX, v, base, t->list->n);
             int b = expr_any(fs, n->b);
             setpos(fs, n);
-            emit_abc(fs, binop_code(n->op), v, v, b);
+            emit_abc(fs, OP_INPLACE, v, b, binop_code(n->op));
         } else {
             expr(fs, n->b, v);
         }
@@ -698,7 +698,7 @@ static void stmt_assign(fstate *fs, ad_node *n) {
             emit_abc(fs, OP_GETATTR, v, obj, attr);
             int b = expr_any(fs, n->b);
             setpos(fs, n);
-            emit_abc(fs, binop_code(n->op), v, v, b);
+            emit_abc(fs, OP_INPLACE, v, b, binop_code(n->op));
         } else {
             expr(fs, n->b, v);
         }
@@ -848,6 +848,8 @@ static int add_optemplate(fstate *fs, const ad_node *n) {
     }
     memcpy(t->out_diff, in->out_diff, sizeof t->out_diff);
     t->has_formulas = in->has_formulas;
+    t->reads_data = in->reads_data;
+    t->reads_result = in->reads_result;
     t->nvjp = in->nvjp;
     memcpy(t->vjp_nnames, in->vjp_nnames, sizeof t->vjp_nnames);
     memcpy(t->vjp_params, in->vjp_params, sizeof t->vjp_params);

@@ -105,6 +105,8 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
         if (t->notimpl[i] && !(op->notimpl[i] = dupstr(S, t->notimpl[i]))) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
     memcpy(op->out_diff, t->out_diff, sizeof op->out_diff);
     op->has_formulas = t->has_formulas;
+    op->reads_args = t->reads_data;
+    op->reads_result = t->reads_result;
     op->jvp_kind = t->jvp_kind;
     int r = 0;
     op->forward = regs[r++];
@@ -266,7 +268,7 @@ static bool has_tangent_at(ad_value v, uint64_t level) {
  * the tangent's own graph may hold the output, and a graph-carrying tangent
  * there would close a reference cycle. */
 static ad_tensor *detached_dual(ad_state *S, ad_tensor *t) {
-    ad_tensor *d = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
+    ad_tensor *d = ad_tensor_alias(S, t);
     if (!d) return NULL;
     for (const ad_tangent *e = t->fw_grad; e; e = e->next) {
         ad_tensor *dt = detached_dual(S, e->t);
@@ -334,7 +336,7 @@ static int set_tangent(ad_state *S, ad_tensor *out, uint64_t level, ad_value tan
  * not hold the output, so no reference cycle forms. */
 static ad_value plain_output(ad_state *S, ad_tensor *o, uint64_t level, int *rc) {
     if (!o || *rc) return ad_none();
-    ad_tensor *a = ad_tensor_as_strided(S, o, o->ndim, o->shape, o->strides, o->offset);
+    ad_tensor *a = ad_tensor_alias(S, o);
     if (!a) { *rc = S->errcode; return ad_none(); }
     if (o->grad_fn && !o->grad_fn_weak) {
         a->grad_fn = o->grad_fn; a->grad_fn->refcount++; a->output_nr = o->output_nr;

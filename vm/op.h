@@ -56,6 +56,10 @@ typedef struct ad_opdef {
     bool out_diff[AD_OP_MAX_OUTS];
     ad_value forward;               /* closure or builtin */
     bool has_formulas;              /* records one node; else differentiated through its body */
+    /* What the VJP formulas read of the saved values: only those are
+     * version-checked at backward, and an unread single output is not kept. */
+    uint32_t reads_args;            /* bit i: some formula reads parameter i */
+    bool reads_result;              /* some formula reads result/resultK/an output name */
     int nvjp;
     ad_vjp_entry *vjp;
     ad_jvp_kind jvp_kind;
@@ -76,6 +80,8 @@ typedef struct ad_optemplate {
     char **outnames;                /* NULL for a single unnamed output */
     bool out_diff[AD_OP_MAX_OUTS];
     bool has_formulas;
+    uint32_t reads_data;            /* see ad_opdef.reads_args */
+    bool reads_result;
     int nvjp;
     int vjp_nnames[AD_OP_MAX_PARAMS];
     int vjp_params[AD_OP_MAX_PARAMS][AD_OP_MAX_PARAMS];

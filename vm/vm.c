@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "autograd.h"
 #include "device.h"
+#include "inplace.h"
 #include "compile.h"
 #include "library.h"
 #include "op.h"
@@ -581,7 +582,7 @@ static int get_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
 }
 
 static int set_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_value v) {
-    if (obj.t == AD_TTENSOR) return ad_bi_index_set(S, obj.u.tensor, n, idx, v);
+    if (obj.t == AD_TTENSOR) return ad_inplace_setindex(S, obj.u.tensor, n, idx, v);
     if (obj.t == AD_TLIST) {
         int64_t i;
         if (n != 1 || ad_arg_int(S, idx[0], "index", "index", &i)) return ad_error(S, "list indices must be integers");
@@ -594,6 +595,21 @@ static int set_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
     }
     if (obj.t == AD_TTUPLE) return ad_error(S, "tuples cannot be modified");
     return ad_error(S, "%s does not support item assignment", ad_type_name(obj));
+}
+
+/* x OP= y: PyTorch updates a tensor x in place (x.add_(y)); other values rebind. */
+static int augmented(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *out) {
+    if (a.t != AD_TTENSOR) return arith(S, op, a, b, out);
+    switch (op) {
+    case OP_ADD: return ad_inplace_binop(S, "add_", a, b, out);
+    case OP_SUB: return ad_inplace_binop(S, "sub_", a, b, out);
+    case OP_MUL: return ad_inplace_binop(S, "mul_", a, b, out);
+    case OP_DIV: return ad_inplace_binop(S, "div_", a, b, out);
+    case OP_MOD: return ad_inplace_binop(S, "remainder_", a, b, out);
+    case OP_POW: return ad_inplace_binop(S, "pow_", a, b, out);
+    case OP_MATMUL: return ad_error(S, "In-place matmul is not supported. Use 'a = a @ b' instead.");
+    default: return arith(S, op, a, b, out);
+    }
 }
 
 static int get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) {
@@ -1056,6 +1072,15 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             ad_value_incref(s->start); ad_value_incref(s->stop); ad_value_incref(s->step);
             ad_value v; v.t = AD_TSLICE; v.u.sl = s;
             setreg(S, RA, v);
+            vmbreak;
+        }
+        /* Opcode: INPLACE  Synopsis: R[A] = R[A] op= R[B] (in place on a tensor) */
+        vmcase(INPLACE) {
+            ad_value out = ad_none();
+            SAVEPC();
+            CHECK(augmented(S, (ad_opcode)AD_C(ins), *RA, *RB, &out));
+            RELOAD();
+            setreg(S, RA, out);
             vmbreak;
         }
         /* Opcode: INDEX  Synopsis: R[A] = R[B][R[B+1] ... R[B+C]] */
