@@ -848,8 +848,8 @@ static int add_optemplate(fstate *fs, const ad_node *n) {
     }
     memcpy(t->out_diff, in->out_diff, sizeof t->out_diff);
     t->has_formulas = in->has_formulas;
-    t->reads_data = in->reads_data;
-    t->reads_result = in->reads_result;
+    memcpy(t->vjp_reads, in->vjp_reads, sizeof t->vjp_reads);
+    t->vjp_reads_result = in->vjp_reads_result;
     t->nvjp = in->nvjp;
     memcpy(t->vjp_nnames, in->vjp_nnames, sizeof t->vjp_nnames);
     memcpy(t->vjp_params, in->vjp_params, sizeof t->vjp_params);

@@ -208,16 +208,17 @@ static bool reads_values(const ad_node *e, const char *name) {
     return false;
 }
 
-/* in->reads_data and in->reads_result from one VJP formula body. */
-static void note_value_reads(ad_opinfo *in, const ad_node *body) {
+/* in->vjp_reads[v] and bit v of in->vjp_reads_result from VJP formula v's body. */
+static void note_value_reads(ad_opinfo *in, int v, const ad_node *body) {
     for (int i = 0; i < in->nparams; i++)
-        if (reads_values(body, in->params[i]->str)) in->reads_data |= (uint32_t)1 << i;
+        if (reads_values(body, in->params[i]->str)) in->vjp_reads[v] |= (uint32_t)1 << i;
     char buf[32];
-    if (reads_values(body, "result")) in->reads_result = true;
+    bool res = reads_values(body, "result");
     for (int k = 0; k < in->nout; k++) {
         snprintf(buf, sizeof buf, "result%d", k);
-        if (reads_values(body, buf) || (in->outnames && reads_values(body, in->outnames[k]))) in->reads_result = true;
+        if (reads_values(body, buf) || (in->outnames && reads_values(body, in->outnames[k]))) res = true;
     }
+    if (res) in->vjp_reads_result |= (uint32_t)1 << v;
 }
 
 /* own[] = names[], with each optional argument the formula 'body' never reads
@@ -430,7 +431,7 @@ static bool desugar_one(octx *c, ad_node *op) {
         ad_node *en = in->vjp[v];
         const char *own[AD_OP_MAX_PARAMS * 2 + 3 * AD_OP_MAX_OUTS + 8];
         mark_unused(c, en->a, names, own, n);
-        note_value_reads(in, en->a);
+        note_value_reads(in, v, en->a);
         in->vjp[v] = mklambda(c, own, n, en->a, en);
     }
     /* The forward: a kernel(...) value, or a lambda over the parameters. */

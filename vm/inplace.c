@@ -57,6 +57,8 @@ static ad_tensor *graph_alias(ad_state *S, ad_tensor *t, bool copy) {
         t->grad_fn->refcount++;
         a->output_nr = t->output_nr;
     }
+    /* forward-over-reverse reads the saved value's tangents */
+    if (t->fw_grad && ad_tensor_copy_tangents(S, a, t, UINT64_MAX)) { ad_tensor_decref(S, a); return NULL; }
     return a;
 }
 
@@ -69,7 +71,8 @@ static int protect_saved(ad_state *S, ad_node *n, const ad_tensor *t) {
         if (n->args[i].t != AD_TTENSOR) continue;
         ad_tensor *a = n->args[i].u.tensor;
         if (a->storage != t->storage) continue;
-        bool read = (n->op->reads_args >> i) & 1u;
+        bool read = false;
+        for (int e = 0; e < n->op->nvjp; e++) read |= (n->op->vjp[e].reads >> i) & 1u;
         ad_tensor *c = graph_alias(S, a, read);
         if (!c) return S->errcode;
         ad_tensor_decref(S, a);
@@ -164,11 +167,35 @@ static int check_result(ad_state *S, const ad_tensor *t, ad_value rv, const char
     return rc;
 }
 
-/* Moves r's tangents onto t (forward mode: the written value's tangent). */
+/* The base b of view t gets tangent 'tan' (level) in t's region, as torch's
+ * forward gradients of views are views of their base's. */
+static int scatter_tangent(ad_state *S, ad_tensor *b, const ad_tensor *t, uint64_t level, ad_tensor *tan) {
+    ad_tensor *old = ad_tensor_tangent(b, level);
+    ad_tensor *nb = old ? ad_tensor_clone(S, old) : ad_tensor_full_like(S, b, 0.0);
+    if (!nb) return S->errcode;
+    int rc = ADDSL_OK;
+    if (!ad_tensor_is_contiguous(b)) {
+        rc = ad_error(S, "an in-place operation on a view of a non-contiguous tensor cannot carry forward-mode "
+                         "tangents; clone() the tensor first");
+    } else {
+        ad_tensor *region = ad_tensor_as_strided(S, nb, t->ndim, t->shape, t->strides, t->offset - b->offset);
+        rc = region ? ad_tensor_copy_into(S, region, tan) : S->errcode;
+        ad_tensor_decref(S, region);
+    }
+    if (!rc) rc = ad_tensor_set_tangent(S, b, level, nb);
+    ad_tensor_decref(S, nb);
+    return rc;
+}
+
+/* Moves r's tangents onto t (forward mode: the written value's tangent), and
+ * into t's region of its base's tangents when t is a view. */
 static int take_tangents(ad_state *S, ad_tensor *t, const ad_tensor *r) {
     if (!r->fw_grad && !t->fw_grad) return ADDSL_OK;
     ad_tensor_clear_tangents(S, t);
-    return r->fw_grad ? ad_tensor_copy_tangents(S, t, r, UINT64_MAX) : ADDSL_OK;
+    int rc = r->fw_grad ? ad_tensor_copy_tangents(S, t, r, UINT64_MAX) : ADDSL_OK;
+    for (const ad_tangent *e = r->fw_grad; !rc && t->base && e; e = e->next)
+        rc = scatter_tangent(S, t->base, t, e->level, e->t);
+    return rc;
 }
 
 int ad_inplace_apply(ad_state *S, ad_value self, ad_value f, int argc, const ad_value *argv, const char *name,
@@ -180,10 +207,17 @@ int ad_inplace_apply(ad_state *S, ad_value self, ad_value f, int argc, const ad_
     if (rc) return rc;
     ad_value cargs[AD_OP_MAX_PARAMS];
     if (argc + 1 > AD_OP_MAX_PARAMS) return ad_error(S, "%s(): too many arguments", name);
-    cargs[0] = self;
+    /* With tangents, f's JVP formulas record nodes that save self; they get
+     * a copy of self's old value (torch's original_self), so the write does
+     * not change what they read and t's new tangent never reaches t itself. */
+    ad_tensor *orig = NULL;
+    if (S->fw_level > 0 && t->fw_grad && !(orig = graph_alias(S, t, true))) return S->errcode;
+    cargs[0] = orig ? ad_tensor_value(orig) : self;
     for (int i = 0; i < argc; i++) cargs[i + 1] = argv[i];
     ad_value rv = ad_none();
-    if ((rc = ad_vm_call_value(S, f, argc + 1, cargs, &rv))) return rc;
+    rc = ad_vm_call_value(S, f, argc + 1, cargs, &rv);
+    ad_tensor_decref(S, orig);
+    if (rc) return rc;
     if ((rc = check_result(S, t, rv, name))) { ad_value_decref(S, rv); return rc; }
     ad_tensor *r = rv.u.tensor;
     ad_node *n = S->grad_enabled && r->grad_fn && !r->grad_fn_weak ? r->grad_fn : NULL;
@@ -203,13 +237,17 @@ int ad_inplace_apply(ad_state *S, ad_value self, ad_value f, int argc, const ad_
     return ADDSL_OK;
 }
 
+static bool differentiable(ad_state *S, const ad_tensor *t) {
+    return (S->grad_enabled && t->requires_grad) || (S->fw_level > 0 && t->fw_grad);
+}
+
 bool ad_inplace_needs_graph(ad_state *S, const ad_tensor *t, ad_value v) {
-    if (!S->grad_enabled) return false;
-    if (t->requires_grad || (t->base && t->base->requires_grad)) return true;
-    if (v.t == AD_TTENSOR) return v.u.tensor->requires_grad;
+    if (!S->grad_enabled && S->fw_level == 0) return false;
+    if (differentiable(S, t) || (t->base && differentiable(S, t->base))) return true;
+    if (v.t == AD_TTENSOR) return differentiable(S, v.u.tensor);
     if (ad_is_seq(v))
         for (int64_t i = 0; i < v.u.l->len; i++)
-            if (v.u.l->items[i].t == AD_TTENSOR && v.u.l->items[i].u.tensor->requires_grad) return true;
+            if (v.u.l->items[i].t == AD_TTENSOR && differentiable(S, v.u.l->items[i].u.tensor)) return true;
     return false;
 }
 

@@ -105,8 +105,7 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
         if (t->notimpl[i] && !(op->notimpl[i] = dupstr(S, t->notimpl[i]))) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
     memcpy(op->out_diff, t->out_diff, sizeof op->out_diff);
     op->has_formulas = t->has_formulas;
-    op->reads_args = t->reads_data;
-    op->reads_result = t->reads_result;
+    op->reads_result = t->vjp_reads_result != 0;
     op->jvp_kind = t->jvp_kind;
     int r = 0;
     op->forward = regs[r++];
@@ -121,6 +120,9 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
             op->vjp[i].fn = regs[r++];
             ad_value_incref(op->vjp[i].fn);
             op->vjp[i].uses = vjp_uses(op, op->vjp[i].fn);
+            op->vjp[i].reads = t->vjp_reads[i];
+            op->vjp[i].reads_result = (t->vjp_reads_result >> i) & 1u;
+            op->reads_args |= op->vjp[i].reads;
         }
     }
     for (int i = 0; i < t->njvp; i++) { op->jvp[i] = regs[r++]; ad_value_incref(op->jvp[i]); }
