@@ -48,7 +48,7 @@ size_t ad_parser_size(void) { return sizeof(yyParser); }
 %right NOT.
 %nonassoc EQ NE LT LE GT GE IN.
 %left PLUS MINUS.
-%left STAR SLASH PERCENT AT.
+%left STAR SLASH DSLASH PERCENT AT.
 %right UMINUS.
 %right POW.
 %left DOT.
@@ -104,6 +104,7 @@ stmt(A) ::= expr(T) ADDEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b 
 stmt(A) ::= expr(T) SUBEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_MINUS; }
 stmt(A) ::= expr(T) MULEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_STAR; }
 stmt(A) ::= expr(T) DIVEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_SLASH; }
+stmt(A) ::= expr(T) DSLASHEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_DSLASH; }
 stmt(A) ::= FN NAME(N) LPAREN params(L) RPAREN block(B). { A = mk(P, N_FNDEF, &N); ad_node_set_name(A_, A, &N); A->list = L; A->b = B; }
 stmt(A) ::= RETURN(T). { A = mk(P, N_RETURN, &T); }
 stmt(A) ::= RETURN(T) exprlist(L). {
@@ -215,6 +216,7 @@ expr(A) ::= expr(B) MINUS(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) STAR(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) SLASH(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) PERCENT(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) DSLASH(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) AT(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) POW(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= MINUS(O) expr(B). [UMINUS] { A = mk(P, N_UNOP, &O); A->op = TK_MINUS; A->a = B; }

@@ -405,7 +405,7 @@ static ad_opcode binop_code(int tk) {
     case TK_SLASH: return OP_DIV; case TK_PERCENT: return OP_MOD; case TK_POW: return OP_POW;
     case TK_AT: return OP_MATMUL; case TK_EQ: return OP_EQ; case TK_NE: return OP_NE;
     case TK_LT: return OP_LT; case TK_LE: return OP_LE; case TK_GT: return OP_GT;
-    case TK_IN: return OP_IN;
+    case TK_IN: return OP_IN; case TK_DSLASH: return OP_IDIV;
     default: return OP_GE;
     }
 }
