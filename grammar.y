@@ -196,6 +196,7 @@ paramlist(A) ::= param(B). { A = ad_nlist_add(A_, NULL, B); }
 paramlist(A) ::= paramlist(L) COMMA param(B). { A = ad_nlist_add(A_, L, B); }
 param(A) ::= NAME(N). { A = mk(P, N_PARAM, &N); ad_node_set_name(A_, A, &N); }
 param(A) ::= NAME(N) ASSIGN expr(E). { A = mk(P, N_PARAM, &N); ad_node_set_name(A_, A, &N); A->a = E; }
+param(A) ::= STAR NAME(N). { A = mk(P, N_PARAM, &N); ad_node_set_name(A_, A, &N); A->op = TK_STAR; }
 
 exprlist(A) ::= expr(E). { A = ad_nlist_add(A_, NULL, E); }
 exprlist(A) ::= exprlist(L) COMMA expr(E). { A = ad_nlist_add(A_, L, E); }

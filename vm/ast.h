@@ -30,7 +30,7 @@ typedef struct ad_nlist {
 typedef struct ad_node {
     ad_nkind kind;
     int line, col;
-    int op;                 /* N_BINOP/N_UNOP/N_ASSIGN: a TK_ code (0: plain '=') */
+    int op;                 /* N_BINOP/N_UNOP/N_ASSIGN: a TK_ code (0: plain '='); N_PARAM: TK_STAR for '*NAME' */
     struct ad_node *a, *b, *c;
     ad_nlist *list;
     ad_nlist *list2;        /* N_OPDEF: output names; N_OPENTRY: unused */

@@ -870,6 +870,7 @@ static int add_optemplate(fstate *fs, const ad_node *n) {
     bool ok = t->name && t->pnames;
     for (int i = 0; ok && i < in->nparams; i++) ok = (t->pnames[i] = cdup(fs, in->params[i]->str)) != NULL;
     t->ndefaults = in->ndefaults;
+    t->sizes_param = in->sizes_param;
     memcpy(t->kind, in->kind, sizeof t->kind);
     for (int i = 0; ok && i < in->nparams; i++) if (in->notimpl[i]) ok = (t->notimpl[i] = cdup(fs, in->notimpl[i])) != NULL;
     t->nout = in->nout;
@@ -1089,6 +1090,7 @@ static void compile_function(fstate *fs, ad_node *fn, const char *name, ad_nlist
     bool seen_default = false;
     for (int i = 0; i < np; i++) {
         ad_node *p = params->items[i];
+        if (p->op == TK_STAR) { cerror(fs, p->line, p->col, "'*%s': only an op's parameter may take sizes as separate numbers", p->str); return; }
         if (p->a) { seen_default = true; int r = reserve(fs, 1); expr(fs, p->a, r); nd++; }
         else if (seen_default) { cerror(fs, p->line, p->col, "parameter '%s' without a default follows one with a default", p->str); return; }
         for (int j = 0; j < i; j++)

@@ -1,6 +1,7 @@
 /* compile_op.c: the compile-time checks on op definitions (the torchgen
  * rules plus the contract's) and their rewriting into lambdas. */
 #include "compile_op.h"
+#include "grammar.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -307,6 +308,13 @@ static bool desugar_one(octx *c, ad_node *op) {
     bool seen_default = false;
     for (int i = 0; i < in->nparams; i++) {
         ad_node *p = in->params[i];
+        if (p->op == TK_STAR) {
+            /* Sizes as separate numbers: the binder packs them (vm/args.c);
+             * the formulas' lambdas reuse this node as a plain parameter. */
+            if (in->sizes_param) return fail(c, p->line, p->col, "op '%s' has two '*' parameters", op->str);
+            in->sizes_param = i + 1;
+            p->op = 0;
+        }
         if (p->a) { seen_default = true; in->ndefaults++; }
         else if (seen_default) return fail(c, p->line, p->col, "parameter '%s' without a default follows one with a default", p->str);
         for (int j = 0; j < i; j++)

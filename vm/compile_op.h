@@ -13,6 +13,7 @@ typedef struct ad_opinfo {
     int nparams;
     ad_node **params;               /* N_PARAM nodes (defaults in ->a) */
     int ndefaults;
+    int sizes_param;                /* 1 + index of the parameter written '*NAME'; 0: none */
     int nout;
     const char **outnames;          /* NULL for a single unnamed output */
     uint8_t kind[AD_OP_MAX_PARAMS];

@@ -96,6 +96,7 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
     bool ok1, ok2;
     op->name = dupstr(S, t->name);
     op->nparams = t->nparams;
+    op->sizes_param = t->sizes_param;
     op->pnames = dup_names(S, t->pnames, t->nparams, &ok1);
     op->nout = t->nout;
     op->outnames = dup_names(S, t->outnames, t->nout, &ok2);
@@ -147,9 +148,8 @@ static int bind(ad_state *S, const ad_opdef *op, const ad_value *args, int nargs
     for (int i = 0; i < npos; i++) { slots[i] = args[i]; set[i] = true; }
     for (int k = 0; k < nkw; k++) {
         const char *name = kw->items[k].u.s->data;
-        int j = 0;
-        while (j < np && strcmp(op->pnames[j], name) != 0) j++;
-        if (j == np) return ad_error(S, "%s() got an unexpected keyword argument '%s'", op->name, name);
+        int j = ad_param_find(np, (const char *const *)op->pnames, name);
+        if (j < 0) return ad_error(S, "%s() got an unexpected keyword argument '%s'", op->name, name);
         if (set[j]) return ad_error(S, "%s() got multiple values for argument '%s'", op->name, name);
         slots[j] = args[npos + k];
         set[j] = true;
@@ -457,7 +457,7 @@ static int propagate_tangents(ad_state *S, ad_opdef *op, const ad_value *slots, 
     return propagate_from(S, op, slots, outs, n, S->fw_top);
 }
 
-int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+static int op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     ad_value slots[AD_OP_MAX_PARAMS];
     *out = ad_none();
     int rc = bind(S, op, args, nargs, kw, slots);
@@ -484,6 +484,28 @@ int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const
     if (!rc && tangents) rc = propagate_tangents(S, op, slots, *out);
     if (rc) { ad_value_decref(S, *out); *out = ad_none(); }
     return rc;
+}
+
+/* An op with a '*NAME' parameter: the sizes given as separate numbers are
+ * packed into one list, which lives until the call returns (a recorded node
+ * holds its own reference). Apart so that other calls keep a small frame. */
+static int op_call_sizes(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    ad_value buf[AD_MAX_CALL_ARGS], packed;
+    const ad_value *bound;
+    int nbound;
+    if (nargs > AD_MAX_CALL_ARGS) return ad_error(S, "%s(): too many arguments", op->name);
+    int rc = ad_args_pack_sizes(S, op->name, op->pnames[op->sizes_param - 1], op->sizes_param - 1,
+                                args, nargs, kw ? (int)kw->len : 0, buf, &bound, &nbound, &packed);
+    if (rc) return rc;
+    rc = op_call(S, op, bound, nbound, kw, out);
+    ad_value_decref(S, packed);
+    return rc;
+}
+
+int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    *out = ad_none();
+    if (op->sizes_param) return op_call_sizes(S, op, args, nargs, kw, out);
+    return op_call(S, op, args, nargs, kw, out);
 }
 
 /* The operators (+ - * / % ** @, unary -, t[...]) dispatch to these ops when

@@ -53,6 +53,7 @@ typedef struct ad_opdef {
     char **pnames;
     int ndefaults;                  /* the last ndefaults parameters have defaults */
     ad_value *defaults;
+    int sizes_param;                /* 1 + index of the parameter written '*NAME' (sizes as separate numbers); 0: none */
     uint8_t kind[AD_OP_MAX_PARAMS]; /* ad_param_kind */
     char *notimpl[AD_OP_MAX_PARAMS];
     int nout;                       /* 1 for a single output */
@@ -76,6 +77,7 @@ typedef struct ad_optemplate {
     int nparams;
     char **pnames;
     int ndefaults;
+    int sizes_param;
     uint8_t kind[AD_OP_MAX_PARAMS];
     char *notimpl[AD_OP_MAX_PARAMS];
     int nout;

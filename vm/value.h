@@ -85,7 +85,8 @@ typedef struct ad_builtin_def {
     const char *name;
     ad_cfunc fn;
     /* "self, dim=none, keepdim=false": names and defaults (none, true, false,
-     * numbers, dtype names, strings in double quotes); "*" alone: variadic. */
+     * numbers, dtype names, strings in double quotes); "*" alone: variadic;
+     * "*size, dtype=none": 'size' also takes the sizes as separate numbers. */
     const char *params;
 } ad_builtin_def;
 
@@ -100,6 +101,7 @@ typedef struct ad_builtin {
     void *ud;             /* data of a builtin made at run time (e.g. an extern kernel) */
     int kid;              /* kernel id for kernel-backed builtins, else -1 */
     bool on_device;       /* takes GPU tensors (vm/device.c lists which) */
+    int sizes_param;      /* 1 + index of the parameter written '*NAME'; 0: none */
     void (*ud_free)(ad_state *S, void *ud);
 } ad_builtin;
 
@@ -150,5 +152,18 @@ int ad_arg_shape(ad_state *S, ad_value v, const char *fn, const char *pname, int
 /* A list of dims or one dim (not normalized); none gives *n = -1. */
 int ad_arg_dims(ad_state *S, ad_value v, const char *fn, const char *pname, int *n, int64_t *dims);
 int ad_arg_str(ad_state *S, ad_value v, const char *fn, const char *pname, const char **out);
+
+/* Binding (vm/args.c). The index of the parameter keyword 'kw' names, also
+ * through torch's aliases ('axis' for 'dim', 'keepdims' for 'keepdim'); -1 if none. */
+int ad_param_find(int np, const char *const *pnames, const char *kw);
+/* A parameter written '*NAME' (index 'star') takes sizes as one list or as
+ * separate numbers, as torch's zeros(2, 3) and x.view(3, 2): when the
+ * positional arguments from 'star' on start with a number, they become one
+ * list. Sets bound and nbound to the arguments to bind (args itself, or 'buf'
+ * of at least nargs values) and *packed to the new list (a reference the
+ * caller releases after the call; none if nothing was packed). */
+int ad_args_pack_sizes(ad_state *S, const char *fn, const char *pname, int star,
+                       const ad_value *args, int nargs, int nkw, ad_value *buf,
+                       const ad_value **bound, int *nbound, ad_value *packed);
 
 #endif

@@ -141,6 +141,7 @@ static int builtin_new(ad_state *S, const ad_builtin_def *d, ad_builtin **out) {
     if (!b->pnames || !b->defaults || !b->required) { ad_vm_builtin_free(S, b); return ADDSL_ENOMEM; }
     for (int i = 0; i < np; i++) {
         while (*p == ' ') p++;
+        if (*p == '*') { b->sizes_param = i + 1; p++; }
         const char *e = p;
         while (*e && *e != ',' && *e != '=' && *e != ' ') e++;
         size_t len = (size_t)(e - p);
@@ -790,9 +791,8 @@ static int bind_args(ad_state *S, const char *fname, int np, const char *const *
     for (int i = 0; i < npos; i++) { slots[i] = args[i]; set[i] = true; }
     for (int k = 0; k < nkw; k++) {
         const char *kw = kwnames->items[k].u.s->data;
-        int j = 0;
-        while (j < np && strcmp(pnames[j], kw) != 0) j++;
-        if (j == np) return bind_error_unknown_kw(S, fname, kw);
+        int j = ad_param_find(np, pnames, kw);
+        if (j < 0) return bind_error_unknown_kw(S, fname, kw);
         if (set[j]) return ad_error(S, "%s() got multiple values for argument '%s'", fname, kw);
         slots[j] = args[npos + k];
         set[j] = true;
@@ -823,10 +823,16 @@ static int call_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int na
         if (kw && kw->len) return ad_error(S, "%s() takes no keyword arguments", b->name);
         return b->fn(S, (ad_value *)args, nargs, out);
     }
-    ad_value slots[256];
-    int rc = bind_args(S, b->name, b->nparams, b->pnames, b->defaults, b->required, 0, args, nargs, kw, slots);
-    if (rc) return rc;
-    rc = b->fn(S, slots, b->nparams, out);
+    ad_value slots[256], packed_args[256], packed = ad_none();
+    int rc = ADDSL_OK;
+    if (b->sizes_param) {
+        rc = ad_args_pack_sizes(S, b->name, b->pnames[b->sizes_param - 1], b->sizes_param - 1,
+                                args, nargs, kw ? (int)kw->len : 0, packed_args, &args, &nargs, &packed);
+        if (rc) return rc;
+    }
+    rc = bind_args(S, b->name, b->nparams, b->pnames, b->defaults, b->required, 0, args, nargs, kw, slots);
+    if (!rc) rc = b->fn(S, slots, b->nparams, out);
+    ad_value_decref(S, packed);
     if (rc && S->errcode == ADDSL_OK) S->errcode = rc;
     return rc;
 }
