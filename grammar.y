@@ -46,7 +46,7 @@ size_t ad_parser_size(void) { return sizeof(yyParser); }
 %left OR.
 %left AND.
 %right NOT.
-%nonassoc EQ NE LT LE GT GE.
+%nonassoc EQ NE LT LE GT GE IN.
 %left PLUS MINUS.
 %left STAR SLASH PERCENT AT.
 %right UMINUS.
@@ -74,6 +74,8 @@ size_t ad_parser_size(void) { return sizeof(yyParser); }
 %type namelist_opt { ad_nlist * }
 %type opentries { ad_nlist * }
 %type opentry { ad_node * }
+%type dictentries { ad_nlist * }
+%type dictentry { ad_node * }
 
 program ::= stmts(A). { P->root = A; }
 
@@ -206,6 +208,8 @@ expr(A) ::= expr(B) LT(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) LE(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) GT(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) GE(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) IN(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) NOT(O) IN expr(C). [IN] { A = mk(P, N_NOT, &O); A->a = bin(P, N_BINOP, &O, B, C); A->a->op = TK_IN; }
 expr(A) ::= expr(B) PLUS(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) MINUS(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) STAR(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
@@ -240,6 +244,13 @@ expr(A) ::= LPAREN(T) expr(E) COMMA exprlist(L) RPAREN. {
 expr(A) ::= LBRACKET(T) RBRACKET. { A = mk(P, N_LIST, &T); A->list = ad_nlist_new(A_); }
 expr(A) ::= LBRACKET(T) exprlist(L) RBRACKET. { A = mk(P, N_LIST, &T); A->list = L; }
 expr(A) ::= LBRACKET(T) exprlist(L) COMMA RBRACKET. { A = mk(P, N_LIST, &T); A->list = L; }
+/* A dict: the lexer tells a dict's '{' (LDICT) from a block's by what precedes it. */
+expr(A) ::= LDICT(T) RBRACE. { A = mk(P, N_DICT, &T); A->list = ad_nlist_new(A_); }
+expr(A) ::= LDICT(T) dictentries(L) RBRACE. { A = mk(P, N_DICT, &T); A->list = L; }
+expr(A) ::= LDICT(T) dictentries(L) COMMA RBRACE. { A = mk(P, N_DICT, &T); A->list = L; }
+dictentries(A) ::= dictentry(E). { A = ad_nlist_add(A_, NULL, E); }
+dictentries(A) ::= dictentries(L) COMMA dictentry(E). { A = ad_nlist_add(A_, L, E); }
+dictentry(A) ::= expr(K) COLON(T) expr(V). { A = mk(P, N_DICTENTRY, &T); A->line = K->line; A->col = K->col; A->a = K; A->b = V; }
 expr(A) ::= FN(T) LPAREN params(L) RPAREN ARROW expr(E). [ARROW] {
     A = mk(P, N_LAMBDA, &T); A->list = L;
     ad_node *r = mk(P, N_RETURN, &T); r->line = E->line; r->col = E->col; r->a = E;

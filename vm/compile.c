@@ -405,6 +405,7 @@ static ad_opcode binop_code(int tk) {
     case TK_SLASH: return OP_DIV; case TK_PERCENT: return OP_MOD; case TK_POW: return OP_POW;
     case TK_AT: return OP_MATMUL; case TK_EQ: return OP_EQ; case TK_NE: return OP_NE;
     case TK_LT: return OP_LT; case TK_LE: return OP_LE; case TK_GT: return OP_GT;
+    case TK_IN: return OP_IN;
     default: return OP_GE;
     }
 }
@@ -532,6 +533,36 @@ static void expr_seq(fstate *fs, ad_node *n, int dst) {
     fs->freereg = save;
 }
 
+/* {k: v, ...}: pairs in consecutive registers, then one NEWDICT. */
+static void expr_dict(fstate *fs, ad_node *n, int dst) {
+    int save = fs->freereg;
+    int cnt = n->list ? n->list->n : 0;
+    if (cnt > 100) {
+        cerror(fs, n->line, n->col, "dict literal too long (more than 100 entries); build it with assignments");
+        return;
+    }
+    int base = reserve(fs, 2 * cnt);
+    for (int i = 0; i < cnt; i++) {
+        expr(fs, n->list->items[i]->a, base + 2 * i);
+        expr(fs, n->list->items[i]->b, base + 2 * i + 1);
+    }
+    setpos(fs, n);
+    emit_abc(fs, OP_NEWDICT, dst, base, cnt);
+    fs->freereg = save;
+}
+
+/* x.name for a name that is no tensor attribute: read by name at run time
+ * (a dict's string key). */
+static void expr_attr_named(fstate *fs, ad_node *n, int dst) {
+    int save = fs->freereg;
+    int a = expr_any(fs, n->a);
+    int k = add_kstr(fs, n->str, n->len);
+    setpos(fs, n);
+    emit_abc(fs, OP_GETATTRK, dst, a, 0);
+    emit_abx(fs, OP_EXTRAARG, 0, k);
+    fs->freereg = save;
+}
+
 static void expr_inner(fstate *fs, ad_node *n, int dst);
 
 static void expr(fstate *fs, ad_node *n, int dst) {
@@ -597,9 +628,10 @@ static void expr_inner(fstate *fs, ad_node *n, int dst) {
     }
     case N_CALL: case N_METHOD: expr_call(fs, n, dst); break;
     case N_INDEX: expr_index(fs, n, dst); break;
+    case N_DICT: expr_dict(fs, n, dst); break;
     case N_ATTR: {
         int attr = ad_attr_lookup(n->str);
-        if (attr < 0) { cerror(fs, n->line, n->col, "unknown attribute '%s' (for a method, call it: x.%s())", n->str, n->str); break; }
+        if (attr < 0) { expr_attr_named(fs, n, dst); break; }
         int save = fs->freereg;
         int a = expr_any(fs, n->a);
         setpos(fs, n);

@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "autograd.h"
 #include "device.h"
+#include "dict.h"
 #include "compile.h"
 #include "library.h"
 #include "op.h"
@@ -577,6 +578,10 @@ static int get_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
     }
     if (obj.t == AD_TTENSOR) return ad_bi_index_get(S, obj.u.tensor, n, idx, out);
     if (ad_is_seq(obj) || obj.t == AD_TSTR) return index_seq(S, obj, n, idx, out);
+    if (obj.t == AD_TDICT) {
+        if (n != 1) return ad_error(S, "a dict takes one key in [ ], not %d", n);
+        return ad_dict_get_checked(S, obj.u.d, idx[0], out);
+    }
     return ad_error(S, "%s is not subscriptable", ad_type_name(obj));
 }
 
@@ -593,10 +598,27 @@ static int set_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
         return ADDSL_OK;
     }
     if (obj.t == AD_TTUPLE) return ad_error(S, "tuples cannot be modified");
+    if (obj.t == AD_TDICT) {
+        if (n != 1) return ad_error(S, "a dict takes one key in [ ], not %d", n);
+        return ad_dict_set(S, obj.u.d, idx[0], v);
+    }
     return ad_error(S, "%s does not support item assignment", ad_type_name(obj));
 }
 
+/* d.name is d["name"], so objects kept in dicts read like PyTorch's. */
+static int get_attr_named(ad_state *S, ad_value obj, const char *name, ad_value *out) {
+    if (obj.t == AD_TDICT) {
+        ad_value *v = ad_dict_get_str(obj.u.d, name);
+        if (!v) return ad_error(S, "dict has no key \"%s\" (d.%s reads d[\"%s\"])", name, name, name);
+        *out = *v;
+        ad_value_incref(*out);
+        return ADDSL_OK;
+    }
+    return ad_error(S, "unknown attribute '%s' of %s (for a method, call it: x.%s())", name, ad_type_name(obj), name);
+}
+
 static int get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) {
+    if (obj.t == AD_TDICT) return get_attr_named(S, obj, ad_attr_name(attr), out);
     if (obj.t != AD_TTENSOR) return ad_error(S, "%s has no attribute '%s'", ad_type_name(obj), ad_attr_name(attr));
     ad_tensor *t = obj.u.tensor;
     switch (attr) {
@@ -676,6 +698,42 @@ static int unpack(ad_state *S, ad_value src, int n, ad_value *dst) {
         if (rc) return rc;
         setreg(S, &dst[i], v);
     }
+    return ADDSL_OK;
+}
+
+/* 'x in c': a key of a dict, an item of a list or tuple, a substring of a string. */
+static int contains(ad_state *S, ad_value x, ad_value c, bool *out) {
+    switch (c.t) {
+    case AD_TDICT: {
+        int rc = ad_dict_check_key(S, x);
+        if (rc) return rc;
+        ad_value v;
+        *out = ad_dict_get(c.u.d, x, &v);
+        return ADDSL_OK;
+    }
+    case AD_TLIST: case AD_TTUPLE:
+        *out = false;
+        for (int64_t i = 0; i < c.u.l->len && !*out; i++) *out = ad_values_equal(c.u.l->items[i], x);
+        return ADDSL_OK;
+    case AD_TSTR:
+        if (x.t != AD_TSTR) return ad_error(S, "'in <string>' requires a string on the left, not %s", ad_type_name(x));
+        *out = x.u.s->len == 0 || (x.u.s->len <= c.u.s->len && memmem(c.u.s->data, c.u.s->len, x.u.s->data, x.u.s->len) != NULL);
+        return ADDSL_OK;
+    case AD_TTENSOR:
+        return ad_error(S, "'in' on a tensor is not supported: use any(t == x)");
+    default:
+        return ad_error(S, "argument of type %s is not a container for 'in'", ad_type_name(c));
+    }
+}
+
+static int new_dict(ad_state *S, const ad_value *kv, int n, ad_value *out) {
+    ad_dict *d = ad_dict_new(S);
+    if (!d) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    for (int i = 0; i < n; i++) {
+        int rc = ad_dict_set(S, d, kv[2 * i], kv[2 * i + 1]);
+        if (rc) { ad_dict_free(S, d); return rc; }
+    }
+    *out = ad_dict_value(d);
     return ADDSL_OK;
 }
 
@@ -1073,6 +1131,30 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             RELOAD();
             vmbreak;
         }
+        /* Opcode: GETATTRK  Synopsis: R[A] = R[B].name (name K[Bx] of the next word) */
+        vmcase(GETATTRK) {
+            ad_value out = ad_none();
+            const ad_value nm = K[AD_BX(*pc)];
+            pc++;
+            SAVEPC();
+            CHECK(get_attr_named(S, *RB, nm.u.s->data, &out));
+            setreg(S, RA, out);
+            vmbreak;
+        }
+        vmcase(NEWDICT) {
+            ad_value out = ad_none();
+            SAVEPC();
+            CHECK(new_dict(S, RB, AD_C(ins), &out));
+            setreg(S, RA, out);
+            vmbreak;
+        }
+        vmcase(IN) {
+            bool b = false;
+            SAVEPC();
+            CHECK(contains(S, *RB, *RC, &b));
+            setreg(S, RA, ad_bool(b));
+            vmbreak;
+        }
         vmcase(GETATTR) {
             ad_value out = ad_none();
             SAVEPC();
@@ -1146,6 +1228,12 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         vmcase(ITERPREP) {
             int64_t n;
             SAVEPC();
+            if (RA->t == AD_TDICT) {
+                /* A dict iterates over a snapshot of its keys, in insertion order. */
+                ad_value keys;
+                CHECK(ad_dict_list(S, RA->u.d, 0, &keys));
+                setreg(S, RA, keys);
+            }
             if (!seq_len(*RA, &n)) {
                 if (RA->t == AD_TTENSOR) CHECK(ad_error(S, "iteration over a 0-d tensor"));
                 CHECK(ad_error(S, "%s is not iterable", ad_type_name(*RA)));
@@ -1301,6 +1389,9 @@ int ad_vm_disasm(ad_state *S, const ad_proto *p, ad_buf *b) {
             ad_buf_printf(b, "    ; %s", S->globals->names[AD_BX(ins)]);
         } else if (op == OP_JMP || op == OP_JMPIF || op == OP_JMPIFNOT || op == OP_FORPREP || op == OP_FORLOOP || op == OP_ITERNEXT) {
             ad_buf_printf(b, "    ; to %d", i + 1 + AD_SBX(ins));
+        } else if (op == OP_GETATTRK && i + 1 < p->ncode) {
+            ad_buf_puts(b, "    ; .");
+            ad_value_format(S, p->k[AD_BX(p->code[i + 1])], b, false);
         } else if (op == OP_GETATTR) {
             ad_buf_printf(b, "    ; .%s", ad_attr_name(AD_C(ins)));
         } else if (op == OP_SETATTR) {
