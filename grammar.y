@@ -76,6 +76,7 @@ size_t ad_parser_size(void) { return sizeof(yyParser); }
 %type opentry { ad_node * }
 %type dictentries { ad_nlist * }
 %type compfor { ad_nlist * }
+%type tuplerhs { ad_node * }
 %type compclause { ad_node * }
 %type dictentry { ad_node * }
 
@@ -101,6 +102,23 @@ stmt(A) ::= LET(T) NAME(N) COMMA namelist(L) ASSIGN expr(E). {
     for (int i = 0; L && i < L->n; i++) l = ad_nlist_add(A_, l, L->items[i]);
     A->list = l; A->a = E;
 }
+/* let (a, b) = 1, 2 and a, b = b, a: a bare tuple on the right, targets on the left. */
+tuplerhs(A) ::= expr(E) COMMA(T) exprlist(L). {
+    A = mk(P, N_TUPLE, &T); A->line = E->line; A->col = E->col;
+    ad_nlist *l = ad_nlist_add(A_, NULL, E);
+    for (int i = 0; L && i < L->n; i++) l = ad_nlist_add(A_, l, L->items[i]);
+    A->list = l;
+}
+stmt(A) ::= LET(T) LPAREN namelist(L) RPAREN ASSIGN tuplerhs(E). { A = mk(P, N_LETDESTR, &T); A->list = L; A->a = E; }
+stmt(A) ::= LET(T) NAME(N) COMMA namelist(L) ASSIGN tuplerhs(E). {
+    A = mk(P, N_LETDESTR, &T);
+    ad_node *n = mk(P, N_NAME, &N); ad_node_set_name(A_, n, &N);
+    ad_nlist *l = ad_nlist_add(A_, NULL, n);
+    for (int i = 0; L && i < L->n; i++) l = ad_nlist_add(A_, l, L->items[i]);
+    A->list = l; A->a = E;
+}
+stmt(A) ::= tuplerhs(T) ASSIGN(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = 0; }
+stmt(A) ::= tuplerhs(T) ASSIGN(O) tuplerhs(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = 0; }
 stmt(A) ::= expr(T) ASSIGN(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = 0; }
 stmt(A) ::= expr(T) ADDEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_PLUS; }
 stmt(A) ::= expr(T) SUBEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_MINUS; }

@@ -835,6 +835,40 @@ static void stmt_assign(fstate *fs, ad_node *n) {
     fs->freereg = save;
 }
 
+/* a, b = EXPR (also t[i], x.grad as targets): the right side is evaluated
+ * whole, then unpacked, then stored left to right, so a, b = b, a swaps. */
+static void stmt_assign_many(fstate *fs, ad_node *n) {
+    ad_nlist *ts = n->a->list;
+    int save = fs->freereg;
+    int src = reserve(fs, 1);
+    expr(fs, n->b, src);
+    int base = reserve(fs, ts->n);
+    setpos(fs, n);
+    emit_abc(fs, OP_UNPACK, base, src, ts->n);
+    for (int i = 0; i < ts->n && !fs->C->failed; i++) {
+        ad_node *t = ts->items[i];
+        int s2 = fs->freereg;
+        if (t->kind == N_NAME) {
+            setpos(fs, t);
+            store_var(fs, t, base + i);
+        } else if (t->kind == N_INDEX) {
+            int ib = reserve(fs, 1);
+            expr_index_operands(fs, t, ib);
+            setpos(fs, t);
+            emit_abc(fs, OP_SETINDEX, ib, t->list->n, base + i);
+        } else if (t->kind == N_ATTR && ad_attr_lookup(t->str) >= 0) {
+            int obj = reserve(fs, 1);
+            expr(fs, t->a, obj);
+            setpos(fs, t);
+            emit_abc(fs, OP_SETATTR, obj, ad_attr_lookup(t->str), base + i);
+        } else {
+            cerror(fs, t->line, t->col, "cannot assign to this expression");
+        }
+        fs->freereg = s2;
+    }
+    fs->freereg = save;
+}
+
 static void enter_block(fstate *fs, int *nvars, int *freereg) { *nvars = fs->nvars; *freereg = fs->freereg; fs->depth++; }
 static void leave_block(fstate *fs, int nvars, int freereg) { fs->nvars = nvars; fs->freereg = freereg; fs->depth--; }
 
@@ -1071,7 +1105,10 @@ static void stmt_inner(fstate *fs, ad_node *n) {
         }
         return;
     }
-    case N_ASSIGN: stmt_assign(fs, n); break;
+    case N_ASSIGN:
+        if (n->a->kind == N_TUPLE && n->op == 0) stmt_assign_many(fs, n);
+        else stmt_assign(fs, n);
+        break;
     case N_EXPRSTMT: {
         int r = reserve(fs, 1);
         expr(fs, n->a, r);
