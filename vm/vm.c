@@ -1191,6 +1191,14 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             setreg(S, RA, out);
             vmbreak;
         }
+        /* Opcode: APPEND  Synopsis: R[A].append(R[B]) for a list R[A] */
+        vmcase(APPEND) {
+            ad_value v = *RB;
+            ad_value_incref(v);
+            SAVEPC();
+            CHECK(ad_list_push(S, RA->u.l, v));
+            vmbreak;
+        }
         vmcase(NEWDICT) {
             ad_value out = ad_none();
             SAVEPC();
