@@ -8,6 +8,7 @@
 
 #include "addsl.h"
 #include "device.h"
+#include "gradfn.h"
 #include "../builtins/builtins.h"
 #include "../builtins/traj.h"
 #include "../builtins/extern.h"
@@ -51,6 +52,7 @@ static const ad_builtin_def *const builtin_tables[] = {
     ad_bi_autograd_defs, ad_bi_autograd_index_defs, ad_bi_extern_defs, ad_bi_traj_defs, ad_bi_device_defs,
     ad_inplace_defs,
     ad_bi_dict_defs,
+    ad_bi_gradfn_defs,
 };
 
 extern const char *const ad_lib_names[];

@@ -4,6 +4,7 @@
 #include "op.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../builtins/builtins.h"
@@ -60,7 +61,19 @@ void ad_opdef_free(ad_state *S, ad_opdef *op) {
     ad_free(S, op->vjp);
     for (int i = 0; i < AD_OP_MAX_OUTS; i++) ad_value_decref(S, op->jvp[i]);
     ad_value_decref(S, op->test_inputs);
+    if (op->result_names) ad_value_decref(S, ad_list_value(op->result_names, AD_TTUPLE));
     ad_free(S, op);
+}
+
+size_t ad_op_public_name(const ad_opdef *op, char *buf, size_t size) {
+    size_t n = strlen(op->name);
+    static const char *const forms[] = {"_dim", "_all"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        size_t k = strlen(forms[i]);
+        if (n > k && strcmp(op->name + n - k, forms[i]) == 0) { n -= k; break; }
+    }
+    snprintf(buf, size, "%.*s", (int)n, op->name);
+    return n < size ? n : size - 1;
 }
 
 static bool reads(const ad_proto *p, int i) {
@@ -101,6 +114,12 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
     op->nout = t->nout;
     op->outnames = dup_names(S, t->outnames, t->nout, &ok2);
     if (!op->name || !ok1 || !ok2) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+    if (op->outnames) {
+        char type[128];
+        ad_op_public_name(op, type, sizeof type);
+        op->result_names = ad_names_new(S, type, op->nout, (const char *const *)op->outnames);
+        if (!op->result_names) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+    }
     memcpy(op->kind, t->kind, sizeof op->kind);
     for (int i = 0; i < t->nparams; i++)
         if (t->notimpl[i] && !(op->notimpl[i] = dupstr(S, t->notimpl[i]))) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
@@ -504,8 +523,11 @@ static int op_call_sizes(ad_state *S, ad_opdef *op, const ad_value *args, int na
 
 int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     *out = ad_none();
-    if (op->sizes_param) return op_call_sizes(S, op, args, nargs, kw, out);
-    return op_call(S, op, args, nargs, kw, out);
+    int rc = op->sizes_param ? op_call_sizes(S, op, args, nargs, kw, out) : op_call(S, op, args, nargs, kw, out);
+    /* Outputs with names make a named tuple, as torch.return_types.max. */
+    if (!rc && op->result_names && out->t == AD_TTUPLE && out->u.l->hdr.refcount == 1)
+        ad_tuple_share_names(out->u.l, op->result_names);
+    return rc;
 }
 
 /* The operators (+ - * / % ** @, unary -, t[...]) dispatch to these ops when

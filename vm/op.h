@@ -68,6 +68,7 @@ typedef struct ad_opdef {
     ad_jvp_kind jvp_kind;
     ad_value jvp[AD_OP_MAX_OUTS];   /* JVP formula per output (AD_JVP_FORMULA) */
     ad_value test_inputs;           /* a function giving sample arguments, or none */
+    ad_list *result_names;          /* with output names: the named tuple's names (vm/value.h), else NULL */
 } ad_opdef;
 
 /* What the compiler knows of an op definition; NEWOP turns it plus the
@@ -106,6 +107,9 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
 int ad_op_formula_nargs(int nparams, int nout, bool named);
 
 void ad_opdef_free(ad_state *S, ad_opdef *op);
+/* The op's name as PyTorch names the function: without the '_dim'/'_all' of
+ * the library's split forms (max_dim is max). Writes it to buf; returns its length. */
+size_t ad_op_public_name(const ad_opdef *op, char *buf, size_t size);
 /* Calls the op with arguments (kw: names of the trailing nkw arguments). */
 int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
 /* Looks up global ops used by operators after the library loads. */

@@ -26,6 +26,7 @@ typedef enum {
     AD_TFUNC,     /* a script closure */
     AD_TBUILTIN,  /* a C function */
     AD_TOP,       /* a differentiable op (vm/op.h) */
+    AD_TGRADFN,   /* t.grad_fn: a graph node seen from scripts (vm/gradfn.h) */
     AD_TCELL,     /* captured variable (internal, never user-visible) */
     AD_TDICT      /* vm/dict.h */
 } ad_vtype;
@@ -48,6 +49,7 @@ typedef struct ad_value {
         struct ad_closure *fn;
         struct ad_builtin *bi;
         struct ad_opdef *op;
+        struct ad_gradfn *gf;
         struct ad_cell *cell;
         struct ad_dict *d;
     } u;
@@ -63,6 +65,9 @@ typedef struct ad_list {
     ad_obj hdr;
     int64_t len, cap;
     ad_value *items;
+    /* A named tuple (torch.return_types: max(x, dim=1).values): a tuple of
+     * strings, its type name then one field name per item; NULL otherwise. */
+    struct ad_list *names;
 } ad_list;
 
 typedef struct ad_slice {
@@ -129,6 +134,14 @@ ad_list *ad_list_new(ad_state *S, ad_vtype kind, int64_t len);
 int ad_list_push(ad_state *S, ad_list *l, ad_value v); /* steals v, even on failure */
 /* A new list or tuple ('kind') holding the items of 'src' (new references). */
 ad_list *ad_list_copy(ad_state *S, const ad_list *src, ad_vtype kind);
+/* Makes tuple 't' a named tuple of type 'type' with fields 'fields' (t->len names). */
+int ad_tuple_name(ad_state *S, ad_list *t, const char *type, const char *const *fields);
+/* Gives tuple 't' (a new one, not yet named) the names tuple 'names' (made by ad_names_new). */
+void ad_tuple_share_names(ad_list *t, ad_list *names);
+/* A names tuple for ad_tuple_share_names: type, then nfields field names. */
+ad_list *ad_names_new(ad_state *S, const char *type, int nfields, const char *const *fields);
+/* The item of named tuple 't' whose field is 'field' (borrowed), or NULL. */
+const ad_value *ad_tuple_field(const ad_list *t, const char *field);
 static inline ad_value ad_list_value(ad_list *l, ad_vtype kind) { ad_value v; v.t = kind; v.u.l = l; return v; }
 
 const char *ad_type_name(ad_value v);

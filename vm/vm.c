@@ -15,6 +15,7 @@
 #include "device.h"
 #include "inplace.h"
 #include "dict.h"
+#include "gradfn.h"
 #include "compile.h"
 #include "library.h"
 #include "op.h"
@@ -41,7 +42,9 @@ struct ad_vm {
 /* ---- attributes ---- */
 
 static const char *const attr_names[AD_ATTR__COUNT] = {
-    "shape", "dtype", "ndim", "device", "grad", "requires_grad", "T", "is_leaf", "data"
+    "shape", "dtype", "ndim", "device", "grad", "requires_grad", "T", "is_leaf", "data",
+    "mT", "mH", "H", "grad_fn",
+    "next_functions", "variable", "values", "indices", "sign", "logabsdet"
 };
 
 int ad_attr_lookup(const char *name) {
@@ -652,9 +655,49 @@ static int get_attr_named(ad_state *S, ad_value obj, const char *name, ad_value 
     return ad_error(S, "unknown attribute '%s' of %s (for a method, call it: x.%s())", name, ad_type_name(obj), name);
 }
 
+/* Calls the library's op 'name': the attributes that are views (.T, .mT)
+ * record a graph node exactly as x.permute(...) and x.transpose(-2, -1) do. */
+static int call_library(ad_state *S, const char *name, int argc, const ad_value *argv, ad_value *out) {
+    int slot = ad_global_slot(S, name, false);
+    if (slot < 0) return ad_error(S, "the library's op '%s' is missing", name);
+    int rc = ad_library_resolve(S, slot);
+    if (rc) return rc;
+    return ad_vm_call_value(S, S->globals->values[slot], argc, argv, out);
+}
+
+/* .T (every dim reversed, as torch's deprecated form for other than 2-D),
+ * .mT/.mH (the last two dims; real tensors, so mH is mT) and .H (2-D). */
+static int attr_transposed(ad_state *S, ad_value obj, int attr, ad_value *out) {
+    ad_tensor *t = obj.u.tensor;
+    if ((attr == AD_ATTR_MT || attr == AD_ATTR_MH) && t->ndim < 2)
+        return ad_error(S, "tensor.%s is only supported on matrices or batches of matrices. Got %d-D tensor.", ad_attr_name(attr), t->ndim);
+    if (attr == AD_ATTR_H && t->ndim != 2 && t->ndim != 0)
+        return ad_error(S, "tensor.H is only supported on matrices (2-D tensors). Got %d-D tensor.", t->ndim);
+    if (attr == AD_ATTR_MT || attr == AD_ATTR_MH) {
+        ad_value args[3] = {obj, ad_int(-2), ad_int(-1)};
+        return call_library(S, "transpose", 3, args, out);
+    }
+    ad_list *dims = ad_list_new(S, AD_TLIST, t->ndim);
+    if (!dims) return S->errcode;
+    for (int i = 0; i < t->ndim; i++) dims->items[i] = ad_int(t->ndim - 1 - i);
+    ad_value args[2] = {obj, ad_list_value(dims, AD_TLIST)};
+    int rc = call_library(S, "permute", 2, args, out);
+    ad_value_decref(S, args[1]);
+    return rc;
+}
+
 static int get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) {
     if (obj.t == AD_TDICT) return get_attr_named(S, obj, ad_attr_name(attr), out);
-    if (obj.t != AD_TTENSOR) return ad_error(S, "%s has no attribute '%s'", ad_type_name(obj), ad_attr_name(attr));
+    if (obj.t == AD_TGRADFN) return ad_gradfn_attr(S, obj.u.gf, ad_attr_name(attr), out);
+    if (obj.t == AD_TTUPLE && obj.u.l->names) {
+        const ad_value *f = ad_tuple_field(obj.u.l, ad_attr_name(attr));
+        if (!f) return ad_error(S, "'torch.return_types.%s' has no attribute '%s'", obj.u.l->names->items[0].u.s->data, ad_attr_name(attr));
+        ad_value_incref(*f);
+        *out = *f;
+        return ADDSL_OK;
+    }
+    if (obj.t != AD_TTENSOR || attr >= AD_ATTR_NEXT_FUNCTIONS)
+        return ad_error(S, "%s has no attribute '%s'", ad_type_name(obj), ad_attr_name(attr));
     ad_tensor *t = obj.u.tensor;
     switch (attr) {
     case AD_ATTR_SHAPE: {
@@ -677,14 +720,9 @@ static int get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) {
         return ADDSL_OK;
     case AD_ATTR_REQUIRES_GRAD: *out = ad_bool(t->requires_grad); return ADDSL_OK;
     case AD_ATTR_IS_LEAF: *out = ad_bool(t->grad_fn == NULL); return ADDSL_OK;
-    case AD_ATTR_T: {
-        int64_t dims[AD_MAX_DIMS];
-        for (int i = 0; i < t->ndim; i++) dims[i] = t->ndim - 1 - i;
-        ad_tensor *r = ad_tensor_permute(S, t, t->ndim, dims);
-        if (!r) return S->errcode;
-        *out = ad_tensor_value(r);
-        return ADDSL_OK;
-    }
+    case AD_ATTR_T: case AD_ATTR_MT: case AD_ATTR_MH: case AD_ATTR_H:
+        return attr_transposed(S, obj, attr, out);
+    case AD_ATTR_GRAD_FN: return ad_gradfn_of(S, t, out);
     case AD_ATTR_DATA: {
         ad_tensor *r = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
         if (!r) return S->errcode;
@@ -1217,6 +1255,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             ad_value out = ad_none();
             SAVEPC();
             CHECK(get_attr(S, *RB, AD_C(ins), &out));
+            RELOAD(); /* .T and .mT call the library's ops */
             setreg(S, RA, out);
             vmbreak;
         }
