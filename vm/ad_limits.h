@@ -15,5 +15,6 @@
 #define AD_HEAP_MAX_FREE_PER_CLASS 64 /* cached blocks kept per size class */
 #define AD_ERRMSG_MAX 1024          /* bytes of one error message */
 #define AD_MAX_SYNTAX_DEPTH 1000    /* nesting of expressions and blocks the compiler walks recursively */
+#define AD_SUGGEST_MAX_LEN 64       /* longest name "did you mean" compares (vm/suggest.c) */
 
 #endif

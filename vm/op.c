@@ -9,6 +9,7 @@
 #include "../builtins/builtins.h"
 #include "autograd.h"
 #include "state.h"
+#include "suggest.h"
 #include "tensor.h"
 
 int ad_op_formula_nargs(int nparams, int nout, bool named) {
@@ -145,7 +146,7 @@ static int bind(ad_state *S, const ad_opdef *op, const ad_value *args, int nargs
         const char *name = kw->items[k].u.s->data;
         int j = 0;
         while (j < np && strcmp(op->pnames[j], name) != 0) j++;
-        if (j == np) return ad_error(S, "%s() got an unexpected keyword argument '%s'", op->name, name);
+        if (j == np) return ad_error_unknown_kw(S, op->name, name, (const char *const *)op->pnames, np);
         if (set[j]) return ad_error(S, "%s() got multiple values for argument '%s'", op->name, name);
         slots[j] = args[npos + k];
         set[j] = true;

@@ -16,6 +16,7 @@
 #include "library.h"
 #include "op.h"
 #include "state.h"
+#include "suggest.h"
 #include "tensor.h"
 
 typedef struct ad_frame {
@@ -681,10 +682,6 @@ static int unpack(ad_state *S, ad_value src, int n, ad_value *dst) {
 
 /* ---- calls ---- */
 
-static int bind_error_unknown_kw(ad_state *S, const char *fname, const char *kw) {
-    return ad_error(S, "%s() got an unexpected keyword argument '%s'", fname, kw);
-}
-
 /* Orders arguments by parameter: positional first, keywords by name. 'slots'
  * receives borrowed values (defaults included); returns an error for bad calls. */
 static int bind_args(ad_state *S, const char *fname, int np, const char *const *pnames,
@@ -700,7 +697,7 @@ static int bind_args(ad_state *S, const char *fname, int np, const char *const *
         const char *kw = kwnames->items[k].u.s->data;
         int j = 0;
         while (j < np && strcmp(pnames[j], kw) != 0) j++;
-        if (j == np) return bind_error_unknown_kw(S, fname, kw);
+        if (j == np) return ad_error_unknown_kw(S, fname, kw, pnames, np);
         if (set[j]) return ad_error(S, "%s() got multiple values for argument '%s'", fname, kw);
         slots[j] = args[npos + k];
         set[j] = true;
