@@ -11,6 +11,7 @@
 #include "buf.h"
 #include "compile_op.h"
 #include "grammar.h"
+#include "hint.h"
 #include "state.h"
 
 /* ---- resolver: which declarations are captured by an inner function ---- */
@@ -190,7 +191,9 @@ typedef struct fstate {
     int line, col;
 } fstate;
 
-typedef struct gref { int slot; int line, col; bool method; } gref;
+/* A global a chunk reads; 'near' is the nearest local in scope there, kept
+ * for "did you mean" when the name turns out undefined. */
+typedef struct gref { int slot; int line, col; bool method; ad_suggest near; } gref;
 
 typedef struct cstate {
     ad_state *S;
@@ -354,6 +357,14 @@ static int find_upval(fstate *fs, const char *name) {
 typedef enum { V_LOCAL, V_CELL, V_UPVAL, V_SELF, V_GLOBAL, V_LIBGLOBAL } vkind;
 typedef struct vref { vkind kind; int index; } vref;
 
+static void near_locals(fstate *fs, const char *name, ad_suggest *s) {
+    ad_suggest_init(s, name);
+    for (fstate *f = fs; f; f = f->parent) {
+        for (int i = f->nvars - 1; i >= 0; i--) ad_suggest_add(s, f->vars[i].name);
+        if (f->selfname) ad_suggest_add(s, f->selfname);
+    }
+}
+
 static void note_global(fstate *fs, int slot, bool method) {
     cstate *C = fs->C;
     if (C->ngrefs == C->capgrefs) {
@@ -366,6 +377,10 @@ static void note_global(fstate *fs, int slot, bool method) {
     C->grefs[C->ngrefs].line = fs->line;
     C->grefs[C->ngrefs].col = fs->col;
     C->grefs[C->ngrefs].method = method;
+    ad_globals *G = C->S->globals;
+    /* Only a name not bound yet may end undefined; the locals are gone by then. */
+    if (!G->declared[slot] && !G->defined[slot]) near_locals(fs, G->names[slot], &C->grefs[C->ngrefs].near);
+    else ad_suggest_init(&C->grefs[C->ngrefs].near, G->names[slot]);
     C->ngrefs++;
 }
 
@@ -655,6 +670,31 @@ static void expr_attr_named(fstate *fs, ad_node *n, int dst) {
     fs->freereg = save;
 }
 
+/* Whether 'name' is bound where fs compiles: a local of fs or of an
+ * enclosing function, a function's own name, or a global some chunk declares. */
+static bool name_bound(fstate *fs, const char *name) {
+    for (fstate *f = fs; f; f = f->parent)
+        if (find_local(f, name) >= 0 || (f->selfname && strcmp(f->selfname, name) == 0)) return true;
+    int slot = ad_global_slot(fs->C->S, name, false);
+    ad_globals *G = fs->C->S->globals;
+    return slot >= 0 && (G->declared[slot] || G->defined[slot]);
+}
+
+/* An unknown attribute n (N_ATTR); 'math.pi' on an unbound 'math' is the
+ * habit of a module prefix, reported at the prefix. */
+static void attr_error(fstate *fs, ad_node *n) {
+    char msg[sizeof fs->C->err_msg];
+    ad_node *obj = n->a;
+    ad_chunk *ch = fs->C->chunk;
+    if (obj && obj->kind == N_NAME && !name_bound(fs, obj->str) &&
+        ad_hint_namespace(fs->C->S, ch->src, ch->len, obj->line, obj->col, obj->str, msg, sizeof msg)) {
+        cerror(fs, obj->line, obj->col, "%s", msg);
+        return;
+    }
+    ad_hint_attribute(fs->C->S, n->str, msg, sizeof msg);
+    cerror(fs, n->line, n->col, "%s", msg);
+}
+
 static void expr_inner(fstate *fs, ad_node *n, int dst);
 
 static void expr(fstate *fs, ad_node *n, int dst) {
@@ -724,7 +764,11 @@ static void expr_inner(fstate *fs, ad_node *n, int dst) {
     case N_LISTCOMP: case N_DICTCOMP: expr_comp(fs, n, dst); break;
     case N_ATTR: {
         int attr = ad_attr_lookup(n->str);
-        if (attr < 0) { expr_attr_named(fs, n, dst); break; }
+        if (attr < 0) {
+            if (n->a && n->a->kind == N_NAME && !name_bound(fs, n->a->str)) attr_error(fs, n);
+            else expr_attr_named(fs, n, dst);
+            break;
+        }
         int save = fs->freereg;
         int a = expr_any(fs, n->a);
         setpos(fs, n);
@@ -765,7 +809,11 @@ static void bind_new(fstate *fs, ad_node *decl, const char *name, int reg) {
 }
 
 static void store_var(fstate *fs, ad_node *target, int src) {
+    /* An undefined target is reported at its name, not at the '='. */
+    int sl = fs->line, sc = fs->col;
+    setpos(fs, target);
     vref v = resolve(fs, target->str, false);
+    fs->line = sl; fs->col = sc;
     switch (v.kind) {
     case V_LOCAL: if (v.index != src) emit_abc(fs, OP_MOVE, v.index, src, 0); break;
     case V_CELL: emit_abc(fs, OP_SETCELL, v.index, src, 0); break;
@@ -815,7 +863,7 @@ static void stmt_assign(fstate *fs, ad_node *n) {
         emit_abc(fs, OP_SETINDEX, base, t->list->n, v);
     } else if (t->kind == N_ATTR) {
         int attr = ad_attr_lookup(t->str);
-        if (attr < 0) { cerror(fs, t->line, t->col, "unknown attribute '%s'", t->str); return; }
+        if (attr < 0) { attr_error(fs, t); return; }
         int obj = reserve(fs, 1);
         expr(fs, t->a, obj);
         int v = reserve(fs, 1);
@@ -1316,17 +1364,22 @@ static ad_chunk *chunk_new(ad_state *S, const char *src, size_t len, const char 
     return c;
 }
 
+/* Reports the first undefined name in source order ('torch' before the
+ * method 'sum' of 'torch.sum(x)', which the compiler resolves first). */
 static bool check_globals(cstate *C) {
     ad_globals *G = C->S->globals;
+    gref *first = NULL;
     for (int i = 0; i < C->ngrefs; i++) {
         gref *g = &C->grefs[i];
         if (G->declared[g->slot] || G->defined[g->slot]) continue;
-        C->failed = true;
-        C->err_line = g->line; C->err_col = g->col;
-        snprintf(C->err_msg, sizeof C->err_msg, g->method ? "unknown method '%.200s'" : "undefined name '%.200s'", G->names[g->slot]);
-        return false;
+        if (!first || g->line < first->line || (g->line == first->line && g->col < first->col)) first = g;
     }
-    return true;
+    if (!first) return true;
+    C->failed = true;
+    C->err_line = first->line; C->err_col = first->col;
+    ad_hint_undefined(C->S, C->chunk->src, C->chunk->len, first->line, first->col, G->names[first->slot],
+                      first->method, &first->near, C->err_msg, sizeof C->err_msg);
+    return false;
 }
 
 static ad_proto *compile_chunk(ad_state *S, const char *src, size_t len, const char *name, bool repl, bool library) {

@@ -10,6 +10,7 @@
 #include "../builtins/builtins.h"
 #include "autograd.h"
 #include "state.h"
+#include "suggest.h"
 #include "tensor.h"
 
 int ad_op_formula_nargs(int nparams, int nout, bool named) {
@@ -168,7 +169,7 @@ static int bind(ad_state *S, const ad_opdef *op, const ad_value *args, int nargs
     for (int k = 0; k < nkw; k++) {
         const char *name = kw->items[k].u.s->data;
         int j = ad_param_find(np, (const char *const *)op->pnames, name);
-        if (j < 0) return ad_error(S, "%s() got an unexpected keyword argument '%s'", op->name, name);
+        if (j < 0) return ad_error_unknown_kw(S, op->name, name, (const char *const *)op->pnames, np);
         if (set[j]) return ad_error(S, "%s() got multiple values for argument '%s'", op->name, name);
         slots[j] = args[npos + k];
         set[j] = true;

@@ -20,6 +20,7 @@
 #include "library.h"
 #include "op.h"
 #include "state.h"
+#include "suggest.h"
 #include "tensor.h"
 
 typedef struct ad_frame {
@@ -643,6 +644,9 @@ static int augmented(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value
     }
 }
 
+/* vm/hint.h (not included: its parser types clash with the graph's ad_node). */
+void ad_hint_attribute(ad_state *S, const char *name, char *out, size_t n);
+
 /* d.name is d["name"], so objects kept in dicts read like PyTorch's. */
 static int get_attr_named(ad_state *S, ad_value obj, const char *name, ad_value *out) {
     if (obj.t == AD_TDICT) {
@@ -652,7 +656,9 @@ static int get_attr_named(ad_state *S, ad_value obj, const char *name, ad_value 
         ad_value_incref(*out);
         return ADDSL_OK;
     }
-    return ad_error(S, "unknown attribute '%s' of %s (for a method, call it: x.%s())", name, ad_type_name(obj), name);
+    char msg[AD_ERRMSG_MAX / 2];
+    ad_hint_attribute(S, name, msg, sizeof msg);
+    return ad_error(S, "%s", msg);
 }
 
 /* Calls the library's op 'name': the attributes that are views (.T, .mT)
@@ -812,10 +818,6 @@ static int new_dict(ad_state *S, const ad_value *kv, int n, ad_value *out) {
 
 /* ---- calls ---- */
 
-static int bind_error_unknown_kw(ad_state *S, const char *fname, const char *kw) {
-    return ad_error(S, "%s() got an unexpected keyword argument '%s'", fname, kw);
-}
-
 /* Orders arguments by parameter: positional first, keywords by name. 'slots'
  * receives borrowed values (defaults included); returns an error for bad calls. */
 static int bind_args(ad_state *S, const char *fname, int np, const char *const *pnames,
@@ -830,7 +832,7 @@ static int bind_args(ad_state *S, const char *fname, int np, const char *const *
     for (int k = 0; k < nkw; k++) {
         const char *kw = kwnames->items[k].u.s->data;
         int j = ad_param_find(np, pnames, kw);
-        if (j < 0) return bind_error_unknown_kw(S, fname, kw);
+        if (j < 0) return ad_error_unknown_kw(S, fname, kw, pnames, np);
         if (set[j]) return ad_error(S, "%s() got multiple values for argument '%s'", fname, kw);
         slots[j] = args[npos + k];
         set[j] = true;
