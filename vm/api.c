@@ -17,6 +17,7 @@
 #include "autograd.h"
 #include "heap.h"
 #include "library.h"
+#include "module.h"
 #include "op.h"
 #include "state.h"
 #include "tensor.h"
@@ -108,6 +109,7 @@ void addsl_close(addsl_state *S) {
     if (!S) return;
     ad_ops_unbind_operators(S);
     ad_library_free(S);
+    ad_modules_close(S);
     ad_vm_close(S);
     ad_globals_free(S);
     ad_device_close(S);
@@ -137,7 +139,7 @@ int addsl_dorepl(addsl_state *S, const char *code, const char *name) {
     return run(S, code, strlen(code), name ? name : "<stdin>", true);
 }
 
-static int read_file(addsl_state *S, const char *path, char **out, size_t *len) {
+int ad_read_file(addsl_state *S, const char *path, char **out, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return ad_error_code(S, ADDSL_EIO, "cannot open '%s': %s", path, strerror(errno));
     ad_buf b;
@@ -162,7 +164,7 @@ int addsl_dofile(addsl_state *S, const char *path) {
     ad_clear_error(S);
     char *src;
     size_t len;
-    int rc = read_file(S, path, &src, &len);
+    int rc = ad_read_file(S, path, &src, &len);
     if (rc) return rc;
     rc = run(S, src, len, path, false);
     ad_free(S, src);

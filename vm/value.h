@@ -27,7 +27,8 @@ typedef enum {
     AD_TBUILTIN,  /* a C function */
     AD_TOP,       /* a differentiable op (vm/op.h) */
     AD_TCELL,     /* captured variable (internal, never user-visible) */
-    AD_TDICT      /* vm/dict.h */
+    AD_TDICT,     /* vm/dict.h */
+    AD_TMODULE    /* vm/module.h */
 } ad_vtype;
 
 typedef struct ad_obj {
@@ -50,6 +51,7 @@ typedef struct ad_value {
         struct ad_opdef *op;
         struct ad_cell *cell;
         struct ad_dict *d;
+        struct ad_module *mod;
     } u;
 } ad_value;
 
