@@ -959,7 +959,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
                 SAVEPC();
                 CHECK(ad_global_resolve(S, &gslot));
                 RELOAD(); G = S->globals;
-                if (!G->defined[gslot]) CHECK(ad_error(S, "name '%s' is not defined", G->names[gslot]));
+                if (!G->defined[gslot]) CHECK(ad_error(S, "name '%.*s' is not defined", (int)strcspn(G->names[gslot], "\x01"), G->names[gslot])); /* a module name ends at \x01 */
             }
             ad_value v = G->values[gslot];
             ad_value_incref(v);
