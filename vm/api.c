@@ -8,6 +8,7 @@
 
 #include "addsl.h"
 #include "device.h"
+#include "dict.h"
 #include "../builtins/builtins.h"
 #include "../builtins/traj.h"
 #include "../builtins/extern.h"
@@ -109,6 +110,7 @@ void addsl_close(addsl_state *S) {
     if (!S) return;
     ad_ops_unbind_operators(S);
     ad_library_free(S);
+    ad_dicts_break_cycles(S);
     ad_modules_close(S);
     ad_vm_close(S);
     ad_globals_free(S);
