@@ -185,6 +185,26 @@ stmt(A) ::= EXTERN(T) STRING(L) NAME(N) LPAREN namelist_opt(TS) RPAREN RARROW NA
     call->list = ad_nlist_add(A_, call->list, sg);
     A->a = call;
 }
+/* import "path.ad" as m; 'as' stays a plain name (scripts use it as one). */
+stmt(A) ::= IMPORT(T) STRING(F) NAME(K) NAME(N). {
+    A = mk(P, N_IMPORT, &T); ad_node_set_string(A_, A, &F);
+    ad_node *n = mk(P, N_NAME, &N); ad_node_set_name(A_, n, &N);
+    A->a = n;
+    if (K.len != 2 || memcmp(K.start, "as", 2) != 0) {
+        P->error = true; P->err_line = K.line; P->err_col = K.col;
+        snprintf(P->err_msg, sizeof P->err_msg, "expected 'as' after the file of an import: import \"model.ad\" as m");
+    }
+}
+stmt(A) ::= IMPORT(T) STRING. {
+    A = mk(P, N_IMPORT, &T);
+    P->error = true; P->err_line = T.line; P->err_col = T.col;
+    snprintf(P->err_msg, sizeof P->err_msg, "an import names its module: import \"model.ad\" as m");
+}
+stmt(A) ::= IMPORT(T) NAME(N). {
+    A = mk(P, N_IMPORT, &T);
+    P->error = true; P->err_line = N.line; P->err_col = N.col;
+    snprintf(P->err_msg, sizeof P->err_msg, "import takes a file in quotes: import \"model.ad\" as m (there is no '%.*s' to import: PyTorch's functions are global, torch.X is X)", N.len > 40 ? 40 : N.len, N.start);
+}
 namelist_opt(A) ::= . { A = NULL; }
 namelist_opt(A) ::= namelist(L). { A = L; }
 

@@ -110,6 +110,7 @@ static int scan(ad_lexer *lx, ad_token *t) {
         "detect_anomaly" { return TK_ANOMALY; }
         "op" { return TK_OP; }
         "extern" { return TK_EXTERN; }
+        "import" { return TK_IMPORT; }
         "true" { return TK_TRUE; }
         "false" { return TK_FALSE; }
         "none" { return TK_NONE; }

@@ -9,6 +9,7 @@
 #include "addsl.h"
 #include "device.h"
 #include "gradfn.h"
+#include "dict.h"
 #include "../builtins/builtins.h"
 #include "../builtins/traj.h"
 #include "../builtins/extern.h"
@@ -19,6 +20,7 @@
 #include "inplace.h"
 #include "heap.h"
 #include "library.h"
+#include "module.h"
 #include "op.h"
 #include "state.h"
 #include "tensor.h"
@@ -112,6 +114,8 @@ void addsl_close(addsl_state *S) {
     if (!S) return;
     ad_ops_unbind_operators(S);
     ad_library_free(S);
+    ad_dicts_break_cycles(S);
+    ad_modules_close(S);
     ad_vm_close(S);
     ad_globals_free(S);
     ad_device_close(S);
@@ -141,7 +145,7 @@ int addsl_dorepl(addsl_state *S, const char *code, const char *name) {
     return run(S, code, strlen(code), name ? name : "<stdin>", true);
 }
 
-static int read_file(addsl_state *S, const char *path, char **out, size_t *len) {
+int ad_read_file(addsl_state *S, const char *path, char **out, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return ad_error_code(S, ADDSL_EIO, "cannot open '%s': %s", path, strerror(errno));
     ad_buf b;
@@ -166,7 +170,7 @@ int addsl_dofile(addsl_state *S, const char *path) {
     ad_clear_error(S);
     char *src;
     size_t len;
-    int rc = read_file(S, path, &src, &len);
+    int rc = ad_read_file(S, path, &src, &len);
     if (rc) return rc;
     rc = run(S, src, len, path, false);
     ad_free(S, src);

@@ -19,7 +19,7 @@ typedef enum {
     /* statements */
     N_LET, N_LETDESTR, N_ASSIGN, N_FNDEF, N_RETURN, N_IF, N_WHILE, N_FOR,
     N_BREAK, N_CONTINUE, N_NOGRAD, N_BLOCK, N_EXPRSTMT,
-    N_OPDEF, N_OPENTRY, N_ANOMALY
+    N_OPDEF, N_OPENTRY, N_ANOMALY, N_IMPORT
 } ad_nkind;
 
 typedef struct ad_nlist {

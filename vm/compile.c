@@ -10,6 +10,7 @@
 #include "ast.h"
 #include "buf.h"
 #include "compile_op.h"
+#include "dict.h"
 #include "grammar.h"
 #include "hint.h"
 #include "state.h"
@@ -20,6 +21,7 @@ typedef struct rbind { const char *name; ad_node *decl; int level; } rbind;
 
 typedef struct resolver {
     int nest;        /* recursion depth of the walk */
+    const char **imports; int nimports, capimports; /* names bound by import */
     rbind *b;
     int n, cap;
     int level;       /* function nesting: 0 is the main chunk */
@@ -102,6 +104,16 @@ static void r_node_inner(resolver *R, ad_node *n) {
     switch (n->kind) {
     case N_NAME: r_use(R, n->str); break;
     case N_LET: r_node(R, n->a); r_declare(R, n, n->str); break;
+    case N_IMPORT:
+        r_declare(R, n->a, n->a->str);
+        if (R->nimports == R->capimports) {
+            int cap = R->capimports ? R->capimports * 2 : 8;
+            const char **ni = ad_realloc(R->S, R->imports, (size_t)cap * sizeof *ni);
+            if (!ni) { R->failed = true; break; }
+            R->imports = ni; R->capimports = cap;
+        }
+        R->imports[R->nimports++] = n->a->str;
+        break;
     case N_LETDESTR:
         r_node(R, n->a);
         for (int i = 0; n->list && i < n->list->n; i++) r_declare(R, n->list->items[i], n->list->items[i]->str);
@@ -204,6 +216,9 @@ typedef struct cstate {
     int err_line, err_col;
     char err_msg[256];
     gref *grefs; int ngrefs, capgrefs;
+    const char *modkey;   /* compiling a module: its key (real path) */
+    ad_dict *modnames;    /* ... and its top-level names (-> slots once compiled) */
+    const char **imports; int nimports; /* names bound by an import anywhere in the chunk */
 } cstate;
 
 static void cerror(fstate *fs, int line, int col, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -384,6 +399,16 @@ static void note_global(fstate *fs, int slot, bool method) {
     C->ngrefs++;
 }
 
+/* A module's own top-level name lives in a slot named NAME "\x01" KEY. */
+enum { GNAME_MAX = 4608 };
+static const char *global_name(fstate *fs, const char *name, char *buf) {
+    cstate *C = fs->C;
+    if (!C->modkey || !ad_dict_get_str(C->modnames, name)) return name;
+    int n = snprintf(buf, GNAME_MAX, "%s\x01%s", name, C->modkey);
+    if (n < 0 || n >= GNAME_MAX) cerror(fs, fs->line, fs->col, "module path too long");
+    return buf;
+}
+
 static vref resolve(fstate *fs, const char *name, bool method) {
     vref r;
     int li = find_local(fs, name);
@@ -392,7 +417,9 @@ static vref resolve(fstate *fs, const char *name, bool method) {
     int ui = find_upval(fs, name);
     if (ui >= 0) { r.kind = V_UPVAL; r.index = ui; return r; }
     r.kind = V_GLOBAL;
-    r.index = fs->C->library ? ad_global_slot(fs->C->S, name, true) : ad_global_user_slot(fs->C->S, name, true, false);
+    char gbuf[GNAME_MAX];
+    const char *gname = global_name(fs, name, gbuf);
+    r.index = fs->C->library ? ad_global_slot(fs->C->S, gname, true) : ad_global_user_slot(fs->C->S, gname, true, false);
     if (r.index < 0) { nomem(fs); r.index = 0; return r; }
     if (r.index > AD_MAXBX) { cerror(fs, fs->line, fs->col, "too many global names"); r.index = 0; return r; }
     if (!fs->C->library && fs->C->S->globals->lib[r.index]) r.kind = V_LIBGLOBAL;
@@ -489,11 +516,33 @@ static void emit_call(fstate *fs, int base, int nargs, int nkw, int kwk) {
     if (nkw) emit_abx(fs, OP_EXTRAARG, 0, kwk);
 }
 
+/* m.f(x) calls the module's f with (x) when m names a module: bound by an
+ * import in this chunk, or (the REPL's next line) a global holding one now. */
+static bool names_module(fstate *fs, const ad_node *recv) {
+    if (recv->kind != N_NAME) return false;
+    cstate *C = fs->C;
+    for (int i = 0; i < C->nimports; i++)
+        if (strcmp(C->imports[i], recv->str) == 0) return true;
+    if (find_local(fs, recv->str) >= 0) return false;
+    char gbuf[GNAME_MAX];
+    int g = ad_global_user_slot(C->S, global_name(fs, recv->str, gbuf), false, false);
+    ad_globals *G = C->S->globals;
+    return g >= 0 && G->defined[g] && G->values[g].t == AD_TMODULE;
+}
+
 static void expr_call(fstate *fs, ad_node *n, int dst) {
     int save = fs->freereg;
     int base = reserve(fs, 1);
     int nargs = 0, nkw = 0, kwk = -1;
-    if (n->kind == N_METHOD) {
+    if (n->kind == N_METHOD && names_module(fs, n->a)) {
+        int k = add_kstr(fs, n->str, n->len);
+        int m = expr_any(fs, n->a);
+        setpos(fs, n);
+        emit_abc(fs, OP_GETATTRK, base, m, 0);
+        emit_abx(fs, OP_EXTRAARG, 0, k);
+        fs->freereg = base + 1;
+        call_args(fs, n->list, base, 0, &nargs, &nkw, &kwk);
+    } else if (n->kind == N_METHOD) {
         setpos(fs, n);
         /* x.f() is f(x) with the f in scope; where that f is not callable (a
          * tensor named t, calling x.t()), it is the library's op f. */
@@ -680,17 +729,25 @@ static bool name_bound(fstate *fs, const char *name) {
     return slot >= 0 && (G->declared[slot] || G->defined[slot]);
 }
 
-/* An unknown attribute n (N_ATTR); 'math.pi' on an unbound 'math' is the
- * habit of a module prefix, reported at the prefix. */
-static void attr_error(fstate *fs, ad_node *n) {
+/* 'math.pi', 'torch.sum' on an unbound 'math'/'torch': the habit of a module
+ * prefix, reported at the prefix; true when reported. Other unknown
+ * attributes are read by name at run time (dict keys, module names). */
+static bool namespace_habit(fstate *fs, ad_node *n) {
     char msg[sizeof fs->C->err_msg];
     ad_node *obj = n->a;
     ad_chunk *ch = fs->C->chunk;
     if (obj && obj->kind == N_NAME && !name_bound(fs, obj->str) &&
         ad_hint_namespace(fs->C->S, ch->src, ch->len, obj->line, obj->col, obj->str, msg, sizeof msg)) {
         cerror(fs, obj->line, obj->col, "%s", msg);
-        return;
+        return true;
     }
+    return false;
+}
+
+/* x.name = v for a name no value can be assigned (only tensor attributes can). */
+static void attr_assign_error(fstate *fs, ad_node *n) {
+    if (namespace_habit(fs, n)) return;
+    char msg[sizeof fs->C->err_msg];
     ad_hint_attribute(fs->C->S, n->str, msg, sizeof msg);
     cerror(fs, n->line, n->col, "%s", msg);
 }
@@ -765,8 +822,7 @@ static void expr_inner(fstate *fs, ad_node *n, int dst) {
     case N_ATTR: {
         int attr = ad_attr_lookup(n->str);
         if (attr < 0) {
-            if (n->a && n->a->kind == N_NAME && !name_bound(fs, n->a->str)) attr_error(fs, n);
-            else expr_attr_named(fs, n, dst);
+            if (!namespace_habit(fs, n)) expr_attr_named(fs, n, dst);
             break;
         }
         int save = fs->freereg;
@@ -790,6 +846,8 @@ static bool at_global_scope(fstate *fs) { return fs->is_main && fs->depth == 0; 
 
 static void declare_global(fstate *fs, const char *name, int *slot) {
     ad_state *S = fs->C->S;
+    char gbuf[GNAME_MAX];
+    name = global_name(fs, name, gbuf);
     *slot = fs->C->library ? ad_global_slot(S, name, true) : ad_global_user_slot(S, name, true, true);
     if (*slot < 0) { nomem(fs); *slot = 0; return; }
     if (*slot > AD_MAXBX) { cerror(fs, fs->line, fs->col, "too many global names"); *slot = 0; return; }
@@ -863,7 +921,7 @@ static void stmt_assign(fstate *fs, ad_node *n) {
         emit_abc(fs, OP_SETINDEX, base, t->list->n, v);
     } else if (t->kind == N_ATTR) {
         int attr = ad_attr_lookup(t->str);
-        if (attr < 0) { attr_error(fs, t); return; }
+        if (attr < 0) { attr_assign_error(fs, t); return; }
         int obj = reserve(fs, 1);
         expr(fs, t->a, obj);
         int v = reserve(fs, 1);
@@ -1229,6 +1287,14 @@ static void stmt_inner(fstate *fs, ad_node *n) {
         break;
     }
     case N_OPDEF: stmt_opdef(fs, n); return;
+    case N_IMPORT: {
+        int r = reserve(fs, 1);
+        emit_abx(fs, OP_LOADK, r, add_kstr(fs, n->str, n->len));
+        emit_abc(fs, OP_IMPORT, r, 0, 0);
+        bind_new(fs, n->a, n->a->str, r);
+        if (at_global_scope(fs)) fs->freereg = save;
+        return;
+    }
     case N_BLOCK: block(fs, n); break;
     default: cerror(fs, n->line, n->col, "not a statement"); break;
     }
@@ -1382,7 +1448,39 @@ static bool check_globals(cstate *C) {
     return false;
 }
 
-static ad_proto *compile_chunk(ad_state *S, const char *src, size_t len, const char *name, bool repl, bool library) {
+/* A module's top-level names (let, fn, op, import), entered before any code
+ * is compiled so uses ahead of the definition find the module's own slot. */
+static bool collect_module_names(ad_state *S, ad_node *root, ad_dict *names) {
+    for (int i = 0; root->list && i < root->list->n; i++) {
+        ad_node *n = root->list->items[i];
+        const char *one = NULL;
+        switch (n->kind) {
+        case N_LET: case N_FNDEF: case N_OPDEF: one = n->str; break;
+        case N_IMPORT: one = n->a ? n->a->str : NULL; break;
+        case N_LETDESTR:
+            for (int j = 0; j < n->list->n; j++)
+                if (ad_dict_set_str(S, names, n->list->items[j]->str, ad_int(-1))) return false;
+            break;
+        default: break;
+        }
+        if (one && ad_dict_set_str(S, names, one, ad_int(-1))) return false;
+    }
+    return true;
+}
+
+static void fill_module_slots(ad_state *S, const char *key, ad_dict *names) {
+    int64_t it = 0;
+    ad_value k, v;
+    char buf[GNAME_MAX];
+    while (ad_dict_next(names, &it, &k, &v)) {
+        snprintf(buf, sizeof buf, "%s\x01%s", k.u.s->data, key);
+        ad_value *slot = ad_dict_get_str(names, k.u.s->data);
+        *slot = ad_int(ad_global_slot(S, buf, false));
+    }
+}
+
+static ad_proto *compile_chunk(ad_state *S, const char *src, size_t len, const char *name, bool repl, bool library,
+                               const char *modkey, ad_dict *modnames) {
     ad_arena arena;
     ad_arena_init(&arena, S);
     ad_parse P;
@@ -1407,14 +1505,18 @@ static ad_proto *compile_chunk(ad_state *S, const char *src, size_t len, const c
     R.S = S;
     r_node(&R, P.root);
     ad_free(S, R.b);
-    if (R.failed) { ad_arena_free(&arena); ad_nomem(S); return NULL; }
+    if (R.failed || (modkey && !collect_module_names(S, P.root, modnames))) {
+        ad_free(S, R.imports); ad_arena_free(&arena); ad_nomem(S); return NULL;
+    }
 
     ad_chunk *chunk = chunk_new(S, src, len, name);
-    if (!chunk) { ad_arena_free(&arena); return NULL; }
+    if (!chunk) { ad_free(S, R.imports); ad_arena_free(&arena); return NULL; }
     chunk->library = library;
     cstate C;
     memset(&C, 0, sizeof C);
     C.S = S; C.chunk = chunk; C.repl = repl; C.library = library;
+    C.modkey = modkey; C.modnames = modnames;
+    C.imports = R.imports; C.nimports = R.nimports;
     fstate fs;
     memset(&fs, 0, sizeof fs);
     fs.C = &C;
@@ -1422,14 +1524,16 @@ static ad_proto *compile_chunk(ad_state *S, const char *src, size_t len, const c
     fs.line = 1; fs.col = 1;
     fs.p = proto_new(S, chunk, "<main>", 1);
     ad_chunk_decref(S, chunk);
-    if (!fs.p) { ad_arena_free(&arena); return NULL; }
+    if (!fs.p) { ad_free(S, R.imports); ad_arena_free(&arena); return NULL; }
     /* The top-level block's statements run at global scope (depth 0). */
     for (int i = 0; P.root->list && i < P.root->list->n && !C.failed; i++) stmt(&fs, P.root->list->items[i]);
     emit_abc(&fs, OP_RETURN, 0, 0, 0);
     if (!C.failed) check_globals(&C);
     fs_free(&fs);
     ad_free(S, C.grefs);
+    ad_free(S, R.imports);
     ad_arena_free(&arena);
+    if (!C.failed && modkey) fill_module_slots(S, modkey, modnames);
     if (C.failed) {
         if (strcmp(C.err_msg, "out of memory") == 0) ad_nomem(S);
         else set_compile_error(S, name, src, len, C.err_line, C.err_col, C.err_msg);
@@ -1440,11 +1544,16 @@ static ad_proto *compile_chunk(ad_state *S, const char *src, size_t len, const c
 }
 
 ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name, bool repl) {
-    return compile_chunk(S, src, len, name, repl, false);
+    return compile_chunk(S, src, len, name, repl, false, NULL, NULL);
+}
+
+ad_proto *ad_compile_module(ad_state *S, const char *src, size_t len, const char *name,
+                            const char *key, ad_dict *names) {
+    return compile_chunk(S, src, len, name, false, false, key, names);
 }
 
 ad_proto *ad_compile_library(ad_state *S, const char *src, size_t len, const char *name) {
-    return compile_chunk(S, src, len, name, false, true);
+    return compile_chunk(S, src, len, name, false, true, NULL, NULL);
 }
 
 int ad_compile_incomplete(const char *src, size_t len) {

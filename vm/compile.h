@@ -14,6 +14,12 @@
 ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name, bool repl);
 /* The embedded op library: its names are the library's own slots, never a script's shadows. */
 ad_proto *ad_compile_library(ad_state *S, const char *src, size_t len, const char *name);
+/* A module (vm/module.c): its top-level names become global slots of their
+ * own, named NAME "\x01" KEY, so they hide nothing of the importer's; 'names'
+ * receives each such name mapped to its slot (an integer). */
+struct ad_dict;
+ad_proto *ad_compile_module(ad_state *S, const char *src, size_t len, const char *name,
+                            const char *key, struct ad_dict *names);
 /* 1 when 'src' ends inside an open bracket or string (the REPL asks for more). */
 int ad_compile_incomplete(const char *src, size_t len);
 /* Formats "NAME:LINE:COL: error: MSG\n<source line>\n<caret>\n" into b. */

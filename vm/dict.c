@@ -66,10 +66,40 @@ ad_dict *ad_dict_new(ad_state *S) {
     ad_dict *d = ad_calloc(S, 1, sizeof *d);
     if (!d) return NULL;
     d->hdr.refcount = 1;
+    d->next = S->dicts;
+    if (d->next) d->next->prev = d;
+    S->dicts = d;
     return d;
 }
 
+static void clear_entries(ad_state *S, ad_dict *d) {
+    ad_dict_entry *e = d->e;
+    int64_t n = d->n;
+    d->e = NULL; d->n = d->cap = d->len = 0;
+    ad_free(S, d->slots);
+    d->slots = NULL; d->nslots = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!e[i].live) continue;
+        ad_value_decref(S, e[i].key);
+        ad_value_decref(S, e[i].val);
+    }
+    ad_free(S, e);
+}
+
+void ad_dicts_break_cycles(ad_state *S) {
+    /* Pinned first, so clearing one dict frees no other dict mid-walk. */
+    for (ad_dict *d = S->dicts; d; d = d->next) d->hdr.refcount++;
+    for (ad_dict *d = S->dicts; d; d = d->next) clear_entries(S, d);
+    for (ad_dict *d = S->dicts, *next; d; d = next) {
+        next = d->next;
+        ad_value_decref(S, ad_dict_value(d));
+    }
+}
+
 void ad_dict_free(ad_state *S, ad_dict *d) {
+    if (d->prev) d->prev->next = d->next;
+    else S->dicts = d->next;
+    if (d->next) d->next->prev = d->prev;
     for (int64_t i = 0; i < d->n; i++) {
         if (!d->e[i].live) continue;
         ad_value_decref(S, d->e[i].key);

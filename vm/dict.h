@@ -24,6 +24,7 @@ typedef struct ad_dict {
     int64_t *slots;       /* open addressing: entry index + 1, 0 when empty */
     int64_t nslots;       /* a power of two, at least twice n */
     bool busy;            /* being printed or compared: a cycle through it shows as {...} */
+    struct ad_dict *prev, *next; /* every live dict of the state, so close can break cycles */
 } ad_dict;
 
 static inline ad_value ad_dict_value(ad_dict *d) { ad_value v; v.t = AD_TDICT; v.u.d = d; return v; }
@@ -31,6 +32,10 @@ static inline ad_value ad_dict_value(ad_dict *d) { ad_value v; v.t = AD_TDICT; v
 /* A new empty dict (refcount 1), or NULL with the error set. */
 ad_dict *ad_dict_new(ad_state *S);
 void ad_dict_free(ad_state *S, ad_dict *d);
+
+/* At close: empties every dict still alive, which frees what a cycle through
+ * a dict (d["self"] = d) kept alive; the emptied dicts go with their owners. */
+void ad_dicts_break_cycles(ad_state *S);
 
 /* Fails with "unhashable type: 'T' ..." unless 'key' may be a dict key. */
 int ad_dict_check_key(ad_state *S, ad_value key);

@@ -56,6 +56,8 @@ struct addsl_state {
     uint64_t grad_epoch;       /* bumped per backward pass */
     struct ad_opdef *op_add, *op_sub, *op_mul, *op_div, *op_rem, *op_pow, *op_neg, *op_matmul, *op_index, *op_sum;
     struct ad_device *device;  /* CUDA module and device memory (vm/device.c), NULL until used */
+    struct ad_dict *dicts;     /* every live dict (vm/dict.c), emptied at close to free cycles */
+    struct ad_dict *modules;   /* imported files (vm/module.c): real path -> module, or its name while it runs */
     void *ad_state_ext;        /* autograd/forward-AD state (later issues) */
 };
 

@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "dict.h"
 #include "gradfn.h"
+#include "module.h"
 #include "state.h"
 #include "tensor.h"
 #include "op.h"
@@ -43,6 +44,7 @@ void ad_value_decref(ad_state *S, ad_value v) {
     case AD_TOP: ad_opdef_free(S, v.u.op); break;
     case AD_TDICT: ad_dict_free(S, v.u.d); break;
     case AD_TGRADFN: ad_gradfn_free(S, v.u.gf); break;
+    case AD_TMODULE: ad_module_free(S, v.u.mod); break;
     default: break;
     }
 }
@@ -152,6 +154,7 @@ const char *ad_type_name(ad_value v) {
     case AD_TGRADFN: return "grad_fn";
     case AD_TCELL: return "cell";
     case AD_TDICT: return "dict";
+    case AD_TMODULE: return "module";
     }
     return "?";
 }
@@ -267,6 +270,7 @@ int ad_value_format(ad_state *S, ad_value v, ad_buf *b, bool quote_str) {
     case AD_TGRADFN: return ad_gradfn_format(v.u.gf, b);
     case AD_TCELL: return ad_buf_puts(b, "<cell>");
     case AD_TDICT: return ad_dict_format(S, v.u.d, b);
+    case AD_TMODULE: return ad_buf_printf(b, "<module \"%s\">", v.u.mod->path);
     }
     return ADDSL_OK;
 }

@@ -28,7 +28,8 @@ typedef enum {
     AD_TOP,       /* a differentiable op (vm/op.h) */
     AD_TGRADFN,   /* t.grad_fn: a graph node seen from scripts (vm/gradfn.h) */
     AD_TCELL,     /* captured variable (internal, never user-visible) */
-    AD_TDICT      /* vm/dict.h */
+    AD_TDICT,     /* vm/dict.h */
+    AD_TMODULE    /* vm/module.h */
 } ad_vtype;
 
 typedef struct ad_obj {
@@ -52,6 +53,7 @@ typedef struct ad_value {
         struct ad_gradfn *gf;
         struct ad_cell *cell;
         struct ad_dict *d;
+        struct ad_module *mod;
     } u;
 } ad_value;
 

@@ -16,6 +16,7 @@
 #include "inplace.h"
 #include "dict.h"
 #include "gradfn.h"
+#include "module.h"
 #include "compile.h"
 #include "library.h"
 #include "op.h"
@@ -649,6 +650,7 @@ void ad_hint_attribute(ad_state *S, const char *name, char *out, size_t n);
 
 /* d.name is d["name"], so objects kept in dicts read like PyTorch's. */
 static int get_attr_named(ad_state *S, ad_value obj, const char *name, ad_value *out) {
+    if (obj.t == AD_TMODULE) return ad_module_get(S, obj.u.mod, name, out);
     if (obj.t == AD_TDICT) {
         ad_value *v = ad_dict_get_str(obj.u.d, name);
         if (!v) return ad_error(S, "dict has no key \"%s\" (d.%s reads d[\"%s\"])", name, name, name);
@@ -693,7 +695,7 @@ static int attr_transposed(ad_state *S, ad_value obj, int attr, ad_value *out) {
 }
 
 static int get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) {
-    if (obj.t == AD_TDICT) return get_attr_named(S, obj, ad_attr_name(attr), out);
+    if (obj.t == AD_TDICT || obj.t == AD_TMODULE) return get_attr_named(S, obj, ad_attr_name(attr), out);
     if (obj.t == AD_TGRADFN) return ad_gradfn_attr(S, obj.u.gf, ad_attr_name(attr), out);
     if (obj.t == AD_TTUPLE && obj.u.l->names) {
         const ad_value *f = ad_tuple_field(obj.u.l, ad_attr_name(attr));
@@ -803,6 +805,36 @@ static int contains(ad_state *S, ad_value x, ad_value c, bool *out) {
     default:
         return ad_error(S, "argument of type %s is not a container for 'in'", ad_type_name(c));
     }
+}
+
+static int import_module(ad_state *S, const char *importer, ad_value *r) {
+    struct ad_vm *vm = S->vm;
+    ad_value done;
+    ad_proto *main = NULL;
+    char *key = NULL;
+    int rc = ad_module_begin(S, r->u.s->data, importer, &done, &main, &key);
+    if (rc == ADDSL_ECOMPILE) {
+        /* The module's compile error is already located in its own file. */
+        ad_buf b;
+        ad_buf_init(&b, S);
+        ad_buf_puts(&b, S->errmsg);
+        if (b.len && b.data[b.len - 1] != '\n') ad_buf_puts(&b, "\n");
+        ad_buf_puts(&b, "traceback (most recent call first):");
+        if (!b.failed) { ad_vm_set_errmsg(S, rc, b.data); vm->err_located = true; }
+        ad_buf_free(&b);
+        return rc;
+    }
+    if (rc) return rc;
+    if (!main) { setreg(S, r, done); return ADDSL_OK; }
+    int off = (int)(r - vm->stack);
+    rc = ad_vm_run_main(S, main);
+    ad_proto_decref(S, main);
+    ad_value m;
+    int frc = ad_module_finish(S, key, rc, &m);
+    if (rc) { vm->err_located = true; return rc; }
+    if (frc) return frc;
+    setreg(S, vm->stack + off, m);
+    return ADDSL_OK;
 }
 
 static int new_dict(ad_state *S, const ad_value *kv, int n, ad_value *out) {
@@ -990,7 +1022,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
                 SAVEPC();
                 CHECK(ad_global_resolve(S, &gslot));
                 RELOAD(); G = S->globals;
-                if (!G->defined[gslot]) CHECK(ad_error(S, "name '%s' is not defined", G->names[gslot]));
+                if (!G->defined[gslot]) CHECK(ad_error(S, "name '%.*s' is not defined", (int)strcspn(G->names[gslot], "\x01"), G->names[gslot])); /* a module name ends at \x01 */
             }
             ad_value v = G->values[gslot];
             ad_value_incref(v);
@@ -1237,6 +1269,13 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             ad_value_incref(v);
             SAVEPC();
             CHECK(ad_list_push(S, RA->u.l, v));
+            vmbreak;
+        }
+        /* Opcode: IMPORT  Synopsis: R[A] = module of file R[A], relative to this chunk's file */
+        vmcase(IMPORT) {
+            SAVEPC();
+            CHECK(import_module(S, cl->p->chunk->name, RA));
+            RELOAD();
             vmbreak;
         }
         vmcase(NEWDICT) {
