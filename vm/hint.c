@@ -72,6 +72,7 @@ static const name_hint name_hints[] = {
     {"False", "use 'false' (addsl's constants are lowercase: true, false, none)"},
     {"None", "use 'none' (addsl's constants are lowercase: true, false, none)"},
     {"pass", "an empty block is written '{ }' and needs no 'pass'"},
+    {"def", "functions are declared with 'fn name(args) { ... }'"},
 };
 
 /* Module names a PyTorch script puts before an op; the first is what the
