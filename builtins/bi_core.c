@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "../vm/buf.h"
+#include "../vm/dict.h"
 #include "../vm/library.h"
 #include "../vm/state.h"
 #include "../vm/vm.h"
@@ -32,6 +33,7 @@ static int bi_len(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     switch (v.t) {
     case AD_TLIST: case AD_TTUPLE: *out = ad_int((double)v.u.l->len); return ADDSL_OK;
     case AD_TSTR: *out = ad_int((double)v.u.s->len); return ADDSL_OK;
+    case AD_TDICT: *out = ad_int((double)v.u.d->len); return ADDSL_OK;
     case AD_TTENSOR:
         if (v.u.tensor->ndim == 0) return ad_error(S, "len() of a 0-d tensor");
         *out = ad_int((double)v.u.tensor->shape[0]);

@@ -17,6 +17,7 @@ extern const ad_builtin_def ad_bi_shape_defs[];       /* builtins/bi_shape.c */
 extern const ad_builtin_def ad_bi_create_defs[];      /* builtins/bi_create.c */
 extern const ad_builtin_def ad_bi_tensor_defs[];      /* builtins/bi_tensor.c: numel, item, tolist, to, detach, ... */
 extern const ad_builtin_def ad_bi_io_defs[];          /* builtins/npy.c: load, save */
+extern const ad_builtin_def ad_bi_dict_defs[];        /* builtins/bi_dict.c: dict, keys, values, items, get, pop, update, copy */
 
 /* Operators the VM dispatches to when an operand is a tensor. Both operands
  * may be tensors or numbers/bools (Python-scalar promotion rules apply). */

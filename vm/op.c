@@ -10,6 +10,7 @@
 #include "../builtins/builtins.h"
 #include "autograd.h"
 #include "state.h"
+#include "suggest.h"
 #include "tensor.h"
 
 int ad_op_formula_nargs(int nparams, int nout, bool named) {
@@ -125,6 +126,7 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
         if (t->notimpl[i] && !(op->notimpl[i] = dupstr(S, t->notimpl[i]))) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
     memcpy(op->out_diff, t->out_diff, sizeof op->out_diff);
     op->has_formulas = t->has_formulas;
+    op->reads_result = t->vjp_reads_result != 0;
     op->jvp_kind = t->jvp_kind;
     int r = 0;
     op->forward = regs[r++];
@@ -139,6 +141,9 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
             op->vjp[i].fn = regs[r++];
             ad_value_incref(op->vjp[i].fn);
             op->vjp[i].uses = vjp_uses(op, op->vjp[i].fn);
+            op->vjp[i].reads = t->vjp_reads[i];
+            op->vjp[i].reads_result = (t->vjp_reads_result >> i) & 1u;
+            op->reads_args |= op->vjp[i].reads;
         }
     }
     for (int i = 0; i < t->njvp; i++) { op->jvp[i] = regs[r++]; ad_value_incref(op->jvp[i]); }
@@ -164,7 +169,7 @@ static int bind(ad_state *S, const ad_opdef *op, const ad_value *args, int nargs
     for (int k = 0; k < nkw; k++) {
         const char *name = kw->items[k].u.s->data;
         int j = ad_param_find(np, (const char *const *)op->pnames, name);
-        if (j < 0) return ad_error(S, "%s() got an unexpected keyword argument '%s'", op->name, name);
+        if (j < 0) return ad_error_unknown_kw(S, op->name, name, (const char *const *)op->pnames, np);
         if (set[j]) return ad_error(S, "%s() got multiple values for argument '%s'", op->name, name);
         slots[j] = args[npos + k];
         set[j] = true;
@@ -285,7 +290,7 @@ static bool has_tangent_at(ad_value v, uint64_t level) {
  * the tangent's own graph may hold the output, and a graph-carrying tangent
  * there would close a reference cycle. */
 static ad_tensor *detached_dual(ad_state *S, ad_tensor *t) {
-    ad_tensor *d = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
+    ad_tensor *d = ad_tensor_alias(S, t);
     if (!d) return NULL;
     for (const ad_tangent *e = t->fw_grad; e; e = e->next) {
         ad_tensor *dt = detached_dual(S, e->t);
@@ -353,7 +358,7 @@ static int set_tangent(ad_state *S, ad_tensor *out, uint64_t level, ad_value tan
  * not hold the output, so no reference cycle forms. */
 static ad_value plain_output(ad_state *S, ad_tensor *o, uint64_t level, int *rc) {
     if (!o || *rc) return ad_none();
-    ad_tensor *a = ad_tensor_as_strided(S, o, o->ndim, o->shape, o->strides, o->offset);
+    ad_tensor *a = ad_tensor_alias(S, o);
     if (!a) { *rc = S->errcode; return ad_none(); }
     if (o->grad_fn && !o->grad_fn_weak) {
         a->grad_fn = o->grad_fn; a->grad_fn->refcount++; a->output_nr = o->output_nr;

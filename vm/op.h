@@ -40,6 +40,10 @@ typedef struct ad_vjp_entry {
     int params[AD_OP_MAX_PARAMS];   /* parameter index per name */
     ad_value fn;                    /* closure over the formula */
     unsigned uses;                  /* AD_VJP_USES_* bits */
+    /* What the formula reads of the saved values (not metadata such as .shape):
+     * backward version-checks only those of the formulas it runs. */
+    uint32_t reads;                 /* bit i: parameter i */
+    bool reads_result;              /* an output */
 } ad_vjp_entry;
 
 typedef struct ad_opdef {
@@ -57,6 +61,8 @@ typedef struct ad_opdef {
     bool out_diff[AD_OP_MAX_OUTS];
     ad_value forward;               /* closure or builtin */
     bool has_formulas;              /* records one node; else differentiated through its body */
+    bool reads_result;              /* some VJP formula reads an output (else a single output is not kept) */
+    uint32_t reads_args;            /* bit i: some VJP formula reads parameter i's values */
     int nvjp;
     ad_vjp_entry *vjp;
     ad_jvp_kind jvp_kind;
@@ -79,6 +85,8 @@ typedef struct ad_optemplate {
     char **outnames;                /* NULL for a single unnamed output */
     bool out_diff[AD_OP_MAX_OUTS];
     bool has_formulas;
+    uint32_t vjp_reads[AD_OP_MAX_PARAMS];  /* see ad_vjp_entry.reads */
+    uint32_t vjp_reads_result;
     int nvjp;
     int vjp_nnames[AD_OP_MAX_PARAMS];
     int vjp_params[AD_OP_MAX_PARAMS][AD_OP_MAX_PARAMS];

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "dict.h"
 #include "gradfn.h"
 #include "state.h"
 #include "tensor.h"
@@ -40,6 +41,7 @@ void ad_value_decref(ad_state *S, ad_value v) {
     case AD_TFUNC: ad_vm_closure_free(S, v.u.fn); break;
     case AD_TBUILTIN: ad_vm_builtin_free(S, v.u.bi); break;
     case AD_TOP: ad_opdef_free(S, v.u.op); break;
+    case AD_TDICT: ad_dict_free(S, v.u.d); break;
     case AD_TGRADFN: ad_gradfn_free(S, v.u.gf); break;
     default: break;
     }
@@ -149,6 +151,7 @@ const char *ad_type_name(ad_value v) {
     case AD_TOP: return "op";
     case AD_TGRADFN: return "grad_fn";
     case AD_TCELL: return "cell";
+    case AD_TDICT: return "dict";
     }
     return "?";
 }
@@ -160,6 +163,7 @@ bool ad_truthy(ad_value v) {
     case AD_TINT: case AD_TNUM: return v.u.n != 0;
     case AD_TSTR: return v.u.s->len != 0;
     case AD_TLIST: case AD_TTUPLE: return v.u.l->len != 0;
+    case AD_TDICT: return v.u.d->len != 0;
     default: return true;
     }
 }
@@ -182,6 +186,7 @@ bool ad_values_equal(ad_value a, ad_value b) {
         for (int64_t i = 0; i < a.u.l->len; i++)
             if (!ad_values_equal(a.u.l->items[i], b.u.l->items[i])) return false;
         return true;
+    case AD_TDICT: return ad_dict_equal(a.u.d, b.u.d);
     case AD_TGRADFN: /* two reads of one t.grad_fn are the same node, as in torch */
         return a.u.gf->node == b.u.gf->node && a.u.gf->leaf == b.u.gf->leaf;
     default: return a.u.o == b.u.o;
@@ -261,6 +266,7 @@ int ad_value_format(ad_state *S, ad_value v, ad_buf *b, bool quote_str) {
     case AD_TOP: return ad_buf_printf(b, "<op %s>", v.u.op->name);
     case AD_TGRADFN: return ad_gradfn_format(v.u.gf, b);
     case AD_TCELL: return ad_buf_puts(b, "<cell>");
+    case AD_TDICT: return ad_dict_format(S, v.u.d, b);
     }
     return ADDSL_OK;
 }

@@ -27,7 +27,8 @@ typedef enum {
     AD_TBUILTIN,  /* a C function */
     AD_TOP,       /* a differentiable op (vm/op.h) */
     AD_TGRADFN,   /* t.grad_fn: a graph node seen from scripts (vm/gradfn.h) */
-    AD_TCELL      /* captured variable (internal, never user-visible) */
+    AD_TCELL,     /* captured variable (internal, never user-visible) */
+    AD_TDICT      /* vm/dict.h */
 } ad_vtype;
 
 typedef struct ad_obj {
@@ -50,6 +51,7 @@ typedef struct ad_value {
         struct ad_opdef *op;
         struct ad_gradfn *gf;
         struct ad_cell *cell;
+        struct ad_dict *d;
     } u;
 } ad_value;
 
@@ -144,7 +146,7 @@ static inline ad_value ad_list_value(ad_list *l, ad_vtype kind) { ad_value v; v.
 
 const char *ad_type_name(ad_value v);
 bool ad_truthy(ad_value v);
-/* Structural equality for numbers, strings, none, bools, dtypes, lists, tuples. */
+/* Structural equality for numbers, strings, none, bools, dtypes, lists, tuples, dicts. */
 bool ad_values_equal(ad_value a, ad_value b);
 
 /* Text of a value as print() shows it (strings unquoted when 'quote_str' is false). */

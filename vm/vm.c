@@ -9,14 +9,18 @@
 #include <string.h>
 
 #include "../builtins/builtins.h"
+#include "../builtins/scalar_math.h"
 #include "buf.h"
 #include "autograd.h"
 #include "device.h"
+#include "inplace.h"
+#include "dict.h"
 #include "gradfn.h"
 #include "compile.h"
 #include "library.h"
 #include "op.h"
 #include "state.h"
+#include "suggest.h"
 #include "tensor.h"
 
 typedef struct ad_frame {
@@ -383,10 +387,21 @@ static int concat_seq(ad_state *S, ad_value a, ad_value b, ad_value *out) {
 static const char *op_symbol(ad_opcode op) {
     switch (op) {
     case OP_ADD: return "+"; case OP_SUB: return "-"; case OP_MUL: return "*"; case OP_DIV: return "/";
-    case OP_MOD: return "%"; case OP_POW: return "**"; case OP_MATMUL: return "@";
+    case OP_MOD: return "%"; case OP_IDIV: return "//"; case OP_POW: return "**"; case OP_MATMUL: return "@";
     case OP_LT: return "<"; case OP_LE: return "<="; case OP_GT: return ">"; case OP_GE: return ">=";
     default: return "?";
     }
+}
+
+/* t // u is torch's div(t, u, rounding_mode="floor"), through the differentiable op. */
+static int floor_div_tensor(ad_state *S, ad_value a, ad_value b, ad_value *out) {
+    if (!S->op_div) return ad_error(S, "'//' on tensors needs the op 'div' of the library");
+    ad_value args[3] = {a, b, ad_none()};
+    int rc = ad_string_value(S, "floor", 5, &args[2]);
+    if (rc) return rc;
+    rc = ad_op_call(S, S->op_div, args, 3, NULL, out);
+    ad_value_decref(S, args[2]);
+    return rc;
 }
 
 static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *out) {
@@ -406,6 +421,10 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
             if (r != 0 && ((r < 0) != (y < 0))) r += y;
             *out = make_num(r, ints); return ADDSL_OK;
         }
+        case OP_IDIV:
+            /* Python's //: towards minus infinity; a float zero divisor gives IEEE as '/' does. */
+            if (ints && y == 0) return ad_error(S, "division by zero (floor division)");
+            *out = make_num(ad_floordiv(x, y), ints); return ADDSL_OK;
         case OP_POW:
             if (ints && y < 0 && x == 0) return ad_error(S, "division by zero (0 raised to a negative power)");
             *out = make_num(pow(x, y), ints && y >= 0); return ADDSL_OK;
@@ -428,6 +447,7 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
         case OP_MATMUL: dop = S->op_matmul; break;
         default: break;
         }
+        if (op == OP_IDIV) return floor_div_tensor(S, a, b, out);
         if (dop) { ad_value args[2] = {a, b}; return ad_op_call(S, dop, args, 2, NULL, out); }
         switch (op) {
         case OP_ADD: return ad_bi_add(S, a, b, out);
@@ -581,11 +601,15 @@ static int get_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
     }
     if (obj.t == AD_TTENSOR) return ad_bi_index_get(S, obj.u.tensor, n, idx, out);
     if (ad_is_seq(obj) || obj.t == AD_TSTR) return index_seq(S, obj, n, idx, out);
+    if (obj.t == AD_TDICT) {
+        if (n != 1) return ad_error(S, "a dict takes one key in [ ], not %d", n);
+        return ad_dict_get_checked(S, obj.u.d, idx[0], out);
+    }
     return ad_error(S, "%s is not subscriptable", ad_type_name(obj));
 }
 
 static int set_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_value v) {
-    if (obj.t == AD_TTENSOR) return ad_bi_index_set(S, obj.u.tensor, n, idx, v);
+    if (obj.t == AD_TTENSOR) return ad_inplace_setindex(S, obj.u.tensor, n, idx, v);
     if (obj.t == AD_TLIST) {
         int64_t i;
         if (n != 1 || ad_arg_int(S, idx[0], "index", "index", &i)) return ad_error(S, "list indices must be integers");
@@ -597,7 +621,44 @@ static int set_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
         return ADDSL_OK;
     }
     if (obj.t == AD_TTUPLE) return ad_error(S, "tuples cannot be modified");
+    if (obj.t == AD_TDICT) {
+        if (n != 1) return ad_error(S, "a dict takes one key in [ ], not %d", n);
+        return ad_dict_set(S, obj.u.d, idx[0], v);
+    }
     return ad_error(S, "%s does not support item assignment", ad_type_name(obj));
+}
+
+/* x OP= y: PyTorch updates a tensor x in place (x.add_(y)); other values rebind. */
+static int augmented(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *out) {
+    if (a.t != AD_TTENSOR) return arith(S, op, a, b, out);
+    switch (op) {
+    case OP_ADD: return ad_inplace_binop(S, "add_", a, b, out);
+    case OP_SUB: return ad_inplace_binop(S, "sub_", a, b, out);
+    case OP_MUL: return ad_inplace_binop(S, "mul_", a, b, out);
+    case OP_DIV: return ad_inplace_binop(S, "div_", a, b, out);
+    case OP_MOD: return ad_inplace_binop(S, "remainder_", a, b, out);
+    case OP_POW: return ad_inplace_binop(S, "pow_", a, b, out);
+    case OP_IDIV: return ad_inplace_binop(S, "floor_divide_", a, b, out);
+    case OP_MATMUL: return ad_error(S, "In-place matmul is not supported. Use 'a = a @ b' instead.");
+    default: return arith(S, op, a, b, out);
+    }
+}
+
+/* vm/hint.h (not included: its parser types clash with the graph's ad_node). */
+void ad_hint_attribute(ad_state *S, const char *name, char *out, size_t n);
+
+/* d.name is d["name"], so objects kept in dicts read like PyTorch's. */
+static int get_attr_named(ad_state *S, ad_value obj, const char *name, ad_value *out) {
+    if (obj.t == AD_TDICT) {
+        ad_value *v = ad_dict_get_str(obj.u.d, name);
+        if (!v) return ad_error(S, "dict has no key \"%s\" (d.%s reads d[\"%s\"])", name, name, name);
+        *out = *v;
+        ad_value_incref(*out);
+        return ADDSL_OK;
+    }
+    char msg[AD_ERRMSG_MAX / 2];
+    ad_hint_attribute(S, name, msg, sizeof msg);
+    return ad_error(S, "%s", msg);
 }
 
 /* Calls the library's op 'name': the attributes that are views (.T, .mT)
@@ -632,6 +693,7 @@ static int attr_transposed(ad_state *S, ad_value obj, int attr, ad_value *out) {
 }
 
 static int get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) {
+    if (obj.t == AD_TDICT) return get_attr_named(S, obj, ad_attr_name(attr), out);
     if (obj.t == AD_TGRADFN) return ad_gradfn_attr(S, obj.u.gf, ad_attr_name(attr), out);
     if (obj.t == AD_TTUPLE && obj.u.l->names) {
         const ad_value *f = ad_tuple_field(obj.u.l, ad_attr_name(attr));
@@ -718,11 +780,43 @@ static int unpack(ad_state *S, ad_value src, int n, ad_value *dst) {
     return ADDSL_OK;
 }
 
-/* ---- calls ---- */
-
-static int bind_error_unknown_kw(ad_state *S, const char *fname, const char *kw) {
-    return ad_error(S, "%s() got an unexpected keyword argument '%s'", fname, kw);
+/* 'x in c': a key of a dict, an item of a list or tuple, a substring of a string. */
+static int contains(ad_state *S, ad_value x, ad_value c, bool *out) {
+    switch (c.t) {
+    case AD_TDICT: {
+        int rc = ad_dict_check_key(S, x);
+        if (rc) return rc;
+        ad_value v;
+        *out = ad_dict_get(c.u.d, x, &v);
+        return ADDSL_OK;
+    }
+    case AD_TLIST: case AD_TTUPLE:
+        *out = false;
+        for (int64_t i = 0; i < c.u.l->len && !*out; i++) *out = ad_values_equal(c.u.l->items[i], x);
+        return ADDSL_OK;
+    case AD_TSTR:
+        if (x.t != AD_TSTR) return ad_error(S, "'in <string>' requires a string on the left, not %s", ad_type_name(x));
+        *out = x.u.s->len == 0 || (x.u.s->len <= c.u.s->len && memmem(c.u.s->data, c.u.s->len, x.u.s->data, x.u.s->len) != NULL);
+        return ADDSL_OK;
+    case AD_TTENSOR:
+        return ad_error(S, "'in' on a tensor is not supported: use any(t == x)");
+    default:
+        return ad_error(S, "argument of type %s is not a container for 'in'", ad_type_name(c));
+    }
 }
+
+static int new_dict(ad_state *S, const ad_value *kv, int n, ad_value *out) {
+    ad_dict *d = ad_dict_new(S);
+    if (!d) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    for (int i = 0; i < n; i++) {
+        int rc = ad_dict_set(S, d, kv[2 * i], kv[2 * i + 1]);
+        if (rc) { ad_dict_free(S, d); return rc; }
+    }
+    *out = ad_dict_value(d);
+    return ADDSL_OK;
+}
+
+/* ---- calls ---- */
 
 /* Orders arguments by parameter: positional first, keywords by name. 'slots'
  * receives borrowed values (defaults included); returns an error for bad calls. */
@@ -738,7 +832,7 @@ static int bind_args(ad_state *S, const char *fname, int np, const char *const *
     for (int k = 0; k < nkw; k++) {
         const char *kw = kwnames->items[k].u.s->data;
         int j = ad_param_find(np, pnames, kw);
-        if (j < 0) return bind_error_unknown_kw(S, fname, kw);
+        if (j < 0) return ad_error_unknown_kw(S, fname, kw, pnames, np);
         if (set[j]) return ad_error(S, "%s() got multiple values for argument '%s'", fname, kw);
         slots[j] = args[npos + k];
         set[j] = true;
@@ -947,6 +1041,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             goto arith_generic;
         }
         vmcase(DIV)
+        vmcase(IDIV)
         vmcase(MOD)
         vmcase(POW)
         vmcase(MATMUL)
@@ -1102,6 +1197,15 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             setreg(S, RA, v);
             vmbreak;
         }
+        /* Opcode: INPLACE  Synopsis: R[A] = R[A] op= R[B] (in place on a tensor) */
+        vmcase(INPLACE) {
+            ad_value out = ad_none();
+            SAVEPC();
+            CHECK(augmented(S, (ad_opcode)AD_C(ins), *RA, *RB, &out));
+            RELOAD();
+            setreg(S, RA, out);
+            vmbreak;
+        }
         /* Opcode: INDEX  Synopsis: R[A] = R[B][R[B+1] ... R[B+C]] */
         vmcase(INDEX) {
             ad_value out = ad_none();
@@ -1115,6 +1219,38 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             SAVEPC();
             CHECK(set_index(S, *RA, AD_B(ins), RA + 1, *RC));
             RELOAD();
+            vmbreak;
+        }
+        /* Opcode: GETATTRK  Synopsis: R[A] = R[B].name (name K[Bx] of the next word) */
+        vmcase(GETATTRK) {
+            ad_value out = ad_none();
+            const ad_value nm = K[AD_BX(*pc)];
+            pc++;
+            SAVEPC();
+            CHECK(get_attr_named(S, *RB, nm.u.s->data, &out));
+            setreg(S, RA, out);
+            vmbreak;
+        }
+        /* Opcode: APPEND  Synopsis: R[A].append(R[B]) for a list R[A] */
+        vmcase(APPEND) {
+            ad_value v = *RB;
+            ad_value_incref(v);
+            SAVEPC();
+            CHECK(ad_list_push(S, RA->u.l, v));
+            vmbreak;
+        }
+        vmcase(NEWDICT) {
+            ad_value out = ad_none();
+            SAVEPC();
+            CHECK(new_dict(S, RB, AD_C(ins), &out));
+            setreg(S, RA, out);
+            vmbreak;
+        }
+        vmcase(IN) {
+            bool b = false;
+            SAVEPC();
+            CHECK(contains(S, *RB, *RC, &b));
+            setreg(S, RA, ad_bool(b));
             vmbreak;
         }
         vmcase(GETATTR) {
@@ -1191,6 +1327,12 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         vmcase(ITERPREP) {
             int64_t n;
             SAVEPC();
+            if (RA->t == AD_TDICT) {
+                /* A dict iterates over a snapshot of its keys, in insertion order. */
+                ad_value keys;
+                CHECK(ad_dict_list(S, RA->u.d, 0, &keys));
+                setreg(S, RA, keys);
+            }
             if (!seq_len(*RA, &n)) {
                 if (RA->t == AD_TTENSOR) CHECK(ad_error(S, "iteration over a 0-d tensor"));
                 CHECK(ad_error(S, "%s is not iterable", ad_type_name(*RA)));
@@ -1346,6 +1488,9 @@ int ad_vm_disasm(ad_state *S, const ad_proto *p, ad_buf *b) {
             ad_buf_printf(b, "    ; %s", S->globals->names[AD_BX(ins)]);
         } else if (op == OP_JMP || op == OP_JMPIF || op == OP_JMPIFNOT || op == OP_FORPREP || op == OP_FORLOOP || op == OP_ITERNEXT) {
             ad_buf_printf(b, "    ; to %d", i + 1 + AD_SBX(ins));
+        } else if (op == OP_GETATTRK && i + 1 < p->ncode) {
+            ad_buf_puts(b, "    ; .");
+            ad_value_format(S, p->k[AD_BX(p->code[i + 1])], b, false);
         } else if (op == OP_GETATTR) {
             ad_buf_printf(b, "    ; .%s", ad_attr_name(AD_C(ins)));
         } else if (op == OP_SETATTR) {
