@@ -857,6 +857,82 @@ static int bi_median(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return ad_ret_tensor(S, mv, out);
 }
 
+/* A position in each sorted row of length n (values v, original indices i)
+ * for kthvalue and mode. */
+typedef int64_t (*row_pick_fn)(const ad_tensor *v, const ad_tensor *i, int64_t row, int64_t n, int64_t arg);
+
+/* The k-th smallest (arg = k - 1): the stable sort keeps ties in index order. */
+static int64_t pick_kth(const ad_tensor *v, const ad_tensor *i, int64_t row, int64_t n, int64_t arg) {
+    (void)v; (void)i; (void)row; (void)n;
+    return arg;
+}
+
+/* The most frequent value; among equally frequent ones the smallest, and of
+ * its entries the last (as torch's CPU mode: it scans the sorted row). */
+static int64_t pick_mode(const ad_tensor *v, const ad_tensor *i, int64_t row, int64_t n, int64_t arg) {
+    (void)i; (void)arg;
+    int64_t best = 0, best_len = 0, start = 0;
+    for (int64_t p = 1; p <= n; p++) {
+        if (p < n && ad_tensor_get_flat(v, row * n + p) == ad_tensor_get_flat(v, row * n + start)) continue;
+        if (p - start > best_len) { best_len = p - start; best = p - 1; }
+        start = p;
+    }
+    return best;
+}
+
+/* (values, indices) of one picked entry per row along 'dim', shaped as a
+ * reduction over it (keepdim keeps it as size 1). */
+static int pick_rows(ad_state *S, ad_value *argv, const char *fn, ad_value vdim, ad_value vkeep,
+                     row_pick_fn pick, int64_t k, ad_value *out) {
+    bool keepdim;
+    int64_t dim, perm[AD_MAX_DIMS];
+    ad_tensor *t, *v = NULL, *i = NULL, *mv = NULL, *mi = NULL;
+    int d = 0, rc = ad_arg_int(S, vdim, fn, "dim", &dim);
+    if (!rc) rc = ad_arg_bool(S, vkeep, fn, "keepdim", &keepdim);
+    if (!rc) rc = ad_arg_tensor(S, argv[0], fn, "input", &t);
+    if (rc) return rc;
+    rc = ad_normalize_dim(S, dim, t->ndim, &d);
+    int64_t n = t->ndim ? t->shape[d] : 1;
+    if (!rc && n == 0) rc = ad_error(S, "%s(): Expected reduction dim %d to have non-zero size.", fn, d);
+    if (!rc && pick == pick_kth && (k < 0 || k >= n))
+        rc = ad_error(S, "kthvalue(): selected number k out of range for dimension %d", d);
+    if (!rc) rc = sorted_rows(S, t, d, false, perm, &v, &i);
+    if (!rc) {
+        int64_t rows = v->numel / n, oshape[AD_MAX_DIMS];
+        int ond = 0;
+        for (int a = 0; a < t->ndim; a++)
+            if (a != d) oshape[ond++] = t->shape[a];
+            else if (keepdim) oshape[ond++] = 1;
+        mv = ad_tensor_empty(S, t->dtype, ond, oshape);
+        mi = ad_tensor_empty(S, AD_INT64, ond, oshape);
+        for (int64_t r = 0; mv && mi && r < rows; r++) {
+            int64_t pos = pick(v, i, r, n, k);
+            ad_tensor_set_flat(mv, r, ad_tensor_get_flat(v, r * n + pos));
+            ad_tensor_set_flat(mi, r, ad_tensor_get_flat(i, r * n + pos));
+        }
+    }
+    ad_tensor_decref(S, v);
+    ad_tensor_decref(S, i);
+    ad_tensor_decref(S, t);
+    if (rc) return rc;
+    return ret_pair(S, mv, mi, out);
+}
+
+/* kthvalue(self, k, dim=-1, keepdim=false) */
+static int bi_kthvalue(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    int64_t k;
+    int rc = ad_arg_int(S, argv[1], "kthvalue", "k", &k);
+    if (rc) return rc;
+    return pick_rows(S, argv, "kthvalue", argv[2], argv[3], pick_kth, k - 1, out);
+}
+
+/* mode(self, dim=-1, keepdim=false) */
+static int bi_mode(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    return pick_rows(S, argv, "mode", argv[1], argv[2], pick_mode, 0, out);
+}
+
 const ad_builtin_def ad_bi_reduce_defs[] = {
     {"sum", bi_sum, "self, dim=none, keepdim=false, dtype=none"},
     {"mean", bi_mean, "self, dim=none, keepdim=false, dtype=none"},
@@ -885,5 +961,7 @@ const ad_builtin_def ad_bi_reduce_defs[] = {
     {"argsort", bi_argsort, "self, dim=-1, descending=false, stable=false"},
     {"topk", bi_topk, "self, k, dim=-1, largest=true, sorted=true"},
     {"median", bi_median, "self, dim=none, keepdim=false"},
+    {"kthvalue", bi_kthvalue, "self, k, dim=-1, keepdim=false"},
+    {"mode", bi_mode, "self, dim=-1, keepdim=false"},
     {NULL, NULL, NULL}
 };

@@ -658,6 +658,13 @@ static int get_attr_named(ad_state *S, ad_value obj, const char *name, ad_value 
         ad_value_incref(*out);
         return ADDSL_OK;
     }
+    /* any field of a named tuple (a user's op names its own outputs) */
+    const ad_value *f = obj.t == AD_TTUPLE && obj.u.l->names ? ad_tuple_field(obj.u.l, name) : NULL;
+    if (f) {
+        *out = *f;
+        ad_value_incref(*out);
+        return ADDSL_OK;
+    }
     char msg[AD_ERRMSG_MAX / 2];
     ad_hint_attribute(S, name, msg, sizeof msg);
     return ad_error(S, "%s", msg);
