@@ -502,7 +502,9 @@ static int percent_number(ad_state *S, ad_value v, char conv, bool need_int, dou
     return ADDSL_OK;
 }
 
-/* One '%' conversion; *i is at the conversion character on return. */
+/* One '%' conversion; *i is at the conversion character on return. One function,
+ * longer than most, because the flags, width and precision parsed at its top
+ * feed every conversion below, each mapped onto the format-spec engine. */
 static int percent_one(ad_state *S, const char *s, size_t n, size_t *i, pargs *a, ad_buf *b) {
     ad_fmtspec f = {.fill = " ", .fill_len = 1, .width = -1, .prec = -1};
     bool left = false, zero = false;
