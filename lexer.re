@@ -1,5 +1,5 @@
 /* lexer.re: the re2c scanner for addsl source text.
- * Tracks bracket nesting so newlines inside ( ) and [ ] are not statement ends. */
+ * Tracks bracket nesting so newlines inside ( ), [ ] and dict braces are not statement ends. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +21,7 @@ static int newline_ignored(const ad_lexer *lx) {
     case TK_ARROW: case TK_RARROW: case TK_PLUS: case TK_MINUS: case TK_STAR: case TK_SLASH:
     case TK_PERCENT: case TK_AT: case TK_POW: case TK_EQ: case TK_NE: case TK_LT: case TK_LE:
     case TK_GT: case TK_GE: case TK_AND: case TK_OR: case TK_NOT: case TK_ASSIGN: case TK_ADDEQ:
-    case TK_SUBEQ: case TK_MULEQ: case TK_DIVEQ: case TK_COMMA: case TK_DOT:
+    case TK_SUBEQ: case TK_MULEQ: case TK_DIVEQ: case TK_DSLASH: case TK_DSLASHEQ: case TK_COMMA: case TK_DOT:
         return 1;
     default:
         return 0;
@@ -38,6 +38,22 @@ static int open_bracket(ad_lexer *lx, ad_token *t, char c, int type) {
     if (lx->depth >= AD_LEX_MAX_NEST) return lex_fail(lx, t, "brackets nested too deeply");
     lx->nest[lx->depth++] = c;
     return type;
+}
+
+/* A '{' where an expression is expected (after '=', '(', ',', ':', an
+ * operator, 'return', 'in', ...) opens a dict; anywhere else (a statement's
+ * start, after 'if x', 'else', ')') it opens a block. */
+static int open_brace(ad_lexer *lx, ad_token *t) {
+    switch (lx->last_type) {
+    case TK_ASSIGN: case TK_ADDEQ: case TK_SUBEQ: case TK_MULEQ: case TK_DIVEQ: case TK_DSLASHEQ:
+    case TK_DSLASH: case TK_LPAREN: case TK_LBRACKET: case TK_LDICT: case TK_COMMA: case TK_COLON:
+    case TK_ARROW: case TK_RETURN: case TK_IN: case TK_IF: case TK_WHILE: case TK_PLUS: case TK_MINUS: case TK_STAR:
+    case TK_SLASH: case TK_PERCENT: case TK_AT: case TK_POW: case TK_EQ: case TK_NE:
+    case TK_LT: case TK_LE: case TK_GT: case TK_GE: case TK_AND: case TK_OR: case TK_NOT:
+        return open_bracket(lx, t, 'd', TK_LDICT);
+    default:
+        return open_bracket(lx, t, '{', TK_LBRACE);
+    }
 }
 
 static int close_bracket(ad_lexer *lx, int type) {
@@ -107,7 +123,7 @@ static int scan(ad_lexer *lx, ad_token *t) {
         ")" { return close_bracket(lx, TK_RPAREN); }
         "[" { return open_bracket(lx, t, '[', TK_LBRACKET); }
         "]" { return close_bracket(lx, TK_RBRACKET); }
-        "{" { return open_bracket(lx, t, '{', TK_LBRACE); }
+        "{" { return open_brace(lx, t); }
         "}" { return close_bracket(lx, TK_RBRACE); }
         "," { return TK_COMMA; }
         ";" { return TK_SEMI; }
@@ -127,6 +143,8 @@ static int scan(ad_lexer *lx, ad_token *t) {
         "-=" { return TK_SUBEQ; }
         "*=" { return TK_MULEQ; }
         "/=" { return TK_DIVEQ; }
+        "//=" { return TK_DSLASHEQ; }
+        "//" { return TK_DSLASH; }
         "+" { return TK_PLUS; }
         "-" { return TK_MINUS; }
         "**" { return TK_POW; }

@@ -5,6 +5,8 @@
 #include <time.h>
 
 #include "../vm/buf.h"
+#include "../vm/dict.h"
+#include "../vm/library.h"
 #include "../vm/state.h"
 #include "../vm/vm.h"
 #include "builtins.h"
@@ -48,6 +50,7 @@ static int bi_len(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     switch (v.t) {
     case AD_TLIST: case AD_TTUPLE: *out = ad_int((double)v.u.l->len); return ADDSL_OK;
     case AD_TSTR: *out = ad_int((double)v.u.s->len); return ADDSL_OK;
+    case AD_TDICT: *out = ad_int((double)v.u.d->len); return ADDSL_OK;
     case AD_TTENSOR:
         if (v.u.tensor->ndim == 0) return ad_error(S, "len() of a 0-d tensor");
         *out = ad_int((double)v.u.tensor->shape[0]);
@@ -135,8 +138,21 @@ static int bi_exit(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return ad_error_code(S, ADDSL_EXIT, "exit(%d)", (int)code);
 }
 
+/* type(x): the name of x's kind. With a dtype it is torch's Tensor.type(dtype),
+ * x.type(float64): the library's op 'to' converts, so gradients flow. */
 static int bi_type(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
+    if (argv[1].t != AD_TNONE) {
+        if (argv[0].t != AD_TTENSOR)
+            return ad_error(S, "type(): a dtype converts tensors only, not %s", ad_type_name(argv[0]));
+        int dt;
+        int rc = ad_arg_dtype(S, argv[1], "type", "dtype", &dt);
+        if (rc) return rc;
+        int slot = ad_global_slot(S, "to", false);
+        if (slot < 0) return ad_error(S, "type(): the op 'to' is missing");
+        if ((rc = ad_library_resolve(S, slot))) return rc;
+        return ad_vm_call_value(S, S->globals->values[slot], 2, argv, out);
+    }
     const char *n = ad_type_name(argv[0]);
     return ad_string_value(S, n, strlen(n), out);
 }
@@ -187,7 +203,7 @@ const ad_builtin_def ad_bi_core_defs[] = {
     {"assert", bi_assert, "cond, msg=none"},
     {"clock", bi_clock, ""},
     {"exit", bi_exit, "code=0"},
-    {"type", bi_type, "x"},
+    {"type", bi_type, "x, dtype=none"},
     {"append", bi_append, "self, x"},
     {NULL, NULL, NULL}
 };

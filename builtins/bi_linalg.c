@@ -686,6 +686,14 @@ done:
     return ADDSL_OK;
 }
 
+/* (sign, logabsdet) as torch.return_types.slogdet / linalg_slogdet. */
+static int slogdet_named(ad_state *S, ad_value *argv, const char *type, ad_value *out) {
+    static const char *const fields[] = {"sign", "logabsdet"};
+    int rc = det_common(S, argv, 1, "linalg.slogdet", out);
+    if (!rc && (rc = ad_tuple_name(S, out->u.l, type, fields))) { ad_value_decref(S, *out); *out = ad_none(); }
+    return rc;
+}
+
 static int bi_det(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     return det_common(S, argv, 0, "linalg.det", out);
@@ -693,7 +701,12 @@ static int bi_det(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 static int bi_slogdet(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
-    return det_common(S, argv, 1, "linalg.slogdet", out);
+    return slogdet_named(S, argv, "slogdet", out);
+}
+
+static int bi_linalg_slogdet(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    return slogdet_named(S, argv, "linalg_slogdet", out);
 }
 
 /* Solves A X = B for each batch; B is a batch of vectors when it has one dim
@@ -793,7 +806,7 @@ const ad_builtin_def ad_bi_linalg_defs[] = {
     {"inverse", bi_linalg_inv, "self"},
     {"linalg_det", bi_det, "A"},
     {"det", bi_det, "self"},
-    {"linalg_slogdet", bi_slogdet, "A"},
+    {"linalg_slogdet", bi_linalg_slogdet, "A"},
     {"slogdet", bi_slogdet, "self"},
     {NULL, NULL, NULL}
 };

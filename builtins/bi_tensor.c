@@ -221,7 +221,7 @@ static int bi_detach(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_tensor *t = NULL;
     int rc = self_arg(S, argv, "detach", &t);
     if (rc) return rc;
-    ad_tensor *r = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
+    ad_tensor *r = ad_tensor_alias(S, t); /* shares the data and its version, not the graph */
     ad_tensor_decref(S, t);
     if (r) { r->requires_grad = false; r->grad_fn = NULL; }
     return ad_ret_tensor(S, r, out);

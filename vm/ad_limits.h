@@ -15,5 +15,7 @@
 #define AD_HEAP_MAX_FREE_PER_CLASS 64 /* cached blocks kept per size class */
 #define AD_ERRMSG_MAX 1024          /* bytes of one error message */
 #define AD_MAX_SYNTAX_DEPTH 1000    /* nesting of expressions and blocks the compiler walks recursively */
+#define AD_MAX_CALL_ARGS 256        /* arguments one call passes (the compiler emits at most 255) */
+#define AD_SUGGEST_MAX_LEN 64       /* longest name "did you mean" compares (vm/suggest.c) */
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "addsl.h"
 #include "device.h"
+#include "gradfn.h"
 #include "../builtins/builtins.h"
 #include "../builtins/traj.h"
 #include "../builtins/extern.h"
@@ -15,6 +16,7 @@
 #include "buf.h"
 #include "compile.h"
 #include "autograd.h"
+#include "inplace.h"
 #include "heap.h"
 #include "library.h"
 #include "op.h"
@@ -48,6 +50,9 @@ static const ad_builtin_def *const builtin_tables[] = {
     ad_bi_core_defs, ad_bi_elementwise_defs, ad_bi_reduce_defs, ad_bi_linalg_defs,
     ad_bi_loss_defs, ad_bi_shape_defs, ad_bi_create_defs, ad_bi_tensor_defs, ad_bi_io_defs, ad_bi_format_defs,
     ad_bi_autograd_defs, ad_bi_autograd_index_defs, ad_bi_extern_defs, ad_bi_traj_defs, ad_bi_device_defs,
+    ad_inplace_defs,
+    ad_bi_dict_defs,
+    ad_bi_gradfn_defs,
 };
 
 extern const char *const ad_lib_names[];

@@ -97,3 +97,46 @@ const char *ad_torch_dtype_name(ad_dtype dt) {
     static const char *const names[] = {"Float", "Double", "Long", "Bool"};
     return dt < AD_NDTYPES ? names[dt] : "?";
 }
+
+/* ---- binding helpers shared by builtins, script functions and ops ---- */
+
+/* torch's spellings that name the same parameter: numpy's 'axis' for 'dim',
+ * 'keepdims' for 'keepdim' (torch.sum(x, axis=0) works). */
+static const char *const kw_aliases[][2] = {{"axis", "dim"}, {"keepdims", "keepdim"}};
+
+int ad_param_find(int np, const char *const *pnames, const char *kw) {
+    for (int j = 0; j < np; j++)
+        if (strcmp(pnames[j], kw) == 0) return j;
+    for (size_t a = 0; a < sizeof kw_aliases / sizeof kw_aliases[0]; a++)
+        if (strcmp(kw, kw_aliases[a][0]) == 0) return ad_param_find(np, pnames, kw_aliases[a][1]);
+    return -1;
+}
+
+/* What may stand for one size: a number, or a one-element integer tensor. */
+static bool size_like(ad_value v) {
+    if (ad_is_number(v)) return true;
+    return v.t == AD_TTENSOR && v.u.tensor->ndim == 0 && !ad_dtype_is_float(v.u.tensor->dtype);
+}
+
+int ad_args_pack_sizes(ad_state *S, const char *fn, const char *pname, int star,
+                       const ad_value *args, int nargs, int nkw, ad_value *buf,
+                       const ad_value **bound, int *nbound, ad_value *packed) {
+    int npos = nargs - nkw;
+    *bound = args; *nbound = nargs; *packed = ad_none();
+    /* One list, tuple or shape tensor (or nothing) is the sizes as before. */
+    if (star < 0 || npos <= star || !size_like(args[star])) return ADDSL_OK;
+    for (int i = star + 1; i < npos; i++)
+        if (!size_like(args[i]))
+            return ad_error(S, "%s(): argument '%s' must be a list of ints or ints given separately, but element %d is a %s",
+                            fn, pname, i - star, ad_type_name(args[i]));
+    ad_list *l = ad_list_new(S, AD_TLIST, npos - star);
+    if (!l) return ad_fail(S);
+    for (int i = star; i < npos; i++) { l->items[i - star] = args[i]; ad_value_incref(args[i]); }
+    *packed = ad_list_value(l, AD_TLIST);
+    for (int i = 0; i < star; i++) buf[i] = args[i];
+    buf[star] = *packed;
+    for (int k = 0; k < nkw; k++) buf[star + 1 + k] = args[npos + k];
+    *bound = buf;
+    *nbound = star + 1 + nkw;
+    return ADDSL_OK;
+}

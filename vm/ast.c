@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "grammar.h"
+#include "hint.h"
 #include "state.h"
 
 void ad_arena_init(ad_arena *a, ad_state *S) { a->S = S; a->head = NULL; a->failed = false; }
@@ -135,13 +136,17 @@ static bool parse_tokens(ad_parse *P, ad_lexer *lexer) {
     if (!parser) { P->error = true; snprintf(P->err_msg, sizeof P->err_msg, "out of memory"); return false; }
     ad_parserInit(parser, P);
     ad_token t;
+    ad_hint_ctx hint;
+    ad_hint_init(&hint);
     for (;;) {
         int type = ad_lex_next(&lx, &t);
         if (type < 0) {
             P->error = true; P->err_line = t.line; P->err_col = t.col;
             snprintf(P->err_msg, sizeof P->err_msg, "%s", lx.error);
+            ad_hint_lex(&t, lx.lim, P);
             break;
         }
+        if (ad_hint_before(&hint, &t, P)) break;
         if (type == 0) {
             /* A final separator lets the last statement end without a newline. */
             ad_token nl = t; nl.type = TK_NEWLINE;
@@ -151,10 +156,12 @@ static bool parse_tokens(ad_parse *P, ad_lexer *lexer) {
                 char buf[64];
                 snprintf(P->err_msg, sizeof P->err_msg, "unexpected %s", token_text(&t, buf, sizeof buf));
             }
+            if (P->error) ad_hint_syntax(&hint, &t, P);
             break;
         }
         ad_parser(parser, type, t);
-        if (P->error) break;
+        if (P->error) { ad_hint_syntax(&hint, &t, P); break; }
+        ad_hint_track(&hint, &t);
     }
     ad_parserFinalize(parser);
     ad_free(P->arena->S, parser);

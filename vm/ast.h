@@ -15,6 +15,7 @@ typedef enum {
     N_NUM, N_STR, N_TRUE, N_FALSE, N_NONE, N_NAME, N_LIST, N_TUPLE,
     N_BINOP, N_UNOP, N_AND, N_OR, N_NOT, N_CALL, N_METHOD, N_INDEX,
     N_SLICE, N_ELLIPSIS, N_ATTR, N_LAMBDA, N_KWARG, N_PARAM,
+    N_DICT, N_DICTENTRY, N_LISTCOMP, N_DICTCOMP, N_COMPFOR, N_COMPIF,
     /* statements */
     N_LET, N_LETDESTR, N_ASSIGN, N_FNDEF, N_RETURN, N_IF, N_WHILE, N_FOR,
     N_BREAK, N_CONTINUE, N_NOGRAD, N_BLOCK, N_EXPRSTMT,
@@ -29,7 +30,7 @@ typedef struct ad_nlist {
 typedef struct ad_node {
     ad_nkind kind;
     int line, col;
-    int op;                 /* N_BINOP/N_UNOP/N_ASSIGN: a TK_ code (0: plain '=') */
+    int op;                 /* N_BINOP/N_UNOP/N_ASSIGN: a TK_ code (0: plain '='); N_PARAM: TK_STAR for '*NAME' */
     struct ad_node *a, *b, *c;
     ad_nlist *list;
     ad_nlist *list2;        /* N_OPDEF: output names; N_OPENTRY: unused */

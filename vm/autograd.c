@@ -81,6 +81,24 @@ bool ad_autograd_needs_record(ad_state *S, const ad_opdef *op, const ad_value *a
     return false;
 }
 
+/* A node keeps a saved tensor as an alias of its own, not the caller's
+ * header, when the tensor is a view or no formula reads its values: an
+ * in-place write may later rebase that header (or a view's base) onto a node
+ * that reaches this one, and holding it would close a reference cycle. A read
+ * value keeps its place in the graph (and tangents) for double backward; an
+ * unread one is only metadata (.shape for the formulas and the engine). */
+static ad_value saved_view(ad_state *S, ad_tensor *t, bool read) {
+    ad_tensor *a = ad_tensor_alias(S, t);
+    if (a && read) {
+        a->requires_grad = t->requires_grad;
+        if (t->grad_fn && !t->grad_fn_weak) { a->grad_fn = t->grad_fn; t->grad_fn->refcount++; a->output_nr = t->output_nr; }
+        /* forward-over-reverse reads the saved value's tangents */
+        if (t->fw_grad && ad_tensor_copy_tangents(S, a, t, UINT64_MAX)) { ad_tensor_decref(S, a); a = NULL; }
+    }
+    ad_tensor_decref(S, t); /* the reference taken for n->args */
+    return ad_tensor_value(a);
+}
+
 int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout, ad_tensor **outs) {
     /* One allocation per node, from the heap's pool of headers: recording a
      * long chain of small ops is dominated by allocator calls otherwise. */
@@ -108,6 +126,11 @@ int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout
         if (args[i].t != AD_TTENSOR) continue;
         ad_tensor *t = args[i].u.tensor;
         n->versions[i] = t->storage->version;
+        if ((t->base || !((op->reads_args >> i) & 1u)) && !(n->args[i] = saved_view(S, t, (op->reads_args >> i) & 1u)).u.tensor) {
+            n->args[i] = ad_none();
+            ad_node_decref(S, n);
+            return S->errcode;
+        }
         if (op->kind[i] != AD_PARAM_DIFF && op->kind[i] != AD_PARAM_NOTIMPL) continue;
         edge_set(&n->edges[i], t);
     }
@@ -125,7 +148,16 @@ int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout
         ad_tensor *o = outs[k];
         if (!o) continue;
         bool diff = op->out_diff[k] && ad_dtype_is_float(o->dtype);
-        ad_tensor *alias = ad_tensor_as_strided(S, o, o->ndim, o->shape, o->strides, o->offset);
+        if (nout == 1 && !op->reads_result) {
+            /* Nothing reads the output back: keep no alias, so an in-place
+             * write to it later does not invalidate this node. */
+            if (!diff) continue;
+            o->grad_fn = n; n->refcount++;
+            o->output_nr = 0;
+            o->requires_grad = true;
+            continue;
+        }
+        ad_tensor *alias = ad_tensor_alias(S, o);
         if (!alias) { ad_node_decref(S, n); return S->errcode; }
         n->outs[k] = alias;
         n->out_versions[k] = o->storage->version;
@@ -330,9 +362,11 @@ static int leaf_accumulate(engine *E, ad_tensor *leaf, ad_value g) {
     return ADDSL_OK;
 }
 
-static int check_versions(ad_state *S, const ad_node *n) {
+/* The saved values that the formulas about to run read ('reads', 'result')
+ * must be as they were when saved. */
+static int check_versions(ad_state *S, const ad_node *n, uint32_t reads, bool result) {
     for (int i = 0; i < n->nargs; i++) {
-        if (n->args[i].t != AD_TTENSOR) continue;
+        if (n->args[i].t != AD_TTENSOR || !(reads & ((uint32_t)1 << i))) continue;
         const ad_tensor *t = n->args[i].u.tensor;
         if (t->storage->version == n->versions[i]) continue;
         ad_buf b;
@@ -345,7 +379,7 @@ static int check_versions(ad_state *S, const ad_node *n) {
         ad_buf_free(&b);
         return rc;
     }
-    for (int k = 0; k < n->nout; k++) {
+    for (int k = 0; k < n->nout && result; k++) {
         const ad_tensor *t = n->outs[k];
         if (t && t->storage->version != n->out_versions[k])
             return ad_error(S, "one of the variables needed for gradient computation has been modified by an inplace "
@@ -489,8 +523,6 @@ static int apply_node(engine *E, ad_node *n) {
         }
     }
     if (!any) return ADDSL_OK;
-    int rc = check_versions(S, n);
-    if (rc) return rc;
     for (int i = 0; i < n->nargs; i++)
         if (op->kind[i] == AD_PARAM_NOTIMPL && edge_live(&n->edges[i]))
             return ad_error(S, "the derivative of op '%s' for input '%s' is not implemented: %s", op->name,
@@ -498,12 +530,19 @@ static int apply_node(engine *E, ad_node *n) {
     /* The formulas whose inputs want a gradient, and what they read. */
     bool needed[AD_OP_MAX_PARAMS];
     unsigned uses = 0;
+    uint32_t reads = 0;
+    bool reads_result = false;
     for (int e = 0; e < op->nvjp; e++) {
         needed[e] = false;
         for (int j = 0; j < op->vjp[e].nnames; j++)
             if (edge_live(&n->edges[op->vjp[e].params[j]])) needed[e] = true;
-        if (needed[e]) uses |= op->vjp[e].uses;
+        if (!needed[e]) continue;
+        uses |= op->vjp[e].uses;
+        reads |= op->vjp[e].reads;
+        reads_result |= op->vjp[e].reads_result;
     }
+    int rc = check_versions(S, n, reads, reads_result);
+    if (rc) return rc;
     ad_value args[AD_OP_MAX_PARAMS + 4 + 3 * AD_OP_MAX_OUTS];
     int na = 0;
     rc = formula_args(E, n, uses, args, &na);
@@ -671,7 +710,7 @@ static int bi_backward(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         if (g.t != AD_TTENSOR) { ad_value_decref(S, g); continue; }
         ad_tensor *gt = g.u.tensor;
         if (!create && gt->grad_fn) {
-            ad_tensor *d = ad_tensor_as_strided(S, gt, gt->ndim, gt->shape, gt->strides, gt->offset);
+            ad_tensor *d = ad_tensor_alias(S, gt);
             ad_tensor_decref(S, gt);
             if (!d) { rc = S->errcode; break; }
             gt = d;
@@ -755,7 +794,7 @@ static int bi_grad(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 /* An alias of t in t's graph, with t's tangents of the levels below 'below'. */
 static ad_tensor *jvp_alias(ad_state *S, ad_tensor *t, uint64_t below) {
-    ad_tensor *a = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
+    ad_tensor *a = ad_tensor_alias(S, t);
     if (!a) return NULL;
     a->requires_grad = t->requires_grad;
     if (t->grad_fn) { a->grad_fn = t->grad_fn; t->grad_fn->refcount++; a->output_nr = t->output_nr; }

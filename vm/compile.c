@@ -11,6 +11,7 @@
 #include "buf.h"
 #include "compile_op.h"
 #include "grammar.h"
+#include "hint.h"
 #include "state.h"
 
 /* ---- resolver: which declarations are captured by an inner function ---- */
@@ -124,6 +125,22 @@ static void r_node_inner(resolver *R, ad_node *n) {
     case N_NOGRAD: r_block(R, n->b); break;
     case N_WHILE: r_node(R, n->a); r_block(R, n->b); break;
     case N_IF: r_node(R, n->a); r_block(R, n->b); if (n->c) { if (n->c->kind == N_BLOCK) r_block(R, n->c); else r_node(R, n->c); } break;
+    case N_LISTCOMP: case N_DICTCOMP: {
+        /* The loop variables live in the comprehension's own scope. */
+        int save = R->n;
+        R->depth++;
+        for (int i = 0; i < n->list->n; i++) {
+            ad_node *c = n->list->items[i];
+            r_node(R, c->a);
+            for (int j = 0; c->kind == N_COMPFOR && j < c->list->n; j++)
+                r_declare(R, c->list->items[j], c->list->items[j]->str);
+        }
+        r_node(R, n->a);
+        r_node(R, n->b);
+        R->depth--;
+        R->n = save;
+        break;
+    }
     case N_FOR: {
         r_node(R, n->a);
         int save = R->n;
@@ -174,7 +191,9 @@ typedef struct fstate {
     int line, col;
 } fstate;
 
-typedef struct gref { int slot; int line, col; bool method; } gref;
+/* A global a chunk reads; 'near' is the nearest local in scope there, kept
+ * for "did you mean" when the name turns out undefined. */
+typedef struct gref { int slot; int line, col; bool method; ad_suggest near; } gref;
 
 typedef struct cstate {
     ad_state *S;
@@ -338,6 +357,14 @@ static int find_upval(fstate *fs, const char *name) {
 typedef enum { V_LOCAL, V_CELL, V_UPVAL, V_SELF, V_GLOBAL, V_LIBGLOBAL } vkind;
 typedef struct vref { vkind kind; int index; } vref;
 
+static void near_locals(fstate *fs, const char *name, ad_suggest *s) {
+    ad_suggest_init(s, name);
+    for (fstate *f = fs; f; f = f->parent) {
+        for (int i = f->nvars - 1; i >= 0; i--) ad_suggest_add(s, f->vars[i].name);
+        if (f->selfname) ad_suggest_add(s, f->selfname);
+    }
+}
+
 static void note_global(fstate *fs, int slot, bool method) {
     cstate *C = fs->C;
     if (C->ngrefs == C->capgrefs) {
@@ -350,6 +377,10 @@ static void note_global(fstate *fs, int slot, bool method) {
     C->grefs[C->ngrefs].line = fs->line;
     C->grefs[C->ngrefs].col = fs->col;
     C->grefs[C->ngrefs].method = method;
+    ad_globals *G = C->S->globals;
+    /* Only a name not bound yet may end undefined; the locals are gone by then. */
+    if (!G->declared[slot] && !G->defined[slot]) near_locals(fs, G->names[slot], &C->grefs[C->ngrefs].near);
+    else ad_suggest_init(&C->grefs[C->ngrefs].near, G->names[slot]);
     C->ngrefs++;
 }
 
@@ -405,6 +436,7 @@ static ad_opcode binop_code(int tk) {
     case TK_SLASH: return OP_DIV; case TK_PERCENT: return OP_MOD; case TK_POW: return OP_POW;
     case TK_AT: return OP_MATMUL; case TK_EQ: return OP_EQ; case TK_NE: return OP_NE;
     case TK_LT: return OP_LT; case TK_LE: return OP_LE; case TK_GT: return OP_GT;
+    case TK_IN: return OP_IN; case TK_DSLASH: return OP_IDIV;
     default: return OP_GE;
     }
 }
@@ -532,6 +564,137 @@ static void expr_seq(fstate *fs, ad_node *n, int dst) {
     fs->freereg = save;
 }
 
+/* {k: v, ...}: pairs in consecutive registers, then one NEWDICT. */
+static void expr_dict(fstate *fs, ad_node *n, int dst) {
+    int save = fs->freereg;
+    int cnt = n->list ? n->list->n : 0;
+    if (cnt > 100) {
+        cerror(fs, n->line, n->col, "dict literal too long (more than 100 entries); build it with assignments");
+        return;
+    }
+    int base = reserve(fs, 2 * cnt);
+    for (int i = 0; i < cnt; i++) {
+        expr(fs, n->list->items[i]->a, base + 2 * i);
+        expr(fs, n->list->items[i]->b, base + 2 * i + 1);
+    }
+    setpos(fs, n);
+    emit_abc(fs, OP_NEWDICT, dst, base, cnt);
+    fs->freereg = save;
+}
+
+static void enter_block(fstate *fs, int *nvars, int *freereg);
+static void leave_block(fstate *fs, int nvars, int freereg);
+
+/* Clause i of comprehension n and everything inside it; the innermost level
+ * adds the element to the list or dict in register 'acc'. */
+static void comp_clause(fstate *fs, ad_node *n, int i, int acc) {
+    if (fs->C->failed) return;
+    int save = fs->freereg;
+    if (i == n->list->n) {
+        if (n->kind == N_LISTCOMP) {
+            int r = expr_any(fs, n->a);
+            setpos(fs, n->a);
+            emit_abc(fs, OP_APPEND, acc, r, 0);
+        } else {
+            int t = reserve(fs, 2);
+            emit_abc(fs, OP_MOVE, t, acc, 0);
+            expr(fs, n->a, t + 1);
+            int v = expr_any(fs, n->b);
+            setpos(fs, n->a);
+            emit_abc(fs, OP_SETINDEX, t, 1, v);
+        }
+        fs->freereg = save;
+        return;
+    }
+    ad_node *c = n->list->items[i];
+    if (c->kind == N_COMPIF) {
+        int r = expr_any(fs, c->a);
+        fs->freereg = save;
+        int skip = emit_jump(fs, OP_JMPIFNOT, r);
+        comp_clause(fs, n, i + 1, acc);
+        patch_here(fs, skip);
+        return;
+    }
+    int nv, fr;
+    int base = reserve(fs, 3);
+    expr(fs, c->a, base);
+    setpos(fs, c->a);
+    emit_abc(fs, OP_ITERPREP, base, 0, 0);
+    int top = fs->p->ncode;
+    int next = emit_jump(fs, OP_ITERNEXT, base);
+    enter_block(fs, &nv, &fr);
+    int nvars = c->list->n;
+    if (c->op == 1) {
+        int vb = reserve(fs, nvars);
+        emit_abc(fs, OP_UNPACK, vb, base + 2, nvars);
+        for (int j = 0; j < nvars; j++) {
+            ad_node *v = c->list->items[j];
+            if (v->captured) emit_abc(fs, OP_NEWCELL, vb + j, vb + j, 0);
+            add_local(fs, v->str, vb + j, v->captured);
+        }
+    } else {
+        ad_node *v = c->list->items[0];
+        int r = base + 2;
+        if (v->captured) { r = reserve(fs, 1); emit_abc(fs, OP_NEWCELL, r, base + 2, 0); }
+        add_local(fs, v->str, r, v->captured);
+    }
+    comp_clause(fs, n, i + 1, acc);
+    leave_block(fs, nv, fr);
+    int back = emit_jump(fs, OP_JMP, 0);
+    patch_to(fs, back, top);
+    patch_here(fs, next);
+    fs->freereg = save;
+}
+
+static void expr_comp(fstate *fs, ad_node *n, int dst) {
+    int save = fs->freereg;
+    int acc = reserve(fs, 1);
+    emit_abc(fs, n->kind == N_LISTCOMP ? OP_NEWLIST : OP_NEWDICT, acc, 0, 0);
+    int nv, fr;
+    enter_block(fs, &nv, &fr);
+    comp_clause(fs, n, 0, acc);
+    leave_block(fs, nv, fr);
+    if (dst != acc) emit_abc(fs, OP_MOVE, dst, acc, 0);
+    fs->freereg = save;
+}
+
+/* x.name for a name that is no tensor attribute: read by name at run time
+ * (a dict's string key). */
+static void expr_attr_named(fstate *fs, ad_node *n, int dst) {
+    int save = fs->freereg;
+    int a = expr_any(fs, n->a);
+    int k = add_kstr(fs, n->str, n->len);
+    setpos(fs, n);
+    emit_abc(fs, OP_GETATTRK, dst, a, 0);
+    emit_abx(fs, OP_EXTRAARG, 0, k);
+    fs->freereg = save;
+}
+
+/* Whether 'name' is bound where fs compiles: a local of fs or of an
+ * enclosing function, a function's own name, or a global some chunk declares. */
+static bool name_bound(fstate *fs, const char *name) {
+    for (fstate *f = fs; f; f = f->parent)
+        if (find_local(f, name) >= 0 || (f->selfname && strcmp(f->selfname, name) == 0)) return true;
+    int slot = ad_global_slot(fs->C->S, name, false);
+    ad_globals *G = fs->C->S->globals;
+    return slot >= 0 && (G->declared[slot] || G->defined[slot]);
+}
+
+/* An unknown attribute n (N_ATTR); 'math.pi' on an unbound 'math' is the
+ * habit of a module prefix, reported at the prefix. */
+static void attr_error(fstate *fs, ad_node *n) {
+    char msg[sizeof fs->C->err_msg];
+    ad_node *obj = n->a;
+    ad_chunk *ch = fs->C->chunk;
+    if (obj && obj->kind == N_NAME && !name_bound(fs, obj->str) &&
+        ad_hint_namespace(fs->C->S, ch->src, ch->len, obj->line, obj->col, obj->str, msg, sizeof msg)) {
+        cerror(fs, obj->line, obj->col, "%s", msg);
+        return;
+    }
+    ad_hint_attribute(fs->C->S, n->str, msg, sizeof msg);
+    cerror(fs, n->line, n->col, "%s", msg);
+}
+
 static void expr_inner(fstate *fs, ad_node *n, int dst);
 
 static void expr(fstate *fs, ad_node *n, int dst) {
@@ -597,9 +760,15 @@ static void expr_inner(fstate *fs, ad_node *n, int dst) {
     }
     case N_CALL: case N_METHOD: expr_call(fs, n, dst); break;
     case N_INDEX: expr_index(fs, n, dst); break;
+    case N_DICT: expr_dict(fs, n, dst); break;
+    case N_LISTCOMP: case N_DICTCOMP: expr_comp(fs, n, dst); break;
     case N_ATTR: {
         int attr = ad_attr_lookup(n->str);
-        if (attr < 0) { cerror(fs, n->line, n->col, "unknown attribute '%s' (for a method, call it: x.%s())", n->str, n->str); break; }
+        if (attr < 0) {
+            if (n->a && n->a->kind == N_NAME && !name_bound(fs, n->a->str)) attr_error(fs, n);
+            else expr_attr_named(fs, n, dst);
+            break;
+        }
         int save = fs->freereg;
         int a = expr_any(fs, n->a);
         setpos(fs, n);
@@ -640,7 +809,11 @@ static void bind_new(fstate *fs, ad_node *decl, const char *name, int reg) {
 }
 
 static void store_var(fstate *fs, ad_node *target, int src) {
+    /* An undefined target is reported at its name, not at the '='. */
+    int sl = fs->line, sc = fs->col;
+    setpos(fs, target);
     vref v = resolve(fs, target->str, false);
+    fs->line = sl; fs->col = sc;
     switch (v.kind) {
     case V_LOCAL: if (v.index != src) emit_abc(fs, OP_MOVE, v.index, src, 0); break;
     case V_CELL: emit_abc(fs, OP_SETCELL, v.index, src, 0); break;
@@ -667,7 +840,7 @@ static void stmt_assign(fstate *fs, ad_node *n) {
             expr(fs, t, r);
             int b = expr_any(fs, n->b);
             setpos(fs, n);
-            emit_abc(fs, binop_code(n->op), r, r, b);
+            emit_abc(fs, OP_INPLACE, r, b, binop_code(n->op));
         } else {
             expr(fs, n->b, r);
         }
@@ -682,7 +855,7 @@ static void stmt_assign(fstate *fs, ad_node *n) {
             emit_abc(fs, OP_INDEX, v, base, t->list->n);
             int b = expr_any(fs, n->b);
             setpos(fs, n);
-            emit_abc(fs, binop_code(n->op), v, v, b);
+            emit_abc(fs, OP_INPLACE, v, b, binop_code(n->op));
         } else {
             expr(fs, n->b, v);
         }
@@ -690,7 +863,7 @@ static void stmt_assign(fstate *fs, ad_node *n) {
         emit_abc(fs, OP_SETINDEX, base, t->list->n, v);
     } else if (t->kind == N_ATTR) {
         int attr = ad_attr_lookup(t->str);
-        if (attr < 0) { cerror(fs, t->line, t->col, "unknown attribute '%s'", t->str); return; }
+        if (attr < 0) { attr_error(fs, t); return; }
         int obj = reserve(fs, 1);
         expr(fs, t->a, obj);
         int v = reserve(fs, 1);
@@ -698,7 +871,7 @@ static void stmt_assign(fstate *fs, ad_node *n) {
             emit_abc(fs, OP_GETATTR, v, obj, attr);
             int b = expr_any(fs, n->b);
             setpos(fs, n);
-            emit_abc(fs, binop_code(n->op), v, v, b);
+            emit_abc(fs, OP_INPLACE, v, b, binop_code(n->op));
         } else {
             expr(fs, n->b, v);
         }
@@ -706,6 +879,40 @@ static void stmt_assign(fstate *fs, ad_node *n) {
         emit_abc(fs, OP_SETATTR, obj, attr, v);
     } else {
         cerror(fs, t->line, t->col, "cannot assign to this expression");
+    }
+    fs->freereg = save;
+}
+
+/* a, b = EXPR (also t[i], x.grad as targets): the right side is evaluated
+ * whole, then unpacked, then stored left to right, so a, b = b, a swaps. */
+static void stmt_assign_many(fstate *fs, ad_node *n) {
+    ad_nlist *ts = n->a->list;
+    int save = fs->freereg;
+    int src = reserve(fs, 1);
+    expr(fs, n->b, src);
+    int base = reserve(fs, ts->n);
+    setpos(fs, n);
+    emit_abc(fs, OP_UNPACK, base, src, ts->n);
+    for (int i = 0; i < ts->n && !fs->C->failed; i++) {
+        ad_node *t = ts->items[i];
+        int s2 = fs->freereg;
+        if (t->kind == N_NAME) {
+            setpos(fs, t);
+            store_var(fs, t, base + i);
+        } else if (t->kind == N_INDEX) {
+            int ib = reserve(fs, 1);
+            expr_index_operands(fs, t, ib);
+            setpos(fs, t);
+            emit_abc(fs, OP_SETINDEX, ib, t->list->n, base + i);
+        } else if (t->kind == N_ATTR && ad_attr_lookup(t->str) >= 0) {
+            int obj = reserve(fs, 1);
+            expr(fs, t->a, obj);
+            setpos(fs, t);
+            emit_abc(fs, OP_SETATTR, obj, ad_attr_lookup(t->str), base + i);
+        } else {
+            cerror(fs, t->line, t->col, "cannot assign to this expression");
+        }
+        fs->freereg = s2;
     }
     fs->freereg = save;
 }
@@ -838,6 +1045,7 @@ static int add_optemplate(fstate *fs, const ad_node *n) {
     bool ok = t->name && t->pnames;
     for (int i = 0; ok && i < in->nparams; i++) ok = (t->pnames[i] = cdup(fs, in->params[i]->str)) != NULL;
     t->ndefaults = in->ndefaults;
+    t->sizes_param = in->sizes_param;
     memcpy(t->kind, in->kind, sizeof t->kind);
     for (int i = 0; ok && i < in->nparams; i++) if (in->notimpl[i]) ok = (t->notimpl[i] = cdup(fs, in->notimpl[i])) != NULL;
     t->nout = in->nout;
@@ -848,6 +1056,8 @@ static int add_optemplate(fstate *fs, const ad_node *n) {
     }
     memcpy(t->out_diff, in->out_diff, sizeof t->out_diff);
     t->has_formulas = in->has_formulas;
+    memcpy(t->vjp_reads, in->vjp_reads, sizeof t->vjp_reads);
+    t->vjp_reads_result = in->vjp_reads_result;
     t->nvjp = in->nvjp;
     memcpy(t->vjp_nnames, in->vjp_nnames, sizeof t->vjp_nnames);
     memcpy(t->vjp_params, in->vjp_params, sizeof t->vjp_params);
@@ -946,7 +1156,10 @@ static void stmt_inner(fstate *fs, ad_node *n) {
         }
         return;
     }
-    case N_ASSIGN: stmt_assign(fs, n); break;
+    case N_ASSIGN:
+        if (n->a->kind == N_TUPLE && n->op == 0) stmt_assign_many(fs, n);
+        else stmt_assign(fs, n);
+        break;
     case N_EXPRSTMT: {
         int r = reserve(fs, 1);
         expr(fs, n->a, r);
@@ -1055,6 +1268,7 @@ static void compile_function(fstate *fs, ad_node *fn, const char *name, ad_nlist
     bool seen_default = false;
     for (int i = 0; i < np; i++) {
         ad_node *p = params->items[i];
+        if (p->op == TK_STAR) { cerror(fs, p->line, p->col, "'*%s': only an op's parameter may take sizes as separate numbers", p->str); return; }
         if (p->a) { seen_default = true; int r = reserve(fs, 1); expr(fs, p->a, r); nd++; }
         else if (seen_default) { cerror(fs, p->line, p->col, "parameter '%s' without a default follows one with a default", p->str); return; }
         for (int j = 0; j < i; j++)
@@ -1150,17 +1364,22 @@ static ad_chunk *chunk_new(ad_state *S, const char *src, size_t len, const char 
     return c;
 }
 
+/* Reports the first undefined name in source order ('torch' before the
+ * method 'sum' of 'torch.sum(x)', which the compiler resolves first). */
 static bool check_globals(cstate *C) {
     ad_globals *G = C->S->globals;
+    gref *first = NULL;
     for (int i = 0; i < C->ngrefs; i++) {
         gref *g = &C->grefs[i];
         if (G->declared[g->slot] || G->defined[g->slot]) continue;
-        C->failed = true;
-        C->err_line = g->line; C->err_col = g->col;
-        snprintf(C->err_msg, sizeof C->err_msg, g->method ? "unknown method '%.200s'" : "undefined name '%.200s'", G->names[g->slot]);
-        return false;
+        if (!first || g->line < first->line || (g->line == first->line && g->col < first->col)) first = g;
     }
-    return true;
+    if (!first) return true;
+    C->failed = true;
+    C->err_line = first->line; C->err_col = first->col;
+    ad_hint_undefined(C->S, C->chunk->src, C->chunk->len, first->line, first->col, G->names[first->slot],
+                      first->method, &first->near, C->err_msg, sizeof C->err_msg);
+    return false;
 }
 
 static ad_proto *compile_chunk(ad_state *S, const char *src, size_t len, const char *name, bool repl, bool library) {

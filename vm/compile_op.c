@@ -1,6 +1,7 @@
 /* compile_op.c: the compile-time checks on op definitions (the torchgen
  * rules plus the contract's) and their rewriting into lambdas. */
 #include "compile_op.h"
+#include "grammar.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -187,6 +188,40 @@ static void mentions(const ad_node *e, const char **names, int from, int n, bool
         for (int i = 0; ls[k] && i < ls[k]->n; i++) mentions(ls[k]->items[i], names, from, n, seen);
 }
 
+/* Whether 'e' reads the values of 'name': a mention only as the object of
+ * .shape, .dtype, .device or .ndim (or of .numel(), .dim(), .size()) reads
+ * metadata, which an in-place write does not change, so backward need not
+ * check that saved tensor's version. */
+static bool reads_values(const ad_node *e, const char *name) {
+    if (!e) return false;
+    if (e->kind == N_NAME) return strcmp(e->str, name) == 0;
+    if ((e->kind == N_ATTR || (e->kind == N_METHOD && (!e->list || e->list->n == 0 ||
+                                                        strcmp(e->str, "size") == 0))) &&
+        e->a && e->a->kind == N_NAME && strcmp(e->a->str, name) == 0) {
+        static const char *const meta[] = {"shape", "dtype", "device", "ndim", "numel", "dim", "size"};
+        for (size_t k = 0; k < sizeof meta / sizeof meta[0]; k++)
+            if (strcmp(e->str, meta[k]) == 0) return reads_values(e->b, name) || reads_values(e->c, name);
+    }
+    if (reads_values(e->a, name) || reads_values(e->b, name) || reads_values(e->c, name)) return true;
+    const ad_nlist *ls[3] = {e->list, e->list2, e->list3};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; ls[k] && i < ls[k]->n; i++) if (reads_values(ls[k]->items[i], name)) return true;
+    return false;
+}
+
+/* in->vjp_reads[v] and bit v of in->vjp_reads_result from VJP formula v's body. */
+static void note_value_reads(ad_opinfo *in, int v, const ad_node *body) {
+    for (int i = 0; i < in->nparams; i++)
+        if (reads_values(body, in->params[i]->str)) in->vjp_reads[v] |= (uint32_t)1 << i;
+    char buf[32];
+    bool res = reads_values(body, "result");
+    for (int k = 0; k < in->nout; k++) {
+        snprintf(buf, sizeof buf, "result%d", k);
+        if (reads_values(body, buf) || (in->outnames && reads_values(body, in->outnames[k]))) res = true;
+    }
+    if (res) in->vjp_reads_result |= (uint32_t)1 << v;
+}
+
 /* own[] = names[], with each optional argument the formula 'body' never reads
  * renamed AD_FORMULA_UNUSED + name: the engine then skips building it (the
  * grads list, the result tuple, grad_input_mask) for every node of the op. */
@@ -273,6 +308,13 @@ static bool desugar_one(octx *c, ad_node *op) {
     bool seen_default = false;
     for (int i = 0; i < in->nparams; i++) {
         ad_node *p = in->params[i];
+        if (p->op == TK_STAR) {
+            /* Sizes as separate numbers: the binder packs them (vm/args.c);
+             * the formulas' lambdas reuse this node as a plain parameter. */
+            if (in->sizes_param) return fail(c, p->line, p->col, "op '%s' has two '*' parameters", op->str);
+            in->sizes_param = i + 1;
+            p->op = 0;
+        }
         if (p->a) { seen_default = true; in->ndefaults++; }
         else if (seen_default) return fail(c, p->line, p->col, "parameter '%s' without a default follows one with a default", p->str);
         for (int j = 0; j < i; j++)
@@ -397,6 +439,7 @@ static bool desugar_one(octx *c, ad_node *op) {
         ad_node *en = in->vjp[v];
         const char *own[AD_OP_MAX_PARAMS * 2 + 3 * AD_OP_MAX_OUTS + 8];
         mark_unused(c, en->a, names, own, n);
+        note_value_reads(in, v, en->a);
         in->vjp[v] = mklambda(c, own, n, en->a, en);
     }
     /* The forward: a kernel(...) value, or a lambda over the parameters. */

@@ -13,6 +13,7 @@ typedef struct ad_opinfo {
     int nparams;
     ad_node **params;               /* N_PARAM nodes (defaults in ->a) */
     int ndefaults;
+    int sizes_param;                /* 1 + index of the parameter written '*NAME'; 0: none */
     int nout;
     const char **outnames;          /* NULL for a single unnamed output */
     uint8_t kind[AD_OP_MAX_PARAMS];
@@ -27,6 +28,8 @@ typedef struct ad_opinfo {
     ad_jvp_kind jvp_kind;
     int njvp;
     ad_node *jvp[AD_OP_MAX_OUTS];
+    uint32_t vjp_reads[AD_OP_MAX_PARAMS]; /* per VJP formula, bit i: it reads parameter i's values (not only .shape ...) */
+    uint32_t vjp_reads_result;      /* bit v: VJP formula v reads an output's values */
 } ad_opinfo;
 
 typedef struct ad_op_error {

@@ -1,5 +1,5 @@
 /* lexer.h: the re2c scanner's interface: tokens with file:line:col.
- * Newlines inside ( ) and [ ] are dropped here, so the grammar never sees them. */
+ * Newlines inside ( ), [ ] and a dict's { } are dropped here, so the grammar never sees them. */
 #ifndef AD_LEXER_H
 #define AD_LEXER_H
 
@@ -21,7 +21,7 @@ typedef struct ad_lexer {
     const char *src, *cur, *lim, *mar, *tok;
     const char *line_start;
     int line;
-    char nest[AD_LEX_MAX_NEST]; /* open brackets: '(', '[', '{' */
+    char nest[AD_LEX_MAX_NEST]; /* open brackets: '(', '[', '{' (a block), 'd' (a dict) */
     int depth;
     int last_type;     /* to drop redundant newlines */
     const char *error; /* message of a lexical error, or NULL */

@@ -4,11 +4,13 @@
 #include "op.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../builtins/builtins.h"
 #include "autograd.h"
 #include "state.h"
+#include "suggest.h"
 #include "tensor.h"
 
 int ad_op_formula_nargs(int nparams, int nout, bool named) {
@@ -60,7 +62,19 @@ void ad_opdef_free(ad_state *S, ad_opdef *op) {
     ad_free(S, op->vjp);
     for (int i = 0; i < AD_OP_MAX_OUTS; i++) ad_value_decref(S, op->jvp[i]);
     ad_value_decref(S, op->test_inputs);
+    if (op->result_names) ad_value_decref(S, ad_list_value(op->result_names, AD_TTUPLE));
     ad_free(S, op);
+}
+
+size_t ad_op_public_name(const ad_opdef *op, char *buf, size_t size) {
+    size_t n = strlen(op->name);
+    static const char *const forms[] = {"_dim", "_all"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        size_t k = strlen(forms[i]);
+        if (n > k && strcmp(op->name + n - k, forms[i]) == 0) { n -= k; break; }
+    }
+    snprintf(buf, size, "%.*s", (int)n, op->name);
+    return n < size ? n : size - 1;
 }
 
 static bool reads(const ad_proto *p, int i) {
@@ -96,15 +110,23 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
     bool ok1, ok2;
     op->name = dupstr(S, t->name);
     op->nparams = t->nparams;
+    op->sizes_param = t->sizes_param;
     op->pnames = dup_names(S, t->pnames, t->nparams, &ok1);
     op->nout = t->nout;
     op->outnames = dup_names(S, t->outnames, t->nout, &ok2);
     if (!op->name || !ok1 || !ok2) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+    if (op->outnames) {
+        char type[128];
+        ad_op_public_name(op, type, sizeof type);
+        op->result_names = ad_names_new(S, type, op->nout, (const char *const *)op->outnames);
+        if (!op->result_names) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+    }
     memcpy(op->kind, t->kind, sizeof op->kind);
     for (int i = 0; i < t->nparams; i++)
         if (t->notimpl[i] && !(op->notimpl[i] = dupstr(S, t->notimpl[i]))) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
     memcpy(op->out_diff, t->out_diff, sizeof op->out_diff);
     op->has_formulas = t->has_formulas;
+    op->reads_result = t->vjp_reads_result != 0;
     op->jvp_kind = t->jvp_kind;
     int r = 0;
     op->forward = regs[r++];
@@ -119,6 +141,9 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
             op->vjp[i].fn = regs[r++];
             ad_value_incref(op->vjp[i].fn);
             op->vjp[i].uses = vjp_uses(op, op->vjp[i].fn);
+            op->vjp[i].reads = t->vjp_reads[i];
+            op->vjp[i].reads_result = (t->vjp_reads_result >> i) & 1u;
+            op->reads_args |= op->vjp[i].reads;
         }
     }
     for (int i = 0; i < t->njvp; i++) { op->jvp[i] = regs[r++]; ad_value_incref(op->jvp[i]); }
@@ -143,9 +168,8 @@ static int bind(ad_state *S, const ad_opdef *op, const ad_value *args, int nargs
     for (int i = 0; i < npos; i++) { slots[i] = args[i]; set[i] = true; }
     for (int k = 0; k < nkw; k++) {
         const char *name = kw->items[k].u.s->data;
-        int j = 0;
-        while (j < np && strcmp(op->pnames[j], name) != 0) j++;
-        if (j == np) return ad_error(S, "%s() got an unexpected keyword argument '%s'", op->name, name);
+        int j = ad_param_find(np, (const char *const *)op->pnames, name);
+        if (j < 0) return ad_error_unknown_kw(S, op->name, name, (const char *const *)op->pnames, np);
         if (set[j]) return ad_error(S, "%s() got multiple values for argument '%s'", op->name, name);
         slots[j] = args[npos + k];
         set[j] = true;
@@ -266,7 +290,7 @@ static bool has_tangent_at(ad_value v, uint64_t level) {
  * the tangent's own graph may hold the output, and a graph-carrying tangent
  * there would close a reference cycle. */
 static ad_tensor *detached_dual(ad_state *S, ad_tensor *t) {
-    ad_tensor *d = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
+    ad_tensor *d = ad_tensor_alias(S, t);
     if (!d) return NULL;
     for (const ad_tangent *e = t->fw_grad; e; e = e->next) {
         ad_tensor *dt = detached_dual(S, e->t);
@@ -334,7 +358,7 @@ static int set_tangent(ad_state *S, ad_tensor *out, uint64_t level, ad_value tan
  * not hold the output, so no reference cycle forms. */
 static ad_value plain_output(ad_state *S, ad_tensor *o, uint64_t level, int *rc) {
     if (!o || *rc) return ad_none();
-    ad_tensor *a = ad_tensor_as_strided(S, o, o->ndim, o->shape, o->strides, o->offset);
+    ad_tensor *a = ad_tensor_alias(S, o);
     if (!a) { *rc = S->errcode; return ad_none(); }
     if (o->grad_fn && !o->grad_fn_weak) {
         a->grad_fn = o->grad_fn; a->grad_fn->refcount++; a->output_nr = o->output_nr;
@@ -453,7 +477,7 @@ static int propagate_tangents(ad_state *S, ad_opdef *op, const ad_value *slots, 
     return propagate_from(S, op, slots, outs, n, S->fw_top);
 }
 
-int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+static int op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     ad_value slots[AD_OP_MAX_PARAMS];
     *out = ad_none();
     int rc = bind(S, op, args, nargs, kw, slots);
@@ -479,6 +503,31 @@ int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const
     }
     if (!rc && tangents) rc = propagate_tangents(S, op, slots, *out);
     if (rc) { ad_value_decref(S, *out); *out = ad_none(); }
+    return rc;
+}
+
+/* An op with a '*NAME' parameter: the sizes given as separate numbers are
+ * packed into one list, which lives until the call returns (a recorded node
+ * holds its own reference). Apart so that other calls keep a small frame. */
+static int op_call_sizes(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    ad_value buf[AD_MAX_CALL_ARGS], packed;
+    const ad_value *bound;
+    int nbound;
+    if (nargs > AD_MAX_CALL_ARGS) return ad_error(S, "%s(): too many arguments", op->name);
+    int rc = ad_args_pack_sizes(S, op->name, op->pnames[op->sizes_param - 1], op->sizes_param - 1,
+                                args, nargs, kw ? (int)kw->len : 0, buf, &bound, &nbound, &packed);
+    if (rc) return rc;
+    rc = op_call(S, op, bound, nbound, kw, out);
+    ad_value_decref(S, packed);
+    return rc;
+}
+
+int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    *out = ad_none();
+    int rc = op->sizes_param ? op_call_sizes(S, op, args, nargs, kw, out) : op_call(S, op, args, nargs, kw, out);
+    /* Outputs with names make a named tuple, as torch.return_types.max. */
+    if (!rc && op->result_names && out->t == AD_TTUPLE && out->u.l->hdr.refcount == 1)
+        ad_tuple_share_names(out->u.l, op->result_names);
     return rc;
 }
 

@@ -40,6 +40,10 @@ typedef struct ad_vjp_entry {
     int params[AD_OP_MAX_PARAMS];   /* parameter index per name */
     ad_value fn;                    /* closure over the formula */
     unsigned uses;                  /* AD_VJP_USES_* bits */
+    /* What the formula reads of the saved values (not metadata such as .shape):
+     * backward version-checks only those of the formulas it runs. */
+    uint32_t reads;                 /* bit i: parameter i */
+    bool reads_result;              /* an output */
 } ad_vjp_entry;
 
 typedef struct ad_opdef {
@@ -49,6 +53,7 @@ typedef struct ad_opdef {
     char **pnames;
     int ndefaults;                  /* the last ndefaults parameters have defaults */
     ad_value *defaults;
+    int sizes_param;                /* 1 + index of the parameter written '*NAME' (sizes as separate numbers); 0: none */
     uint8_t kind[AD_OP_MAX_PARAMS]; /* ad_param_kind */
     char *notimpl[AD_OP_MAX_PARAMS];
     int nout;                       /* 1 for a single output */
@@ -56,11 +61,14 @@ typedef struct ad_opdef {
     bool out_diff[AD_OP_MAX_OUTS];
     ad_value forward;               /* closure or builtin */
     bool has_formulas;              /* records one node; else differentiated through its body */
+    bool reads_result;              /* some VJP formula reads an output (else a single output is not kept) */
+    uint32_t reads_args;            /* bit i: some VJP formula reads parameter i's values */
     int nvjp;
     ad_vjp_entry *vjp;
     ad_jvp_kind jvp_kind;
     ad_value jvp[AD_OP_MAX_OUTS];   /* JVP formula per output (AD_JVP_FORMULA) */
     ad_value test_inputs;           /* a function giving sample arguments, or none */
+    ad_list *result_names;          /* with output names: the named tuple's names (vm/value.h), else NULL */
 } ad_opdef;
 
 /* What the compiler knows of an op definition; NEWOP turns it plus the
@@ -70,12 +78,15 @@ typedef struct ad_optemplate {
     int nparams;
     char **pnames;
     int ndefaults;
+    int sizes_param;
     uint8_t kind[AD_OP_MAX_PARAMS];
     char *notimpl[AD_OP_MAX_PARAMS];
     int nout;
     char **outnames;                /* NULL for a single unnamed output */
     bool out_diff[AD_OP_MAX_OUTS];
     bool has_formulas;
+    uint32_t vjp_reads[AD_OP_MAX_PARAMS];  /* see ad_vjp_entry.reads */
+    uint32_t vjp_reads_result;
     int nvjp;
     int vjp_nnames[AD_OP_MAX_PARAMS];
     int vjp_params[AD_OP_MAX_PARAMS][AD_OP_MAX_PARAMS];
@@ -96,6 +107,9 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
 int ad_op_formula_nargs(int nparams, int nout, bool named);
 
 void ad_opdef_free(ad_state *S, ad_opdef *op);
+/* The op's name as PyTorch names the function: without the '_dim'/'_all' of
+ * the library's split forms (max_dim is max). Writes it to buf; returns its length. */
+size_t ad_op_public_name(const ad_opdef *op, char *buf, size_t size);
 /* Calls the op with arguments (kw: names of the trailing nkw arguments). */
 int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
 /* Looks up global ops used by operators after the library loads. */

@@ -172,6 +172,7 @@ static ad_tensor *header_new(ad_state *S, ad_storage *st, ad_dtype dt, int ndim,
     t->grad_fn_weak = false;
     t->output_nr = 0;
     t->fw_grad = NULL;
+    t->base = NULL;
     if (ndim > 0) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
     contiguous_strides(ndim, shape, t->strides);
     return t;
@@ -252,6 +253,7 @@ void ad_tensor_decref(ad_state *S, ad_tensor *t) {
         ad_tensor *g = t->grad;
         if (t->grad_fn && !t->grad_fn_weak) ad_node_decref(S, t->grad_fn);
         if (t->fw_grad) ad_tensor_clear_tangents(S, t);
+        ad_tensor_decref(S, t->base); /* a base is never a view: one level deep */
         storage_decref(S, t->storage);
         ad_heap_release_header(S, t);
         t = g; /* a chain of grads is released without recursion */

@@ -51,6 +51,8 @@ typedef struct ad_tensor {
     struct ad_tensor *grad;   /* accumulated gradient of a leaf */
     struct ad_node *grad_fn;  /* autograd node that produced it (vm/autograd.h) */
     struct ad_tangent *fw_grad;/* forward-mode tangents, one per jvp() level; NULL: none */
+    struct ad_tensor *base;   /* a view: the tensor whose storage it shares (owned; never a view itself);
+                                 an in-place write through the view rebases the base's graph */
     int64_t shape[AD_MAX_DIMS];
     int64_t strides[AD_MAX_DIMS]; /* in elements */
 } ad_tensor;
@@ -106,6 +108,9 @@ int ad_tensor_copy_into(ad_state *S, ad_tensor *dst, const ad_tensor *src);
 int ad_tensor_fill(ad_state *S, ad_tensor *dst, double v);
 
 /* Views (share storage). Dims may be negative; errors say what was expected. */
+/* A second header over t's storage and geometry that is not a view in
+ * autograd's sense (no base): the engine's saved values and detached copies. */
+ad_tensor *ad_tensor_alias(ad_state *S, ad_tensor *t);
 ad_tensor *ad_tensor_as_strided(ad_state *S, ad_tensor *t, int ndim, const int64_t *shape,
                                 const int64_t *strides, int64_t offset);
 ad_tensor *ad_tensor_view(ad_state *S, ad_tensor *t, int ndim, const int64_t *shape); /* one -1 allowed */

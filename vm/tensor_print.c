@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "device.h"
+#include "gradfn.h"
 #include "state.h"
 
 #define PRINT_PRECISION 4
@@ -215,10 +216,10 @@ static int format_on(ad_state *S, const ad_tensor *t, const ad_tensor *meta, ad_
         if (t->dtype == AD_FLOAT64) put_suffix(b, start, &last_len, "dtype=float64", TORCH_DTYPE_PREFIX);
     }
     if (meta->grad_fn && !meta->grad_fn_weak && meta->grad_fn->op) {
-        /* Like torch's grad_fn=<MulBackward0>, named after the op. */
-        char sfx[160];
-        const char *name = meta->grad_fn->op->name;
-        snprintf(sfx, sizeof sfx, "grad_fn=<%c%.100sBackward0>", toupper((unsigned char)name[0]), name[0] ? name + 1 : "");
+        /* Like torch's grad_fn=<MulBackward0>, named as t.grad_fn.name() is. */
+        char sfx[160], name[128];
+        ad_node_class_name(meta->grad_fn, name, sizeof name);
+        snprintf(sfx, sizeof sfx, "grad_fn=<%s>", name);
         put_suffix(b, start, &last_len, sfx, 0);
     } else if (meta->requires_grad) {
         put_suffix(b, start, &last_len, REQUIRES_GRAD_SUFFIX, 0);

@@ -30,8 +30,16 @@ static ad_tensor *make_view(ad_state *S, ad_tensor *t, int ndim, const int64_t *
     v->grad_fn_weak = false;
     v->output_nr = 0;
     v->fw_grad = NULL;
+    v->base = t->base ? t->base : t;
+    v->base->refcount++;
     memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
     memcpy(v->strides, strides, (size_t)ndim * sizeof *strides);
+    return v;
+}
+
+ad_tensor *ad_tensor_alias(ad_state *S, ad_tensor *t) {
+    ad_tensor *v = make_view(S, t, t->ndim, t->shape, t->strides, t->offset);
+    if (v) { ad_tensor_decref(S, v->base); v->base = NULL; }
     return v;
 }
 

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "buf.h"
+#include "dict.h"
+#include "gradfn.h"
 #include "state.h"
 #include "tensor.h"
 #include "op.h"
@@ -20,6 +22,7 @@ void ad_value_incref(ad_value v) {
 
 static void list_free(ad_state *S, ad_list *l) {
     for (int64_t i = 0; i < l->len; i++) ad_value_decref(S, l->items[i]);
+    if (l->names) ad_value_decref(S, ad_list_value(l->names, AD_TTUPLE));
     ad_free(S, l->items);
     ad_free(S, l);
 }
@@ -38,6 +41,8 @@ void ad_value_decref(ad_state *S, ad_value v) {
     case AD_TFUNC: ad_vm_closure_free(S, v.u.fn); break;
     case AD_TBUILTIN: ad_vm_builtin_free(S, v.u.bi); break;
     case AD_TOP: ad_opdef_free(S, v.u.op); break;
+    case AD_TDICT: ad_dict_free(S, v.u.d); break;
+    case AD_TGRADFN: ad_gradfn_free(S, v.u.gf); break;
     default: break;
     }
 }
@@ -68,6 +73,7 @@ ad_list *ad_list_new(ad_state *S, ad_vtype kind, int64_t len) {
     l->hdr.refcount = 1;
     l->len = len; l->cap = len;
     l->items = NULL;
+    l->names = NULL;
     if (len) {
         l->items = ad_calloc(S, (size_t)len, sizeof(ad_value));
         if (!l->items) { ad_free(S, l); return NULL; }
@@ -95,6 +101,39 @@ int ad_list_push(ad_state *S, ad_list *l, ad_value v) {
     return ADDSL_OK;
 }
 
+/* ---- named tuples ---- */
+
+ad_list *ad_names_new(ad_state *S, const char *type, int nfields, const char *const *fields) {
+    ad_list *n = ad_list_new(S, AD_TTUPLE, nfields + 1);
+    if (!n) return NULL;
+    for (int i = 0; i <= nfields; i++) {
+        const char *s = i ? fields[i - 1] : type;
+        if (ad_string_value(S, s, strlen(s), &n->items[i])) { ad_value_decref(S, ad_list_value(n, AD_TTUPLE)); return NULL; }
+    }
+    return n;
+}
+
+void ad_tuple_share_names(ad_list *t, ad_list *names) {
+    if (t->names || names->len != t->len + 1) return; /* not this tuple's shape: stays plain */
+    names->hdr.refcount++;
+    t->names = names;
+}
+
+int ad_tuple_name(ad_state *S, ad_list *t, const char *type, const char *const *fields) {
+    ad_list *n = ad_names_new(S, type, (int)t->len, fields);
+    if (!n) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    ad_tuple_share_names(t, n);
+    ad_value_decref(S, ad_list_value(n, AD_TTUPLE));
+    return ADDSL_OK;
+}
+
+const ad_value *ad_tuple_field(const ad_list *t, const char *field) {
+    if (!t->names) return NULL;
+    for (int64_t i = 0; i < t->len; i++)
+        if (strcmp(t->names->items[i + 1].u.s->data, field) == 0) return &t->items[i];
+    return NULL;
+}
+
 const char *ad_type_name(ad_value v) {
     switch (v.t) {
     case AD_TNONE: return "none";
@@ -110,7 +149,9 @@ const char *ad_type_name(ad_value v) {
     case AD_TFUNC: return "function";
     case AD_TBUILTIN: return "builtin";
     case AD_TOP: return "op";
+    case AD_TGRADFN: return "grad_fn";
     case AD_TCELL: return "cell";
+    case AD_TDICT: return "dict";
     }
     return "?";
 }
@@ -122,6 +163,7 @@ bool ad_truthy(ad_value v) {
     case AD_TINT: case AD_TNUM: return v.u.n != 0;
     case AD_TSTR: return v.u.s->len != 0;
     case AD_TLIST: case AD_TTUPLE: return v.u.l->len != 0;
+    case AD_TDICT: return v.u.d->len != 0;
     default: return true;
     }
 }
@@ -144,6 +186,9 @@ bool ad_values_equal(ad_value a, ad_value b) {
         for (int64_t i = 0; i < a.u.l->len; i++)
             if (!ad_values_equal(a.u.l->items[i], b.u.l->items[i])) return false;
         return true;
+    case AD_TDICT: return ad_dict_equal(a.u.d, b.u.d);
+    case AD_TGRADFN: /* two reads of one t.grad_fn are the same node, as in torch */
+        return a.u.gf->node == b.u.gf->node && a.u.gf->leaf == b.u.gf->leaf;
     default: return a.u.o == b.u.o;
     }
 }
@@ -164,8 +209,21 @@ int ad_format_number(char *out, size_t n, double x) {
     return (int)strlen(out);
 }
 
+/* As PyTorch prints torch.return_types: each field on its own line. */
+static int format_named(ad_state *S, const ad_list *t, ad_buf *b) {
+    ad_buf_printf(b, "torch.return_types.%s(", t->names->items[0].u.s->data);
+    for (int64_t i = 0; i < t->len; i++) {
+        ad_buf_printf(b, "\n%s=", t->names->items[i + 1].u.s->data);
+        int rc = ad_value_format(S, t->items[i], b, true);
+        if (rc) return rc;
+        if (i + 1 < t->len) ad_buf_puts(b, ",");
+    }
+    return ad_buf_puts(b, ")");
+}
+
 static int format_seq(ad_state *S, ad_value v, ad_buf *b) {
     bool tuple = v.t == AD_TTUPLE;
+    if (tuple && v.u.l->names) return format_named(S, v.u.l, b);
     ad_buf_puts(b, tuple ? "(" : "[");
     for (int64_t i = 0; i < v.u.l->len; i++) {
         if (i) ad_buf_puts(b, ", ");
@@ -206,7 +264,9 @@ int ad_value_format(ad_state *S, ad_value v, ad_buf *b, bool quote_str) {
     case AD_TFUNC: return ad_buf_printf(b, "<function %s>", ad_vm_closure_name(v.u.fn));
     case AD_TBUILTIN: return ad_buf_printf(b, "<builtin %s>", v.u.bi->name);
     case AD_TOP: return ad_buf_printf(b, "<op %s>", v.u.op->name);
+    case AD_TGRADFN: return ad_gradfn_format(v.u.gf, b);
     case AD_TCELL: return ad_buf_puts(b, "<cell>");
+    case AD_TDICT: return ad_dict_format(S, v.u.d, b);
     }
     return ADDSL_OK;
 }

@@ -26,7 +26,9 @@ typedef enum {
     AD_TFUNC,     /* a script closure */
     AD_TBUILTIN,  /* a C function */
     AD_TOP,       /* a differentiable op (vm/op.h) */
-    AD_TCELL      /* captured variable (internal, never user-visible) */
+    AD_TGRADFN,   /* t.grad_fn: a graph node seen from scripts (vm/gradfn.h) */
+    AD_TCELL,     /* captured variable (internal, never user-visible) */
+    AD_TDICT      /* vm/dict.h */
 } ad_vtype;
 
 typedef struct ad_obj {
@@ -47,7 +49,9 @@ typedef struct ad_value {
         struct ad_closure *fn;
         struct ad_builtin *bi;
         struct ad_opdef *op;
+        struct ad_gradfn *gf;
         struct ad_cell *cell;
+        struct ad_dict *d;
     } u;
 } ad_value;
 
@@ -61,6 +65,9 @@ typedef struct ad_list {
     ad_obj hdr;
     int64_t len, cap;
     ad_value *items;
+    /* A named tuple (torch.return_types: max(x, dim=1).values): a tuple of
+     * strings, its type name then one field name per item; NULL otherwise. */
+    struct ad_list *names;
 } ad_list;
 
 typedef struct ad_slice {
@@ -84,6 +91,7 @@ typedef struct ad_builtin_def {
     ad_cfunc fn;
     /* "self, dim=none, keepdim=false": names and defaults (none, true, false,
      * numbers, dtype names, strings in double quotes); "*" alone: variadic;
+     * "*size, dtype=none": 'size' also takes the sizes as separate numbers;
      * "*, k=v, ...": variadic with keyword-only parameters after the values. */
     const char *params;
 } ad_builtin_def;
@@ -100,6 +108,7 @@ typedef struct ad_builtin {
     void *ud;             /* data of a builtin made at run time (e.g. an extern kernel) */
     int kid;              /* kernel id for kernel-backed builtins, else -1 */
     bool on_device;       /* takes GPU tensors (vm/device.c lists which) */
+    int sizes_param;      /* 1 + index of the parameter written '*NAME'; 0: none */
     void (*ud_free)(ad_state *S, void *ud);
 } ad_builtin;
 
@@ -127,11 +136,19 @@ ad_list *ad_list_new(ad_state *S, ad_vtype kind, int64_t len);
 int ad_list_push(ad_state *S, ad_list *l, ad_value v); /* steals v, even on failure */
 /* A new list or tuple ('kind') holding the items of 'src' (new references). */
 ad_list *ad_list_copy(ad_state *S, const ad_list *src, ad_vtype kind);
+/* Makes tuple 't' a named tuple of type 'type' with fields 'fields' (t->len names). */
+int ad_tuple_name(ad_state *S, ad_list *t, const char *type, const char *const *fields);
+/* Gives tuple 't' (a new one, not yet named) the names tuple 'names' (made by ad_names_new). */
+void ad_tuple_share_names(ad_list *t, ad_list *names);
+/* A names tuple for ad_tuple_share_names: type, then nfields field names. */
+ad_list *ad_names_new(ad_state *S, const char *type, int nfields, const char *const *fields);
+/* The item of named tuple 't' whose field is 'field' (borrowed), or NULL. */
+const ad_value *ad_tuple_field(const ad_list *t, const char *field);
 static inline ad_value ad_list_value(ad_list *l, ad_vtype kind) { ad_value v; v.t = kind; v.u.l = l; return v; }
 
 const char *ad_type_name(ad_value v);
 bool ad_truthy(ad_value v);
-/* Structural equality for numbers, strings, none, bools, dtypes, lists, tuples. */
+/* Structural equality for numbers, strings, none, bools, dtypes, lists, tuples, dicts. */
 bool ad_values_equal(ad_value a, ad_value b);
 
 /* Text of a value as print() shows it (strings unquoted when 'quote_str' is false). */
@@ -152,5 +169,18 @@ int ad_arg_shape(ad_state *S, ad_value v, const char *fn, const char *pname, int
 /* A list of dims or one dim (not normalized); none gives *n = -1. */
 int ad_arg_dims(ad_state *S, ad_value v, const char *fn, const char *pname, int *n, int64_t *dims);
 int ad_arg_str(ad_state *S, ad_value v, const char *fn, const char *pname, const char **out);
+
+/* Binding (vm/args.c). The index of the parameter keyword 'kw' names, also
+ * through torch's aliases ('axis' for 'dim', 'keepdims' for 'keepdim'); -1 if none. */
+int ad_param_find(int np, const char *const *pnames, const char *kw);
+/* A parameter written '*NAME' (index 'star') takes sizes as one list or as
+ * separate numbers, as torch's zeros(2, 3) and x.view(3, 2): when the
+ * positional arguments from 'star' on start with a number, they become one
+ * list. Sets bound and nbound to the arguments to bind (args itself, or 'buf'
+ * of at least nargs values) and *packed to the new list (a reference the
+ * caller releases after the call; none if nothing was packed). */
+int ad_args_pack_sizes(ad_state *S, const char *fn, const char *pname, int star,
+                       const ad_value *args, int nargs, int nkw, ad_value *buf,
+                       const ad_value **bound, int *nbound, ad_value *packed);
 
 #endif

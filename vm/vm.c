@@ -9,14 +9,19 @@
 #include <string.h>
 
 #include "../builtins/builtins.h"
+#include "../builtins/scalar_math.h"
 #include "buf.h"
 #include "autograd.h"
 #include "device.h"
+#include "inplace.h"
+#include "dict.h"
+#include "gradfn.h"
 #include "compile.h"
 #include "format.h"
 #include "library.h"
 #include "op.h"
 #include "state.h"
+#include "suggest.h"
 #include "tensor.h"
 
 typedef struct ad_frame {
@@ -39,7 +44,9 @@ struct ad_vm {
 /* ---- attributes ---- */
 
 static const char *const attr_names[AD_ATTR__COUNT] = {
-    "shape", "dtype", "ndim", "device", "grad", "requires_grad", "T", "is_leaf", "data"
+    "shape", "dtype", "ndim", "device", "grad", "requires_grad", "T", "is_leaf", "data",
+    "mT", "mH", "H", "grad_fn",
+    "next_functions", "variable", "values", "indices", "sign", "logabsdet"
 };
 
 int ad_attr_lookup(const char *name) {
@@ -140,6 +147,7 @@ static int builtin_new(ad_state *S, const ad_builtin_def *d, ad_builtin **out) {
     if (!b->pnames || !b->defaults || !b->required) { ad_vm_builtin_free(S, b); return ADDSL_ENOMEM; }
     for (int i = 0; i < np; i++) {
         while (*p == ' ') p++;
+        if (*p == '*') { b->sizes_param = i + 1; p++; }
         const char *e = p;
         while (*e && *e != ',' && *e != '=' && *e != ' ') e++;
         size_t len = (size_t)(e - p);
@@ -381,10 +389,21 @@ static int concat_seq(ad_state *S, ad_value a, ad_value b, ad_value *out) {
 static const char *op_symbol(ad_opcode op) {
     switch (op) {
     case OP_ADD: return "+"; case OP_SUB: return "-"; case OP_MUL: return "*"; case OP_DIV: return "/";
-    case OP_MOD: return "%"; case OP_POW: return "**"; case OP_MATMUL: return "@";
+    case OP_MOD: return "%"; case OP_IDIV: return "//"; case OP_POW: return "**"; case OP_MATMUL: return "@";
     case OP_LT: return "<"; case OP_LE: return "<="; case OP_GT: return ">"; case OP_GE: return ">=";
     default: return "?";
     }
+}
+
+/* t // u is torch's div(t, u, rounding_mode="floor"), through the differentiable op. */
+static int floor_div_tensor(ad_state *S, ad_value a, ad_value b, ad_value *out) {
+    if (!S->op_div) return ad_error(S, "'//' on tensors needs the op 'div' of the library");
+    ad_value args[3] = {a, b, ad_none()};
+    int rc = ad_string_value(S, "floor", 5, &args[2]);
+    if (rc) return rc;
+    rc = ad_op_call(S, S->op_div, args, 3, NULL, out);
+    ad_value_decref(S, args[2]);
+    return rc;
 }
 
 static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *out) {
@@ -404,6 +423,10 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
             if (r != 0 && ((r < 0) != (y < 0))) r += y;
             *out = make_num(r, ints); return ADDSL_OK;
         }
+        case OP_IDIV:
+            /* Python's //: towards minus infinity; a float zero divisor gives IEEE as '/' does. */
+            if (ints && y == 0) return ad_error(S, "division by zero (floor division)");
+            *out = make_num(ad_floordiv(x, y), ints); return ADDSL_OK;
         case OP_POW:
             if (ints && y < 0 && x == 0) return ad_error(S, "division by zero (0 raised to a negative power)");
             *out = make_num(pow(x, y), ints && y >= 0); return ADDSL_OK;
@@ -427,6 +450,7 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
         case OP_MATMUL: dop = S->op_matmul; break;
         default: break;
         }
+        if (op == OP_IDIV) return floor_div_tensor(S, a, b, out);
         if (dop) { ad_value args[2] = {a, b}; return ad_op_call(S, dop, args, 2, NULL, out); }
         switch (op) {
         case OP_ADD: return ad_bi_add(S, a, b, out);
@@ -580,11 +604,15 @@ static int get_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
     }
     if (obj.t == AD_TTENSOR) return ad_bi_index_get(S, obj.u.tensor, n, idx, out);
     if (ad_is_seq(obj) || obj.t == AD_TSTR) return index_seq(S, obj, n, idx, out);
+    if (obj.t == AD_TDICT) {
+        if (n != 1) return ad_error(S, "a dict takes one key in [ ], not %d", n);
+        return ad_dict_get_checked(S, obj.u.d, idx[0], out);
+    }
     return ad_error(S, "%s is not subscriptable", ad_type_name(obj));
 }
 
 static int set_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_value v) {
-    if (obj.t == AD_TTENSOR) return ad_bi_index_set(S, obj.u.tensor, n, idx, v);
+    if (obj.t == AD_TTENSOR) return ad_inplace_setindex(S, obj.u.tensor, n, idx, v);
     if (obj.t == AD_TLIST) {
         int64_t i;
         if (n != 1 || ad_arg_int(S, idx[0], "index", "index", &i)) return ad_error(S, "list indices must be integers");
@@ -596,11 +624,89 @@ static int set_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
         return ADDSL_OK;
     }
     if (obj.t == AD_TTUPLE) return ad_error(S, "tuples cannot be modified");
+    if (obj.t == AD_TDICT) {
+        if (n != 1) return ad_error(S, "a dict takes one key in [ ], not %d", n);
+        return ad_dict_set(S, obj.u.d, idx[0], v);
+    }
     return ad_error(S, "%s does not support item assignment", ad_type_name(obj));
 }
 
+/* x OP= y: PyTorch updates a tensor x in place (x.add_(y)); other values rebind. */
+static int augmented(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *out) {
+    if (a.t != AD_TTENSOR) return arith(S, op, a, b, out);
+    switch (op) {
+    case OP_ADD: return ad_inplace_binop(S, "add_", a, b, out);
+    case OP_SUB: return ad_inplace_binop(S, "sub_", a, b, out);
+    case OP_MUL: return ad_inplace_binop(S, "mul_", a, b, out);
+    case OP_DIV: return ad_inplace_binop(S, "div_", a, b, out);
+    case OP_MOD: return ad_inplace_binop(S, "remainder_", a, b, out);
+    case OP_POW: return ad_inplace_binop(S, "pow_", a, b, out);
+    case OP_IDIV: return ad_inplace_binop(S, "floor_divide_", a, b, out);
+    case OP_MATMUL: return ad_error(S, "In-place matmul is not supported. Use 'a = a @ b' instead.");
+    default: return arith(S, op, a, b, out);
+    }
+}
+
+/* vm/hint.h (not included: its parser types clash with the graph's ad_node). */
+void ad_hint_attribute(ad_state *S, const char *name, char *out, size_t n);
+
+/* d.name is d["name"], so objects kept in dicts read like PyTorch's. */
+static int get_attr_named(ad_state *S, ad_value obj, const char *name, ad_value *out) {
+    if (obj.t == AD_TDICT) {
+        ad_value *v = ad_dict_get_str(obj.u.d, name);
+        if (!v) return ad_error(S, "dict has no key \"%s\" (d.%s reads d[\"%s\"])", name, name, name);
+        *out = *v;
+        ad_value_incref(*out);
+        return ADDSL_OK;
+    }
+    char msg[AD_ERRMSG_MAX / 2];
+    ad_hint_attribute(S, name, msg, sizeof msg);
+    return ad_error(S, "%s", msg);
+}
+
+/* Calls the library's op 'name': the attributes that are views (.T, .mT)
+ * record a graph node exactly as x.permute(...) and x.transpose(-2, -1) do. */
+static int call_library(ad_state *S, const char *name, int argc, const ad_value *argv, ad_value *out) {
+    int slot = ad_global_slot(S, name, false);
+    if (slot < 0) return ad_error(S, "the library's op '%s' is missing", name);
+    int rc = ad_library_resolve(S, slot);
+    if (rc) return rc;
+    return ad_vm_call_value(S, S->globals->values[slot], argc, argv, out);
+}
+
+/* .T (every dim reversed, as torch's deprecated form for other than 2-D),
+ * .mT/.mH (the last two dims; real tensors, so mH is mT) and .H (2-D). */
+static int attr_transposed(ad_state *S, ad_value obj, int attr, ad_value *out) {
+    ad_tensor *t = obj.u.tensor;
+    if ((attr == AD_ATTR_MT || attr == AD_ATTR_MH) && t->ndim < 2)
+        return ad_error(S, "tensor.%s is only supported on matrices or batches of matrices. Got %d-D tensor.", ad_attr_name(attr), t->ndim);
+    if (attr == AD_ATTR_H && t->ndim != 2 && t->ndim != 0)
+        return ad_error(S, "tensor.H is only supported on matrices (2-D tensors). Got %d-D tensor.", t->ndim);
+    if (attr == AD_ATTR_MT || attr == AD_ATTR_MH) {
+        ad_value args[3] = {obj, ad_int(-2), ad_int(-1)};
+        return call_library(S, "transpose", 3, args, out);
+    }
+    ad_list *dims = ad_list_new(S, AD_TLIST, t->ndim);
+    if (!dims) return S->errcode;
+    for (int i = 0; i < t->ndim; i++) dims->items[i] = ad_int(t->ndim - 1 - i);
+    ad_value args[2] = {obj, ad_list_value(dims, AD_TLIST)};
+    int rc = call_library(S, "permute", 2, args, out);
+    ad_value_decref(S, args[1]);
+    return rc;
+}
+
 static int get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) {
-    if (obj.t != AD_TTENSOR) return ad_error(S, "%s has no attribute '%s'", ad_type_name(obj), ad_attr_name(attr));
+    if (obj.t == AD_TDICT) return get_attr_named(S, obj, ad_attr_name(attr), out);
+    if (obj.t == AD_TGRADFN) return ad_gradfn_attr(S, obj.u.gf, ad_attr_name(attr), out);
+    if (obj.t == AD_TTUPLE && obj.u.l->names) {
+        const ad_value *f = ad_tuple_field(obj.u.l, ad_attr_name(attr));
+        if (!f) return ad_error(S, "'torch.return_types.%s' has no attribute '%s'", obj.u.l->names->items[0].u.s->data, ad_attr_name(attr));
+        ad_value_incref(*f);
+        *out = *f;
+        return ADDSL_OK;
+    }
+    if (obj.t != AD_TTENSOR || attr >= AD_ATTR_NEXT_FUNCTIONS)
+        return ad_error(S, "%s has no attribute '%s'", ad_type_name(obj), ad_attr_name(attr));
     ad_tensor *t = obj.u.tensor;
     switch (attr) {
     case AD_ATTR_SHAPE: {
@@ -623,14 +729,9 @@ static int get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) {
         return ADDSL_OK;
     case AD_ATTR_REQUIRES_GRAD: *out = ad_bool(t->requires_grad); return ADDSL_OK;
     case AD_ATTR_IS_LEAF: *out = ad_bool(t->grad_fn == NULL); return ADDSL_OK;
-    case AD_ATTR_T: {
-        int64_t dims[AD_MAX_DIMS];
-        for (int i = 0; i < t->ndim; i++) dims[i] = t->ndim - 1 - i;
-        ad_tensor *r = ad_tensor_permute(S, t, t->ndim, dims);
-        if (!r) return S->errcode;
-        *out = ad_tensor_value(r);
-        return ADDSL_OK;
-    }
+    case AD_ATTR_T: case AD_ATTR_MT: case AD_ATTR_MH: case AD_ATTR_H:
+        return attr_transposed(S, obj, attr, out);
+    case AD_ATTR_GRAD_FN: return ad_gradfn_of(S, t, out);
     case AD_ATTR_DATA: {
         ad_tensor *r = ad_tensor_as_strided(S, t, t->ndim, t->shape, t->strides, t->offset);
         if (!r) return S->errcode;
@@ -682,11 +783,43 @@ static int unpack(ad_state *S, ad_value src, int n, ad_value *dst) {
     return ADDSL_OK;
 }
 
-/* ---- calls ---- */
-
-static int bind_error_unknown_kw(ad_state *S, const char *fname, const char *kw) {
-    return ad_error(S, "%s() got an unexpected keyword argument '%s'", fname, kw);
+/* 'x in c': a key of a dict, an item of a list or tuple, a substring of a string. */
+static int contains(ad_state *S, ad_value x, ad_value c, bool *out) {
+    switch (c.t) {
+    case AD_TDICT: {
+        int rc = ad_dict_check_key(S, x);
+        if (rc) return rc;
+        ad_value v;
+        *out = ad_dict_get(c.u.d, x, &v);
+        return ADDSL_OK;
+    }
+    case AD_TLIST: case AD_TTUPLE:
+        *out = false;
+        for (int64_t i = 0; i < c.u.l->len && !*out; i++) *out = ad_values_equal(c.u.l->items[i], x);
+        return ADDSL_OK;
+    case AD_TSTR:
+        if (x.t != AD_TSTR) return ad_error(S, "'in <string>' requires a string on the left, not %s", ad_type_name(x));
+        *out = x.u.s->len == 0 || (x.u.s->len <= c.u.s->len && memmem(c.u.s->data, c.u.s->len, x.u.s->data, x.u.s->len) != NULL);
+        return ADDSL_OK;
+    case AD_TTENSOR:
+        return ad_error(S, "'in' on a tensor is not supported: use any(t == x)");
+    default:
+        return ad_error(S, "argument of type %s is not a container for 'in'", ad_type_name(c));
+    }
 }
+
+static int new_dict(ad_state *S, const ad_value *kv, int n, ad_value *out) {
+    ad_dict *d = ad_dict_new(S);
+    if (!d) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    for (int i = 0; i < n; i++) {
+        int rc = ad_dict_set(S, d, kv[2 * i], kv[2 * i + 1]);
+        if (rc) { ad_dict_free(S, d); return rc; }
+    }
+    *out = ad_dict_value(d);
+    return ADDSL_OK;
+}
+
+/* ---- calls ---- */
 
 /* Orders arguments by parameter: positional first, keywords by name. 'slots'
  * receives borrowed values (defaults included); returns an error for bad calls. */
@@ -701,9 +834,8 @@ static int bind_args(ad_state *S, const char *fname, int np, const char *const *
     for (int i = 0; i < npos; i++) { slots[i] = args[i]; set[i] = true; }
     for (int k = 0; k < nkw; k++) {
         const char *kw = kwnames->items[k].u.s->data;
-        int j = 0;
-        while (j < np && strcmp(pnames[j], kw) != 0) j++;
-        if (j == np) return bind_error_unknown_kw(S, fname, kw);
+        int j = ad_param_find(np, pnames, kw);
+        if (j < 0) return ad_error_unknown_kw(S, fname, kw, pnames, np);
         if (set[j]) return ad_error(S, "%s() got multiple values for argument '%s'", fname, kw);
         slots[j] = args[npos + k];
         set[j] = true;
@@ -734,21 +866,27 @@ static int call_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int na
         if (kw && kw->len) return ad_error(S, "%s() takes no keyword arguments", b->name);
         return b->fn(S, (ad_value *)args, nargs, out);
     }
-    ad_value slots[256];
+    ad_value slots[256], packed_args[256], packed = ad_none();
+    int rc = ADDSL_OK;
     if (b->varargs) {
         /* The values, then the keyword-only parameters bound by name. */
         int nkw = kw ? (int)kw->len : 0, npos = nargs - nkw;
         if (npos + b->nparams > 256) return ad_error(S, "%s(): too many arguments", b->name);
-        int rc = bind_args(S, b->name, b->nparams, b->pnames, b->defaults, b->required, 0, args + npos, nkw, kw, slots + npos);
+        rc = bind_args(S, b->name, b->nparams, b->pnames, b->defaults, b->required, 0, args + npos, nkw, kw, slots + npos);
         if (rc) return rc;
         memcpy(slots, args, (size_t)npos * sizeof *slots);
         rc = b->fn(S, slots, npos + b->nparams, out);
         if (rc && S->errcode == ADDSL_OK) S->errcode = rc;
         return rc;
     }
-    int rc = bind_args(S, b->name, b->nparams, b->pnames, b->defaults, b->required, 0, args, nargs, kw, slots);
-    if (rc) return rc;
-    rc = b->fn(S, slots, b->nparams, out);
+    if (b->sizes_param) {
+        rc = ad_args_pack_sizes(S, b->name, b->pnames[b->sizes_param - 1], b->sizes_param - 1,
+                                args, nargs, kw ? (int)kw->len : 0, packed_args, &args, &nargs, &packed);
+        if (rc) return rc;
+    }
+    rc = bind_args(S, b->name, b->nparams, b->pnames, b->defaults, b->required, 0, args, nargs, kw, slots);
+    if (!rc) rc = b->fn(S, slots, b->nparams, out);
+    ad_value_decref(S, packed);
     if (rc && S->errcode == ADDSL_OK) S->errcode = rc;
     return rc;
 }
@@ -917,6 +1055,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             goto arith_generic;
         }
         vmcase(DIV)
+        vmcase(IDIV)
         vmcase(MOD)
         vmcase(POW)
         vmcase(MATMUL)
@@ -1080,6 +1219,15 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             setreg(S, RA, v);
             vmbreak;
         }
+        /* Opcode: INPLACE  Synopsis: R[A] = R[A] op= R[B] (in place on a tensor) */
+        vmcase(INPLACE) {
+            ad_value out = ad_none();
+            SAVEPC();
+            CHECK(augmented(S, (ad_opcode)AD_C(ins), *RA, *RB, &out));
+            RELOAD();
+            setreg(S, RA, out);
+            vmbreak;
+        }
         /* Opcode: INDEX  Synopsis: R[A] = R[B][R[B+1] ... R[B+C]] */
         vmcase(INDEX) {
             ad_value out = ad_none();
@@ -1095,10 +1243,43 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             RELOAD();
             vmbreak;
         }
+        /* Opcode: GETATTRK  Synopsis: R[A] = R[B].name (name K[Bx] of the next word) */
+        vmcase(GETATTRK) {
+            ad_value out = ad_none();
+            const ad_value nm = K[AD_BX(*pc)];
+            pc++;
+            SAVEPC();
+            CHECK(get_attr_named(S, *RB, nm.u.s->data, &out));
+            setreg(S, RA, out);
+            vmbreak;
+        }
+        /* Opcode: APPEND  Synopsis: R[A].append(R[B]) for a list R[A] */
+        vmcase(APPEND) {
+            ad_value v = *RB;
+            ad_value_incref(v);
+            SAVEPC();
+            CHECK(ad_list_push(S, RA->u.l, v));
+            vmbreak;
+        }
+        vmcase(NEWDICT) {
+            ad_value out = ad_none();
+            SAVEPC();
+            CHECK(new_dict(S, RB, AD_C(ins), &out));
+            setreg(S, RA, out);
+            vmbreak;
+        }
+        vmcase(IN) {
+            bool b = false;
+            SAVEPC();
+            CHECK(contains(S, *RB, *RC, &b));
+            setreg(S, RA, ad_bool(b));
+            vmbreak;
+        }
         vmcase(GETATTR) {
             ad_value out = ad_none();
             SAVEPC();
             CHECK(get_attr(S, *RB, AD_C(ins), &out));
+            RELOAD(); /* .T and .mT call the library's ops */
             setreg(S, RA, out);
             vmbreak;
         }
@@ -1168,6 +1349,12 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         vmcase(ITERPREP) {
             int64_t n;
             SAVEPC();
+            if (RA->t == AD_TDICT) {
+                /* A dict iterates over a snapshot of its keys, in insertion order. */
+                ad_value keys;
+                CHECK(ad_dict_list(S, RA->u.d, 0, &keys));
+                setreg(S, RA, keys);
+            }
             if (!seq_len(*RA, &n)) {
                 if (RA->t == AD_TTENSOR) CHECK(ad_error(S, "iteration over a 0-d tensor"));
                 CHECK(ad_error(S, "%s is not iterable", ad_type_name(*RA)));
@@ -1323,6 +1510,9 @@ int ad_vm_disasm(ad_state *S, const ad_proto *p, ad_buf *b) {
             ad_buf_printf(b, "    ; %s", S->globals->names[AD_BX(ins)]);
         } else if (op == OP_JMP || op == OP_JMPIF || op == OP_JMPIFNOT || op == OP_FORPREP || op == OP_FORLOOP || op == OP_ITERNEXT) {
             ad_buf_printf(b, "    ; to %d", i + 1 + AD_SBX(ins));
+        } else if (op == OP_GETATTRK && i + 1 < p->ncode) {
+            ad_buf_puts(b, "    ; .");
+            ad_value_format(S, p->k[AD_BX(p->code[i + 1])], b, false);
         } else if (op == OP_GETATTR) {
             ad_buf_printf(b, "    ; .%s", ad_attr_name(AD_C(ins)));
         } else if (op == OP_SETATTR) {

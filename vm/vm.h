@@ -31,7 +31,11 @@ typedef enum {
 /* Tensor attributes known to GETATTR/SETATTR. */
 typedef enum {
     AD_ATTR_SHAPE, AD_ATTR_DTYPE, AD_ATTR_NDIM, AD_ATTR_DEVICE, AD_ATTR_GRAD,
-    AD_ATTR_REQUIRES_GRAD, AD_ATTR_T, AD_ATTR_IS_LEAF, AD_ATTR_DATA, AD_ATTR__COUNT
+    AD_ATTR_REQUIRES_GRAD, AD_ATTR_T, AD_ATTR_IS_LEAF, AD_ATTR_DATA,
+    AD_ATTR_MT, AD_ATTR_MH, AD_ATTR_H, AD_ATTR_GRAD_FN,
+    /* read from other values: grad_fn's (vm/gradfn.c) and named tuples' fields */
+    AD_ATTR_NEXT_FUNCTIONS, AD_ATTR_VARIABLE, AD_ATTR_VALUES, AD_ATTR_INDICES,
+    AD_ATTR_SIGN, AD_ATTR_LOGABSDET, AD_ATTR__COUNT
 } ad_attr;
 int ad_attr_lookup(const char *name); /* -1 if unknown */
 const char *ad_attr_name(int attr);

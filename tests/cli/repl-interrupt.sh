@@ -42,7 +42,7 @@ feed() {
     printf 'x + 2\n'
     wait_for 7 1
     printf 'y\n'
-    wait_for "<stdin>:1:1: error: undefined name 'y'" 1
+    wait_for "<stdin>:1:1: error: name 'y' is not defined" 1
     printf '%s' "$ctrl_d"
     sleep 0.5
 }
@@ -61,7 +61,7 @@ tr -d '\r' <"$tmp/raw" >"$tmp/out"
 grep -qx 6 "$tmp/out" || { echo "FAIL: no '6': the REPL did not come back after Ctrl-C"; fail=1; }
 grep -qx 7 "$tmp/out" || { echo "FAIL: no '7': Ctrl-C at the prompt did not drop the line"; fail=1; }
 grep -q 'error: interrupted' "$tmp/out" || { echo "FAIL: no message for the interrupted script"; fail=1; }
-grep -qx "<stdin>:1:1: error: undefined name 'y'" "$tmp/out" || { echo "FAIL: the line dropped by Ctrl-C was run"; fail=1; }
+grep -qx "<stdin>:1:1: error: name 'y' is not defined" "$tmp/out" || { echo "FAIL: the line dropped by Ctrl-C was run"; fail=1; }
 [ $fail -eq 0 ] || sed 's/^/  session: /' "$tmp/out"
 
 # Outside the REPL, SIGINT stops a script with status 1 and a message. The script
