@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "vm/ast.h"
+#include "vm/fstring.h"
 #define A_ (P->arena)
 static ad_node *mk(ad_parse *P, ad_nkind k, const ad_token *t) { return ad_node_new(P->arena, k, t); }
 static ad_node *bin(ad_parse *P, ad_nkind k, const ad_token *op, ad_node *a, ad_node *b) {
@@ -266,10 +267,15 @@ expr(A) ::= PLUS(O) expr(B). [UMINUS] { A = mk(P, N_UNOP, &O); A->op = TK_PLUS; 
 expr(A) ::= expr(F) LPAREN(O) args(L) RPAREN. { A = mk(P, N_CALL, &O); A->line = F->line; A->col = F->col; A->a = F; A->list = L; }
 expr(A) ::= expr(B) LBRACKET(O) idxlist(L) RBRACKET. { A = mk(P, N_INDEX, &O); A->a = B; A->list = L; }
 expr(A) ::= expr(B) DOT NAME(N). { A = mk(P, N_ATTR, &N); ad_node_set_name(A_, A, &N); A->a = B; }
-expr(A) ::= expr(B) DOT NAME(N) LPAREN args(L) RPAREN. { A = mk(P, N_METHOD, &N); ad_node_set_name(A_, A, &N); A->a = B; A->list = L; }
+expr(A) ::= expr(B) DOT NAME(N) LPAREN args(L) RPAREN. {
+    A = mk(P, N_METHOD, &N); ad_node_set_name(A_, A, &N); A->a = B; A->list = L;
+    /* s.format(...) is Python's str.format, not format(s, spec): a hidden builtin tells them apart. */
+    if (A->str && strcmp(A->str, "format") == 0) { A->str = "$str_format"; A->len = 11; }
+}
 
 expr(A) ::= NUMBER(T). { A = mk(P, N_NUM, &T); A->num = T.num; A->is_int = T.is_int; }
 expr(A) ::= STRING(T). { A = mk(P, N_STR, &T); ad_node_set_string(A_, A, &T); }
+expr(A) ::= FSTRING(T). { A = ad_fstring_parse(P, &T); }
 expr(A) ::= TRUE(T). { A = mk(P, N_TRUE, &T); }
 expr(A) ::= FALSE(T). { A = mk(P, N_FALSE, &T); }
 expr(A) ::= NONE(T). { A = mk(P, N_NONE, &T); }

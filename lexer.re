@@ -95,6 +95,8 @@ static int scan(ad_lexer *lx, ad_token *t) {
             t->is_int = 0; t->num = strtod(lx->tok, NULL); return TK_NUMBER;
         }
         ["] ([^"\\\n\x00] | "\\" [^\n\x00])* ["] { return TK_STRING; }
+        [fF] ["] ([^"\\\n\x00] | "\\" [^\n\x00])* ["] { return TK_FSTRING; }
+        [fF] ["] { return lex_fail(lx, t, "unterminated string"); }
         ["] { return lex_fail(lx, t, "unterminated string"); }
         "let" { return TK_LET; }
         "fn" { return TK_FN; }

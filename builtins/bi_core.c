@@ -11,18 +11,35 @@
 #include "../vm/vm.h"
 #include "builtins.h"
 
+/* A 'sep' or 'end' of print: a string, or none for the default. */
+static int print_text(ad_state *S, ad_value v, const char *pname, const char *dflt, const char **s, size_t *n) {
+    if (v.t == AD_TNONE) { *s = dflt; *n = strlen(dflt); return ADDSL_OK; }
+    if (v.t != AD_TSTR) return ad_error(S, "print(): %s must be none or a string, not %s", pname, ad_type_name(v));
+    *s = v.u.s->data;
+    *n = v.u.s->len;
+    return ADDSL_OK;
+}
+
+/* print(*values, sep=" ", end="\n", flush=false): the three keywords follow the values in argv. */
 static int bi_print(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    int n = argc - 3;
+    const char *sep = " ", *end = "\n";
+    size_t nsep = 1, nend = 1;
+    int rc = print_text(S, argv[n], "sep", " ", &sep, &nsep);
+    if (!rc) rc = print_text(S, argv[n + 1], "end", "\n", &end, &nend);
+    if (rc) return rc;
     ad_buf b;
     ad_buf_init(&b, S);
-    for (int i = 0; i < argc; i++) {
-        if (i) ad_buf_puts(&b, " ");
-        int rc = ad_value_format(S, argv[i], &b, false);
+    for (int i = 0; i < n; i++) {
+        if (i) ad_buf_add(&b, sep, nsep);
+        rc = ad_value_format(S, argv[i], &b, false);
         if (rc) { ad_buf_free(&b); return rc; }
     }
-    ad_buf_puts(&b, "\n");
+    ad_buf_add(&b, end, nend);
     if (b.failed) { ad_buf_free(&b); return ad_nomem(S); }
-    ad_write(S, b.data, b.len, 0);
+    if (b.len) ad_write(S, b.data, b.len, 0);
     ad_buf_free(&b);
+    if (ad_truthy(argv[n + 2])) ad_write(S, "", 0, 0);
     *out = ad_none();
     return ADDSL_OK;
 }
@@ -179,7 +196,7 @@ const ad_builtin_def ad_bi_core_defs[] = {
     {"apply", bi_apply, "f, args"},
     {"tuple", bi_tuple, "x"},
     {"list", bi_list, "x"},
-    {"print", bi_print, "*"},
+    {"print", bi_print, "*, sep=none, end=none, flush=false"},
     {"len", bi_len, "x"},
     {"str", bi_str, "x"},
     {"range", bi_range, "*"},

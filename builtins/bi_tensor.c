@@ -174,17 +174,14 @@ static int bi_double(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 static int bi_float(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
+    /* float("2.5") and float(3) are Python's; a tensor converts to float32 as t.float(). */
+    if (argv[0].t != AD_TTENSOR && !ad_is_seq(argv[0])) return ad_bi_float_value(S, argv[0], out);
     return convert(S, argv, "float", AD_FLOAT32, out);
 }
 
 static int bi_long(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     return convert(S, argv, "long", AD_INT64, out);
-}
-
-static int bi_int(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return convert(S, argv, "int", AD_INT64, out);
 }
 
 static int bi_type_as(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -471,7 +468,6 @@ const ad_builtin_def ad_bi_tensor_defs[] = {
     {"double", bi_double, "self"},
     {"float", bi_float, "self"},
     {"long", bi_long, "self"},
-    {"int", bi_int, "self"},
     {"type_as", bi_type_as, "self, other"},
     {"contiguous", bi_contiguous, "self"},
     {"clone", bi_clone, "self"},

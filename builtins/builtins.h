@@ -18,6 +18,14 @@ extern const ad_builtin_def ad_bi_create_defs[];      /* builtins/bi_create.c */
 extern const ad_builtin_def ad_bi_tensor_defs[];      /* builtins/bi_tensor.c: numel, item, tolist, to, detach, ... */
 extern const ad_builtin_def ad_bi_io_defs[];          /* builtins/npy.c: load, save */
 extern const ad_builtin_def ad_bi_dict_defs[];        /* builtins/bi_dict.c: dict, keys, values, items, get, pop, update, copy */
+extern const ad_builtin_def ad_bi_format_defs[];      /* builtins/bi_format.c: format, int, f-string helpers */
+
+/* float(x) of a number, bool or string (Python's float(); tensors take .float()). */
+int ad_bi_float_value(ad_state *S, ad_value v, ad_value *out);
+/* bool(x): Python's truth value (a one-element tensor's item); the VM calls it
+ * when the dtype 'bool' is called. */
+struct ad_list;
+int ad_bi_truth(ad_state *S, const ad_value *args, int nargs, const struct ad_list *kw, ad_value *out);
 
 /* Operators the VM dispatches to when an operand is a tensor. Both operands
  * may be tensors or numbers/bools (Python-scalar promotion rules apply). */

@@ -52,7 +52,8 @@ typedef struct ad_tensor addsl_tensor;
 
 /* realloc-like: size 0 frees and returns NULL. */
 typedef void *(*addsl_alloc_fn)(void *ud, void *ptr, size_t size);
-/* Writes 'len' bytes of text; 'is_err' tells error output from normal output. */
+/* Writes 'len' bytes of text; 'is_err' tells error output from normal output.
+ * A call with 'len' 0 asks for buffered output to be flushed (print(flush=true)). */
 typedef void (*addsl_write_fn)(void *ud, const char *text, size_t len, int is_err);
 /* Polled by the VM at safe points; returning nonzero stops the script
  * with ADDSL_EINTERRUPT. */

@@ -107,9 +107,31 @@ static const char *token_text(const ad_token *t, char *buf, size_t n) {
     return buf;
 }
 
+static bool parse_tokens(ad_parse *P, ad_lexer *lx);
+
 bool ad_parse_source(ad_parse *P, const char *src, size_t len) {
     ad_lexer lx;
     ad_lex_init(&lx, src, len);
+    return parse_tokens(P, &lx);
+}
+
+bool ad_parse_fragment(ad_parse *P, const char *src, size_t len, int line, const char *line_start) {
+    /* The scanner stops at a NUL sentinel, so it reads a NUL-terminated copy
+     * of the line up to the fragment's end; columns count from the copy's start. */
+    size_t off = (size_t)(src - line_start);
+    char *copy = ad_arena_alloc(P->arena, off + len + 1);
+    if (!copy) { P->error = true; snprintf(P->err_msg, sizeof P->err_msg, "out of memory"); return false; }
+    memcpy(copy, line_start, off + len);
+    copy[off + len] = '\0';
+    ad_lexer lx;
+    ad_lex_init(&lx, copy + off, len);
+    lx.line = line;
+    lx.line_start = copy;
+    return parse_tokens(P, &lx);
+}
+
+static bool parse_tokens(ad_parse *P, ad_lexer *lexer) {
+    ad_lexer lx = *lexer;
     void *parser = ad_malloc(P->arena->S, ad_parser_size());
     if (!parser) { P->error = true; snprintf(P->err_msg, sizeof P->err_msg, "out of memory"); return false; }
     ad_parserInit(parser, P);

@@ -81,5 +81,8 @@ typedef struct ad_parse {
 
 /* Parses 'src' into P->root; returns false with P->err_* set on a syntax error. */
 bool ad_parse_source(ad_parse *P, const char *src, size_t len);
+/* Parses a piece of a larger source (an f-string field) whose first byte sits on
+ * 'line', a line that starts at 'line_start', so positions are the file's. */
+bool ad_parse_fragment(ad_parse *P, const char *src, size_t len, int line, const char *line_start);
 
 #endif

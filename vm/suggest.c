@@ -91,7 +91,8 @@ static bool slot_callable(const ad_globals *G, int i) {
 }
 
 static bool slot_visible(const ad_globals *G, int i) {
-    return (G->defined[i] || G->declared[i] || G->lazy[i]) && G->names[i][0] != '_';
+    /* '$' names are the f-string helpers (and their ad_ aliases): never suggested. */
+    return (G->defined[i] || G->declared[i] || G->lazy[i]) && G->names[i][0] != '_' && !strchr(G->names[i], '$');
 }
 
 void ad_suggest_globals(ad_suggest *s, ad_state *S, bool callable_only) {

@@ -93,7 +93,8 @@ typedef struct ad_builtin_def {
     ad_cfunc fn;
     /* "self, dim=none, keepdim=false": names and defaults (none, true, false,
      * numbers, dtype names, strings in double quotes); "*" alone: variadic;
-     * "*size, dtype=none": 'size' also takes the sizes as separate numbers. */
+     * "*size, dtype=none": 'size' also takes the sizes as separate numbers;
+     * "*, k=v, ...": variadic with keyword-only parameters after the values. */
     const char *params;
 } ad_builtin_def;
 
@@ -101,7 +102,8 @@ typedef struct ad_builtin {
     ad_obj hdr;
     const char *name;
     ad_cfunc fn;
-    int nparams;          /* -1: variadic */
+    int nparams;          /* -1: variadic; with 'varargs', the keyword-only parameters */
+    bool varargs;         /* "*, k=v": positional arguments, then nparams keyword-only slots */
     const char **pnames;  /* nparams names */
     ad_value *defaults;   /* nparams values; AD_TNONE with required[i] set means required */
     bool *required;
@@ -154,6 +156,8 @@ bool ad_values_equal(ad_value a, ad_value b);
 /* Text of a value as print() shows it (strings unquoted when 'quote_str' is false). */
 struct ad_buf;
 int ad_value_format(ad_state *S, ad_value v, struct ad_buf *b, bool quote_str);
+/* The text print() gives a number (vm/value.c); returns its length. */
+int ad_format_number(char *out, size_t n, double x);
 
 /* Argument helpers for builtins: each checks the kind and, on a mismatch,
  * raises "FN(): argument 'PNAME' must be ..." and returns an error code. */

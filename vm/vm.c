@@ -18,6 +18,7 @@
 #include "gradfn.h"
 #include "module.h"
 #include "compile.h"
+#include "format.h"
 #include "library.h"
 #include "op.h"
 #include "state.h"
@@ -137,6 +138,7 @@ static int builtin_new(ad_state *S, const ad_builtin_def *d, ad_builtin **out) {
     const char *p = d->params ? d->params : "";
     while (*p == ' ') p++;
     if (strcmp(p, "*") == 0) { b->nparams = -1; *out = b; return ADDSL_OK; }
+    if (p[0] == '*' && p[1] == ',') { b->varargs = true; p += 2; while (*p == ' ') p++; }
     int np = 0;
     if (*p) { np = 1; for (const char *q = p; *q; q++) if (*q == ',') np++; }
     b->nparams = np;
@@ -433,6 +435,7 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
         default: break;
         }
     }
+    if (op == OP_MOD && a.t == AD_TSTR) return ad_format_percent(S, a.u.s, b, out); /* "%.3f" % x */
     if (a.t == AD_TTENSOR || b.t == AD_TTENSOR) {
         /* Through the differentiable op when the library defines one. */
         int lrc = ad_library_ensure_operators(S);
@@ -904,6 +907,17 @@ static int call_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int na
     }
     ad_value slots[256], packed_args[256], packed = ad_none();
     int rc = ADDSL_OK;
+    if (b->varargs) {
+        /* The values, then the keyword-only parameters bound by name. */
+        int nkw = kw ? (int)kw->len : 0, npos = nargs - nkw;
+        if (npos + b->nparams > 256) return ad_error(S, "%s(): too many arguments", b->name);
+        rc = bind_args(S, b->name, b->nparams, b->pnames, b->defaults, b->required, 0, args + npos, nkw, kw, slots + npos);
+        if (rc) return rc;
+        memcpy(slots, args, (size_t)npos * sizeof *slots);
+        rc = b->fn(S, slots, npos + b->nparams, out);
+        if (rc && S->errcode == ADDSL_OK) S->errcode = rc;
+        return rc;
+    }
     if (b->sizes_param) {
         rc = ad_args_pack_sizes(S, b->name, b->pnames[b->sizes_param - 1], b->sizes_param - 1,
                                 args, nargs, kw ? (int)kw->len : 0, packed_args, &args, &nargs, &packed);
@@ -1194,6 +1208,14 @@ static int execute(ad_state *S, int floor, ad_value *result) {
                 CHECK(rc);
                 F = &vm->frames[vm->nframes - 1];
                 cl = F->fn; K = cl->p->k; pc = F->pc; R = vm->stack + F->base;
+                vmbreak;
+            }
+            if (fv.t == AD_TDTYPE && fv.u.dtype == AD_BOOL) {
+                /* bool(x), Python's truth value; the other dtypes are not callable. */
+                ad_value out;
+                int base_abs = (int)(R - vm->stack) + a;
+                CHECK(ad_bi_truth(S, R + a + 1, nargs, kw, &out));
+                setreg(S, vm->stack + base_abs, out);
                 vmbreak;
             }
             CHECK(ad_error(S, "%s is not callable", ad_type_name(fv)));
