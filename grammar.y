@@ -48,7 +48,7 @@ size_t ad_parser_size(void) { return sizeof(yyParser); }
 %right NOT.
 %nonassoc EQ NE LT LE GT GE IN.
 %left PLUS MINUS.
-%left STAR SLASH PERCENT AT.
+%left STAR SLASH DSLASH PERCENT AT.
 %right UMINUS.
 %right POW.
 %left DOT.
@@ -75,6 +75,9 @@ size_t ad_parser_size(void) { return sizeof(yyParser); }
 %type opentries { ad_nlist * }
 %type opentry { ad_node * }
 %type dictentries { ad_nlist * }
+%type compfor { ad_nlist * }
+%type tuplerhs { ad_node * }
+%type compclause { ad_node * }
 %type dictentry { ad_node * }
 
 program ::= stmts(A). { P->root = A; }
@@ -99,11 +102,29 @@ stmt(A) ::= LET(T) NAME(N) COMMA namelist(L) ASSIGN expr(E). {
     for (int i = 0; L && i < L->n; i++) l = ad_nlist_add(A_, l, L->items[i]);
     A->list = l; A->a = E;
 }
+/* let (a, b) = 1, 2 and a, b = b, a: a bare tuple on the right, targets on the left. */
+tuplerhs(A) ::= expr(E) COMMA(T) exprlist(L). {
+    A = mk(P, N_TUPLE, &T); A->line = E->line; A->col = E->col;
+    ad_nlist *l = ad_nlist_add(A_, NULL, E);
+    for (int i = 0; L && i < L->n; i++) l = ad_nlist_add(A_, l, L->items[i]);
+    A->list = l;
+}
+stmt(A) ::= LET(T) LPAREN namelist(L) RPAREN ASSIGN tuplerhs(E). { A = mk(P, N_LETDESTR, &T); A->list = L; A->a = E; }
+stmt(A) ::= LET(T) NAME(N) COMMA namelist(L) ASSIGN tuplerhs(E). {
+    A = mk(P, N_LETDESTR, &T);
+    ad_node *n = mk(P, N_NAME, &N); ad_node_set_name(A_, n, &N);
+    ad_nlist *l = ad_nlist_add(A_, NULL, n);
+    for (int i = 0; L && i < L->n; i++) l = ad_nlist_add(A_, l, L->items[i]);
+    A->list = l; A->a = E;
+}
+stmt(A) ::= tuplerhs(T) ASSIGN(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = 0; }
+stmt(A) ::= tuplerhs(T) ASSIGN(O) tuplerhs(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = 0; }
 stmt(A) ::= expr(T) ASSIGN(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = 0; }
 stmt(A) ::= expr(T) ADDEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_PLUS; }
 stmt(A) ::= expr(T) SUBEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_MINUS; }
 stmt(A) ::= expr(T) MULEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_STAR; }
 stmt(A) ::= expr(T) DIVEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_SLASH; }
+stmt(A) ::= expr(T) DSLASHEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_DSLASH; }
 stmt(A) ::= FN NAME(N) LPAREN params(L) RPAREN block(B). { A = mk(P, N_FNDEF, &N); ad_node_set_name(A_, A, &N); A->list = L; A->b = B; }
 stmt(A) ::= RETURN(T). { A = mk(P, N_RETURN, &T); }
 stmt(A) ::= RETURN(T) exprlist(L). {
@@ -215,6 +236,7 @@ expr(A) ::= expr(B) MINUS(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) STAR(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) SLASH(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) PERCENT(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
+expr(A) ::= expr(B) DSLASH(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) AT(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= expr(B) POW(O) expr(C). { A = bin(P, N_BINOP, &O, B, C); }
 expr(A) ::= MINUS(O) expr(B). [UMINUS] { A = mk(P, N_UNOP, &O); A->op = TK_MINUS; A->a = B; }
@@ -248,6 +270,25 @@ expr(A) ::= LBRACKET(T) exprlist(L) COMMA RBRACKET. { A = mk(P, N_LIST, &T); A->
 expr(A) ::= LDICT(T) RBRACE. { A = mk(P, N_DICT, &T); A->list = ad_nlist_new(A_); }
 expr(A) ::= LDICT(T) dictentries(L) RBRACE. { A = mk(P, N_DICT, &T); A->list = L; }
 expr(A) ::= LDICT(T) dictentries(L) COMMA RBRACE. { A = mk(P, N_DICT, &T); A->list = L; }
+/* Comprehensions: [E for x in xs if c ...] and {K: V for ...}; each clause a node. */
+expr(A) ::= LBRACKET(T) expr(E) compfor(F) RBRACKET. { A = mk(P, N_LISTCOMP, &T); A->a = E; A->list = F; }
+expr(A) ::= LDICT(T) expr(K) COLON expr(V) compfor(F) RBRACE. { A = mk(P, N_DICTCOMP, &T); A->a = K; A->b = V; A->list = F; }
+compfor(A) ::= compclause(C). { A = ad_nlist_add(A_, NULL, C); }
+compfor(A) ::= compfor(L) compclause(C). { A = ad_nlist_add(A_, L, C); }
+compclause(A) ::= FOR(T) NAME(N) IN expr(E). {
+    A = mk(P, N_COMPFOR, &T); A->a = E;
+    ad_node *n = mk(P, N_NAME, &N); ad_node_set_name(A_, n, &N);
+    A->list = ad_nlist_add(A_, NULL, n);
+}
+compclause(A) ::= FOR(T) LPAREN namelist(L) RPAREN IN expr(E). { A = mk(P, N_COMPFOR, &T); A->a = E; A->list = L; A->op = 1; }
+compclause(A) ::= FOR(T) NAME(N) COMMA namelist(L) IN expr(E). {
+    A = mk(P, N_COMPFOR, &T); A->a = E; A->op = 1;
+    ad_node *n = mk(P, N_NAME, &N); ad_node_set_name(A_, n, &N);
+    ad_nlist *l = ad_nlist_add(A_, NULL, n);
+    for (int i = 0; L && i < L->n; i++) l = ad_nlist_add(A_, l, L->items[i]);
+    A->list = l;
+}
+compclause(A) ::= IF(T) expr(C). { A = mk(P, N_COMPIF, &T); A->a = C; }
 dictentries(A) ::= dictentry(E). { A = ad_nlist_add(A_, NULL, E); }
 dictentries(A) ::= dictentries(L) COMMA dictentry(E). { A = ad_nlist_add(A_, L, E); }
 dictentry(A) ::= expr(K) COLON(T) expr(V). { A = mk(P, N_DICTENTRY, &T); A->line = K->line; A->col = K->col; A->a = K; A->b = V; }

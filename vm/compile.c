@@ -124,6 +124,22 @@ static void r_node_inner(resolver *R, ad_node *n) {
     case N_NOGRAD: r_block(R, n->b); break;
     case N_WHILE: r_node(R, n->a); r_block(R, n->b); break;
     case N_IF: r_node(R, n->a); r_block(R, n->b); if (n->c) { if (n->c->kind == N_BLOCK) r_block(R, n->c); else r_node(R, n->c); } break;
+    case N_LISTCOMP: case N_DICTCOMP: {
+        /* The loop variables live in the comprehension's own scope. */
+        int save = R->n;
+        R->depth++;
+        for (int i = 0; i < n->list->n; i++) {
+            ad_node *c = n->list->items[i];
+            r_node(R, c->a);
+            for (int j = 0; c->kind == N_COMPFOR && j < c->list->n; j++)
+                r_declare(R, c->list->items[j], c->list->items[j]->str);
+        }
+        r_node(R, n->a);
+        r_node(R, n->b);
+        R->depth--;
+        R->n = save;
+        break;
+    }
     case N_FOR: {
         r_node(R, n->a);
         int save = R->n;
@@ -405,7 +421,7 @@ static ad_opcode binop_code(int tk) {
     case TK_SLASH: return OP_DIV; case TK_PERCENT: return OP_MOD; case TK_POW: return OP_POW;
     case TK_AT: return OP_MATMUL; case TK_EQ: return OP_EQ; case TK_NE: return OP_NE;
     case TK_LT: return OP_LT; case TK_LE: return OP_LE; case TK_GT: return OP_GT;
-    case TK_IN: return OP_IN;
+    case TK_IN: return OP_IN; case TK_DSLASH: return OP_IDIV;
     default: return OP_GE;
     }
 }
@@ -551,6 +567,82 @@ static void expr_dict(fstate *fs, ad_node *n, int dst) {
     fs->freereg = save;
 }
 
+static void enter_block(fstate *fs, int *nvars, int *freereg);
+static void leave_block(fstate *fs, int nvars, int freereg);
+
+/* Clause i of comprehension n and everything inside it; the innermost level
+ * adds the element to the list or dict in register 'acc'. */
+static void comp_clause(fstate *fs, ad_node *n, int i, int acc) {
+    if (fs->C->failed) return;
+    int save = fs->freereg;
+    if (i == n->list->n) {
+        if (n->kind == N_LISTCOMP) {
+            int r = expr_any(fs, n->a);
+            setpos(fs, n->a);
+            emit_abc(fs, OP_APPEND, acc, r, 0);
+        } else {
+            int t = reserve(fs, 2);
+            emit_abc(fs, OP_MOVE, t, acc, 0);
+            expr(fs, n->a, t + 1);
+            int v = expr_any(fs, n->b);
+            setpos(fs, n->a);
+            emit_abc(fs, OP_SETINDEX, t, 1, v);
+        }
+        fs->freereg = save;
+        return;
+    }
+    ad_node *c = n->list->items[i];
+    if (c->kind == N_COMPIF) {
+        int r = expr_any(fs, c->a);
+        fs->freereg = save;
+        int skip = emit_jump(fs, OP_JMPIFNOT, r);
+        comp_clause(fs, n, i + 1, acc);
+        patch_here(fs, skip);
+        return;
+    }
+    int nv, fr;
+    int base = reserve(fs, 3);
+    expr(fs, c->a, base);
+    setpos(fs, c->a);
+    emit_abc(fs, OP_ITERPREP, base, 0, 0);
+    int top = fs->p->ncode;
+    int next = emit_jump(fs, OP_ITERNEXT, base);
+    enter_block(fs, &nv, &fr);
+    int nvars = c->list->n;
+    if (c->op == 1) {
+        int vb = reserve(fs, nvars);
+        emit_abc(fs, OP_UNPACK, vb, base + 2, nvars);
+        for (int j = 0; j < nvars; j++) {
+            ad_node *v = c->list->items[j];
+            if (v->captured) emit_abc(fs, OP_NEWCELL, vb + j, vb + j, 0);
+            add_local(fs, v->str, vb + j, v->captured);
+        }
+    } else {
+        ad_node *v = c->list->items[0];
+        int r = base + 2;
+        if (v->captured) { r = reserve(fs, 1); emit_abc(fs, OP_NEWCELL, r, base + 2, 0); }
+        add_local(fs, v->str, r, v->captured);
+    }
+    comp_clause(fs, n, i + 1, acc);
+    leave_block(fs, nv, fr);
+    int back = emit_jump(fs, OP_JMP, 0);
+    patch_to(fs, back, top);
+    patch_here(fs, next);
+    fs->freereg = save;
+}
+
+static void expr_comp(fstate *fs, ad_node *n, int dst) {
+    int save = fs->freereg;
+    int acc = reserve(fs, 1);
+    emit_abc(fs, n->kind == N_LISTCOMP ? OP_NEWLIST : OP_NEWDICT, acc, 0, 0);
+    int nv, fr;
+    enter_block(fs, &nv, &fr);
+    comp_clause(fs, n, 0, acc);
+    leave_block(fs, nv, fr);
+    if (dst != acc) emit_abc(fs, OP_MOVE, dst, acc, 0);
+    fs->freereg = save;
+}
+
 /* x.name for a name that is no tensor attribute: read by name at run time
  * (a dict's string key). */
 static void expr_attr_named(fstate *fs, ad_node *n, int dst) {
@@ -629,6 +721,7 @@ static void expr_inner(fstate *fs, ad_node *n, int dst) {
     case N_CALL: case N_METHOD: expr_call(fs, n, dst); break;
     case N_INDEX: expr_index(fs, n, dst); break;
     case N_DICT: expr_dict(fs, n, dst); break;
+    case N_LISTCOMP: case N_DICTCOMP: expr_comp(fs, n, dst); break;
     case N_ATTR: {
         int attr = ad_attr_lookup(n->str);
         if (attr < 0) { expr_attr_named(fs, n, dst); break; }
@@ -738,6 +831,40 @@ static void stmt_assign(fstate *fs, ad_node *n) {
         emit_abc(fs, OP_SETATTR, obj, attr, v);
     } else {
         cerror(fs, t->line, t->col, "cannot assign to this expression");
+    }
+    fs->freereg = save;
+}
+
+/* a, b = EXPR (also t[i], x.grad as targets): the right side is evaluated
+ * whole, then unpacked, then stored left to right, so a, b = b, a swaps. */
+static void stmt_assign_many(fstate *fs, ad_node *n) {
+    ad_nlist *ts = n->a->list;
+    int save = fs->freereg;
+    int src = reserve(fs, 1);
+    expr(fs, n->b, src);
+    int base = reserve(fs, ts->n);
+    setpos(fs, n);
+    emit_abc(fs, OP_UNPACK, base, src, ts->n);
+    for (int i = 0; i < ts->n && !fs->C->failed; i++) {
+        ad_node *t = ts->items[i];
+        int s2 = fs->freereg;
+        if (t->kind == N_NAME) {
+            setpos(fs, t);
+            store_var(fs, t, base + i);
+        } else if (t->kind == N_INDEX) {
+            int ib = reserve(fs, 1);
+            expr_index_operands(fs, t, ib);
+            setpos(fs, t);
+            emit_abc(fs, OP_SETINDEX, ib, t->list->n, base + i);
+        } else if (t->kind == N_ATTR && ad_attr_lookup(t->str) >= 0) {
+            int obj = reserve(fs, 1);
+            expr(fs, t->a, obj);
+            setpos(fs, t);
+            emit_abc(fs, OP_SETATTR, obj, ad_attr_lookup(t->str), base + i);
+        } else {
+            cerror(fs, t->line, t->col, "cannot assign to this expression");
+        }
+        fs->freereg = s2;
     }
     fs->freereg = save;
 }
@@ -978,7 +1105,10 @@ static void stmt_inner(fstate *fs, ad_node *n) {
         }
         return;
     }
-    case N_ASSIGN: stmt_assign(fs, n); break;
+    case N_ASSIGN:
+        if (n->a->kind == N_TUPLE && n->op == 0) stmt_assign_many(fs, n);
+        else stmt_assign(fs, n);
+        break;
     case N_EXPRSTMT: {
         int r = reserve(fs, 1);
         expr(fs, n->a, r);

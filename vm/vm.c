@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../builtins/builtins.h"
+#include "../builtins/scalar_math.h"
 #include "buf.h"
 #include "autograd.h"
 #include "device.h"
@@ -380,10 +381,21 @@ static int concat_seq(ad_state *S, ad_value a, ad_value b, ad_value *out) {
 static const char *op_symbol(ad_opcode op) {
     switch (op) {
     case OP_ADD: return "+"; case OP_SUB: return "-"; case OP_MUL: return "*"; case OP_DIV: return "/";
-    case OP_MOD: return "%"; case OP_POW: return "**"; case OP_MATMUL: return "@";
+    case OP_MOD: return "%"; case OP_IDIV: return "//"; case OP_POW: return "**"; case OP_MATMUL: return "@";
     case OP_LT: return "<"; case OP_LE: return "<="; case OP_GT: return ">"; case OP_GE: return ">=";
     default: return "?";
     }
+}
+
+/* t // u is torch's div(t, u, rounding_mode="floor"), through the differentiable op. */
+static int floor_div_tensor(ad_state *S, ad_value a, ad_value b, ad_value *out) {
+    if (!S->op_div) return ad_error(S, "'//' on tensors needs the op 'div' of the library");
+    ad_value args[3] = {a, b, ad_none()};
+    int rc = ad_string_value(S, "floor", 5, &args[2]);
+    if (rc) return rc;
+    rc = ad_op_call(S, S->op_div, args, 3, NULL, out);
+    ad_value_decref(S, args[2]);
+    return rc;
 }
 
 static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *out) {
@@ -403,6 +415,10 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
             if (r != 0 && ((r < 0) != (y < 0))) r += y;
             *out = make_num(r, ints); return ADDSL_OK;
         }
+        case OP_IDIV:
+            /* Python's //: towards minus infinity; a float zero divisor gives IEEE as '/' does. */
+            if (ints && y == 0) return ad_error(S, "division by zero (floor division)");
+            *out = make_num(ad_floordiv(x, y), ints); return ADDSL_OK;
         case OP_POW:
             if (ints && y < 0 && x == 0) return ad_error(S, "division by zero (0 raised to a negative power)");
             *out = make_num(pow(x, y), ints && y >= 0); return ADDSL_OK;
@@ -425,6 +441,7 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
         case OP_MATMUL: dop = S->op_matmul; break;
         default: break;
         }
+        if (op == OP_IDIV) return floor_div_tensor(S, a, b, out);
         if (dop) { ad_value args[2] = {a, b}; return ad_op_call(S, dop, args, 2, NULL, out); }
         switch (op) {
         case OP_ADD: return ad_bi_add(S, a, b, out);
@@ -961,6 +978,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             goto arith_generic;
         }
         vmcase(DIV)
+        vmcase(IDIV)
         vmcase(MOD)
         vmcase(POW)
         vmcase(MATMUL)
@@ -1139,6 +1157,14 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             SAVEPC();
             CHECK(get_attr_named(S, *RB, nm.u.s->data, &out));
             setreg(S, RA, out);
+            vmbreak;
+        }
+        /* Opcode: APPEND  Synopsis: R[A].append(R[B]) for a list R[A] */
+        vmcase(APPEND) {
+            ad_value v = *RB;
+            ad_value_incref(v);
+            SAVEPC();
+            CHECK(ad_list_push(S, RA->u.l, v));
             vmbreak;
         }
         vmcase(NEWDICT) {
