@@ -126,6 +126,8 @@ stmt(A) ::= expr(T) SUBEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b 
 stmt(A) ::= expr(T) MULEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_STAR; }
 stmt(A) ::= expr(T) DIVEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_SLASH; }
 stmt(A) ::= expr(T) DSLASHEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_DSLASH; }
+stmt(A) ::= expr(T) MODEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_PERCENT; }
+stmt(A) ::= expr(T) POWEQ(O) expr(E). { A = mk(P, N_ASSIGN, &O); A->a = T; A->b = E; A->op = TK_POW; }
 stmt(A) ::= FN NAME(N) LPAREN params(L) RPAREN block(B). { A = mk(P, N_FNDEF, &N); ad_node_set_name(A_, A, &N); A->list = L; A->b = B; }
 stmt(A) ::= RETURN(T). { A = mk(P, N_RETURN, &T); }
 stmt(A) ::= RETURN(T) exprlist(L). {

@@ -21,7 +21,8 @@ static int newline_ignored(const ad_lexer *lx) {
     case TK_ARROW: case TK_RARROW: case TK_PLUS: case TK_MINUS: case TK_STAR: case TK_SLASH:
     case TK_PERCENT: case TK_AT: case TK_POW: case TK_EQ: case TK_NE: case TK_LT: case TK_LE:
     case TK_GT: case TK_GE: case TK_AND: case TK_OR: case TK_NOT: case TK_ASSIGN: case TK_ADDEQ:
-    case TK_SUBEQ: case TK_MULEQ: case TK_DIVEQ: case TK_DSLASH: case TK_DSLASHEQ: case TK_COMMA: case TK_DOT:
+    case TK_SUBEQ: case TK_MULEQ: case TK_DIVEQ: case TK_DSLASH: case TK_DSLASHEQ: case TK_MODEQ: case TK_POWEQ:
+    case TK_COMMA: case TK_DOT:
         return 1;
     default:
         return 0;
@@ -46,7 +47,7 @@ static int open_bracket(ad_lexer *lx, ad_token *t, char c, int type) {
 static int open_brace(ad_lexer *lx, ad_token *t) {
     switch (lx->last_type) {
     case TK_ASSIGN: case TK_ADDEQ: case TK_SUBEQ: case TK_MULEQ: case TK_DIVEQ: case TK_DSLASHEQ:
-    case TK_DSLASH: case TK_LPAREN: case TK_LBRACKET: case TK_LDICT: case TK_COMMA: case TK_COLON:
+    case TK_MODEQ: case TK_POWEQ: case TK_DSLASH: case TK_LPAREN: case TK_LBRACKET: case TK_LDICT: case TK_COMMA: case TK_COLON:
     case TK_ARROW: case TK_RETURN: case TK_IN: case TK_IF: case TK_WHILE: case TK_PLUS: case TK_MINUS: case TK_STAR:
     case TK_SLASH: case TK_PERCENT: case TK_AT: case TK_POW: case TK_EQ: case TK_NE:
     case TK_LT: case TK_LE: case TK_GT: case TK_GE: case TK_AND: case TK_OR: case TK_NOT:
@@ -145,6 +146,8 @@ static int scan(ad_lexer *lx, ad_token *t) {
         "*=" { return TK_MULEQ; }
         "/=" { return TK_DIVEQ; }
         "//=" { return TK_DSLASHEQ; }
+        "%=" { return TK_MODEQ; }
+        "**=" { return TK_POWEQ; }
         "//" { return TK_DSLASH; }
         "+" { return TK_PLUS; }
         "-" { return TK_MINUS; }

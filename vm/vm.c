@@ -46,7 +46,7 @@ struct ad_vm {
 
 static const char *const attr_names[AD_ATTR__COUNT] = {
     "shape", "dtype", "ndim", "device", "grad", "requires_grad", "T", "is_leaf", "data",
-    "mT", "mH", "H", "grad_fn",
+    "mT", "mH", "H", "grad_fn", "_version",
     "next_functions", "variable", "values", "indices", "sign", "logabsdet"
 };
 
@@ -738,6 +738,7 @@ static int get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) {
         return ADDSL_OK;
     case AD_ATTR_REQUIRES_GRAD: *out = ad_bool(t->requires_grad); return ADDSL_OK;
     case AD_ATTR_IS_LEAF: *out = ad_bool(t->grad_fn == NULL); return ADDSL_OK;
+    case AD_ATTR_VERSION: *out = ad_int((double)t->storage->version); return ADDSL_OK; /* shared by views */
     case AD_ATTR_T: case AD_ATTR_MT: case AD_ATTR_MH: case AD_ATTR_H:
         return attr_transposed(S, obj, attr, out);
     case AD_ATTR_GRAD_FN: return ad_gradfn_of(S, t, out);
