@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "addsl.h"
 #include "tap_api.h"
@@ -359,6 +360,38 @@ static void test_kernels(void) {
     addsl_close(S);
 }
 
+
+/* A host's scripts import files: relative to the chunk's own file for
+ * addsl_dofile, relative to the current directory for addsl_dostring. */
+static void test_import(void) {
+    capture c;
+    char dir[] = "/tmp/addsl-api-import.XXXXXX";
+    if (!mkdtemp(dir)) { ok(0, "import: mkdtemp"); return; }
+    char mod[256], main_file[256];
+    snprintf(mod, sizeof mod, "%s/lib.ad", dir);
+    snprintf(main_file, sizeof main_file, "%s/main.ad", dir);
+    FILE *f = fopen(mod, "w");
+    if (f) { fputs("fn twice(x) { return 2 * x }\nlet k = 21\n", f); fclose(f); }
+    f = fopen(main_file, "w");
+    if (f) { fputs("import \"lib.ad\" as m\nlet y = m.twice(m.k)\n", f); fclose(f); }
+    addsl_state *S = open_captured(&c);
+    ok(addsl_dofile(S, main_file) == ADDSL_OK, "import: dofile imports a file beside the script (%s)", addsl_errmsg(S));
+    addsl_tensor *t = NULL;
+    ok(addsl_dostring(S, "let yt = tensor(y, dtype=float32)", "c") == ADDSL_OK && addsl_get_tensor(S, "yt", &t) == ADDSL_OK &&
+       *(float *)addsl_tensor_data(t) == 42.0f, "import: the module's function and value are m.name");
+    addsl_tensor_release(S, t);
+    char code[512];
+    snprintf(code, sizeof code, "import \"%s\" as m2\nprint(m2.k)", mod);
+    cap_reset(&c);
+    ok(addsl_dostring(S, code, "chunk") == ADDSL_OK && strcmp(c.out, "21\n") == 0, "import: dostring imports an absolute path");
+    ok(addsl_dostring(S, "import \"no-such-file.ad\" as z", "chunk") != ADDSL_OK &&
+       contains(addsl_errmsg(S), "no-such-file.ad"), "import: a missing file is an error naming it");
+    addsl_close(S);
+    remove(mod);
+    remove(main_file);
+    rmdir(dir);
+}
+
 int main(void) {
     test_config();
     test_run();
@@ -368,5 +401,6 @@ int main(void) {
     test_calls();
     test_autograd();
     test_kernels();
+    test_import();
     return tap_done();
 }

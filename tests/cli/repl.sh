@@ -13,11 +13,14 @@ trap 'rm -rf "$tmp"' EXIT
 feed() {
     sleep 1
     for line in 'let x = 2' 'x * 3' 'assert(false, "boom")' 'x' \
-                'fn f(a) {' '    return a * 10' '}' 'f(x) + 1' 'exit(0)'; do
+                'fn f(a) {' '    return a * 10' '}' 'f(x) + 1' \
+                "import \"$tmp/mod.ad\" as m" 'm.k + 1' 'exit(0)'; do
         printf '%s\n' "$line"
         sleep 0.3
     done
 }
+
+printf 'let k = 42\n' >"$tmp/mod.ad"
 
 # HOME points at the temporary folder so the user's own history is left alone.
 ADDSL_BIN=$addsl HOME=$tmp TERM=dumb
@@ -35,6 +38,7 @@ expect_line() {
 expect_line 6 "x * 3"
 expect_line 2 "x after an error: the state is kept"
 expect_line 21 "f(x) + 1 after a multi-line definition"
+expect_line 43 "a module imported in the REPL"
 grep -q boom "$tmp/out" || { echo "FAIL: the error message was not shown"; fail=1; }
 grep -q '^> ' "$tmp/out" || { echo "FAIL: no '> ' prompt"; fail=1; }
 grep -q '^\.\.\. ' "$tmp/out" || { echo "FAIL: no '... ' continuation prompt"; fail=1; }
