@@ -96,6 +96,18 @@ static int bi_range(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return ADDSL_OK;
 }
 
+/* error(msg): raises msg as the error (Python's raise), at the caller's line. */
+static int bi_error(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc; (void)out;
+    if (argv[0].t == AD_TSTR) return ad_error(S, "%s", argv[0].u.s->data);
+    ad_buf b;
+    ad_buf_init(&b, S);
+    int rc = ad_value_format(S, argv[0], &b, false);
+    rc = rc ? rc : b.failed ? ad_nomem(S) : ad_error(S, "%s", b.data);
+    ad_buf_free(&b);
+    return rc;
+}
+
 static int bi_assert(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     bool ok;
@@ -201,6 +213,7 @@ const ad_builtin_def ad_bi_core_defs[] = {
     {"str", bi_str, "x"},
     {"range", bi_range, "*"},
     {"assert", bi_assert, "cond, msg=none"},
+    {"error", bi_error, "msg"},
     {"clock", bi_clock, ""},
     {"exit", bi_exit, "code=0"},
     {"type", bi_type, "x, dtype=none"},
