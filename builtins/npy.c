@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "buf.h"
+#include "fileio.h"
 #include "builtins.h"
 #include "state.h"
 
@@ -304,60 +305,35 @@ static int build_header(ad_state *S, const ad_tensor *t, ad_buf *b) {
     return b->failed ? ADDSL_ENOMEM : AD_OK;
 }
 
-static int write_file(ad_state *S, const char *path, const ad_buf *hdr, const ad_tensor *c) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return ad_error_code(S, ADDSL_EIO, "save(): cannot open '%s': %s", path, strerror(errno));
-    size_t nbytes = (size_t)c->numel * ad_dtype_size(c->dtype);
-    bool ok = fwrite(hdr->data, 1, hdr->len, f) == hdr->len;
-    if (ok && nbytes) ok = fwrite(ad_tensor_data(c), 1, nbytes, f) == nbytes;
-    int err = errno;
-    if (fclose(f) != 0 && ok) { ok = false; err = errno; }
-    if (!ok) return ad_error_code(S, ADDSL_EIO, "save(): cannot write '%s': %s", path, strerror(err));
-    return AD_OK;
-}
-
-int ad_npy_save(ad_state *S, const char *path, ad_tensor *t) {
+int ad_npy_write(ad_state *S, FILE *f, ad_tensor *t) {
     ad_tensor *c = ad_tensor_contiguous(S, t);
     if (!c) return S->errcode ? S->errcode : ADDSL_ENOMEM;
     ad_buf hdr;
     ad_buf_init(&hdr, S);
-    int rc = build_header(S, c, &hdr);
-    if (rc == AD_OK) rc = write_file(S, path, &hdr, c);
-    else rc = ad_nomem(S);
+    int rc = build_header(S, c, &hdr) == AD_OK ? AD_OK : ad_nomem(S);
+    size_t nbytes = (size_t)c->numel * ad_dtype_size(c->dtype);
+    if (!rc && fwrite(hdr.data, 1, hdr.len, f) != hdr.len) rc = ADDSL_EIO;
+    if (!rc && nbytes && fwrite(ad_tensor_data(c), 1, nbytes, f) != nbytes) rc = ADDSL_EIO;
     ad_buf_free(&hdr);
     ad_tensor_decref(S, c);
     return rc;
 }
 
-static int files_denied(ad_state *S, const char *fn, const char *path) {
-    return ad_error(S, "%s('%s'): file access is disabled by the host (ADDSL_DENY_FILES)", fn, path);
+int ad_npy_encode(ad_state *S, ad_tensor *t, ad_buf *out) {
+    ad_tensor *c = ad_tensor_contiguous(S, t);
+    if (!c) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    int rc = build_header(S, c, out) == AD_OK ? AD_OK : ad_nomem(S);
+    if (!rc) ad_buf_add(out, (const char *)ad_tensor_data(c), (size_t)c->numel * ad_dtype_size(c->dtype));
+    if (!rc && out->failed) rc = ad_nomem(S);
+    ad_tensor_decref(S, c);
+    return rc;
 }
 
-static int bi_load(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    const char *path;
-    ad_tensor *t;
-    int rc = ad_arg_str(S, argv[0], "load", "path", &path);
-    if (!rc && (S->cfg.deny & ADDSL_DENY_FILES)) rc = files_denied(S, "load", path);
-    if (rc || (rc = ad_npy_load(S, path, &t))) return rc;
-    *out = ad_tensor_value(t);
-    return AD_OK;
+int ad_npy_save(ad_state *S, const char *path, ad_tensor *t) {
+    ad_atomic_file af;
+    int rc = ad_atomic_begin(S, "save", path, &af);
+    if (rc) return rc;
+    rc = ad_npy_write(S, af.f, t);
+    if (rc && rc != ADDSL_EIO) { ad_atomic_abort(S, &af); return rc; }
+    return ad_atomic_commit(S, "save", &af, rc == AD_OK, errno);
 }
-
-static int bi_save(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    const char *path;
-    if (argv[1].t != AD_TTENSOR)
-        return ad_error(S, "save(): argument 'tensor' must be Tensor, not %s", ad_type_name(argv[1]));
-    int rc = ad_arg_str(S, argv[0], "save", "path", &path);
-    if (!rc && (S->cfg.deny & ADDSL_DENY_FILES)) rc = files_denied(S, "save", path);
-    if (rc || (rc = ad_npy_save(S, path, argv[1].u.tensor))) return rc;
-    *out = ad_none();
-    return AD_OK;
-}
-
-const ad_builtin_def ad_bi_io_defs[] = {
-    {"load", bi_load, "path"},
-    {"save", bi_save, "path, tensor"},
-    {NULL, NULL, NULL},
-};

@@ -3,6 +3,8 @@
 #ifndef AD_NPY_H
 #define AD_NPY_H
 
+#include <stdio.h>
+
 #include "../vm/tensor.h"
 
 /* Reads 'path' into a new tensor (*out, a new reference). An unopenable or
@@ -12,7 +14,14 @@ int ad_npy_load(ad_state *S, const char *path, ad_tensor **out);
  * memory); 'name' labels errors. */
 int ad_npy_parse(ad_state *S, const void *data, size_t size, const char *name, ad_tensor **out);
 /* Writes 't' (borrowed, any layout) as a C-order .npy file laid out exactly
- * as numpy.save lays it out (version 1.0 unless the header needs 2.0). */
+ * as numpy.save lays it out (version 1.0 unless the header needs 2.0). The
+ * file is replaced atomically (builtins/fileio.h): a failed or killed save
+ * leaves the old file as it was. */
 int ad_npy_save(ad_state *S, const char *path, ad_tensor *t);
+/* The .npy bytes of 't' written to f; ADDSL_EIO (errno set) when a write fails. */
+int ad_npy_write(ad_state *S, FILE *f, ad_tensor *t);
+/* The .npy bytes of 't' appended to 'out' (an ad_buf, vm/buf.h). */
+struct ad_buf;
+int ad_npy_encode(ad_state *S, ad_tensor *t, struct ad_buf *out);
 
 #endif

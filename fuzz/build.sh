@@ -9,8 +9,8 @@ shift 3
 out=$builddir/fuzz
 obj=$out/obj
 mkdir -p "$obj"
-pc=$(pkg-config --cflags libffi sleef openblas 2>/dev/null || true)
-libs=$(pkg-config --libs libffi sleef openblas 2>/dev/null || echo "-lffi -lsleef -lopenblas")
+pc=$(pkg-config --cflags libffi sleef openblas libzip 2>/dev/null || true)
+libs=$(pkg-config --libs libffi sleef openblas libzip 2>/dev/null || echo "-lffi -lsleef -lopenblas -lzip")
 # OpenMP stays off: fuzz inputs are far below the parallel threshold, and threads confuse the fuzzer.
 cflags="-std=c11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE -Wno-unknown-pragmas
   -fsanitize=address,undefined -fno-sanitize-recover=undefined

@@ -1,0 +1,33 @@
+/* fileio.h: replacing a file atomically: the new contents go to a temporary
+ * file beside the target, which is synced and renamed over it only when whole. */
+#ifndef AD_FILEIO_H
+#define AD_FILEIO_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct addsl_state ad_state;
+
+typedef struct ad_atomic_file {
+    FILE *f;             /* open for writing; NULL after commit or abort */
+    char *tmp;           /* the temporary file's path (owned) */
+    const char *path;    /* the target (borrowed) */
+} ad_atomic_file;
+
+/* Creates the temporary file "DIR/.NAME.XXXXXX" for 'path' ('fn' names the
+ * caller in errors, e.g. "save"). With a pre-existing target the new file
+ * takes its permission bits, else 0644. */
+int ad_atomic_begin(ad_state *S, const char *fn, const char *path, ad_atomic_file *af);
+/* Flushes, syncs and closes the temporary file and renames it over the
+ * target. On any failure (or when 'ok' is false: the caller's write failed,
+ * with errno 'err') the temporary file is removed, the target is untouched,
+ * and the error names the path. */
+int ad_atomic_commit(ad_state *S, const char *fn, ad_atomic_file *af, bool ok, int err);
+/* Removes the temporary file after an error of the caller's own. */
+void ad_atomic_abort(ad_state *S, ad_atomic_file *af);
+/* Closes the stream but keeps the temporary file for a library that writes
+ * it by path (libzip); commit with ad_atomic_commit_path. */
+int ad_atomic_release_stream(ad_state *S, const char *fn, ad_atomic_file *af);
+int ad_atomic_commit_path(ad_state *S, const char *fn, ad_atomic_file *af);
+
+#endif

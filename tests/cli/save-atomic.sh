@@ -1,0 +1,45 @@
+#!/bin/sh
+# save-atomic.sh: save() over a good file, killed with SIGKILL at random moments, never leaves a
+# torn file: the target always loads, with the old contents or the whole new ones.
+# Usage: save-atomic.sh PATH-TO-ADDSL
+addsl=${1:?usage: $0 PATH-TO-ADDSL}
+fail=0
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+target=$tmp/good.npy
+
+"$addsl" -e "save(\"$target\", tensor([1.0, 2.0, 3.0]))" || { echo "FAIL: the first save"; exit 1; }
+# 48M float32 (192 MB): long enough that most kills land while the new data is being written.
+big="let t = ones(48000000)
+save(\"$target\", t)"
+killed=0
+for delay in 0.05 0.1 0.15 0.2 0.3 0.4 0.6 0.8; do
+    "$addsl" -e "$big" &
+    pid=$!
+    sleep "$delay"
+    kill -9 "$pid" 2>/dev/null && killed=$((killed + 1))
+    wait "$pid" 2>/dev/null
+    out=$("$addsl" -e "let t = load(\"$target\")
+print(t.shape[0], t[0].item(), t[-1].item())" 2>&1)
+    case $out in
+        "3 1 3"|"48000000 1 1") ;;
+        *) echo "FAIL: after a kill at ${delay}s the file reads as: $out"; fail=1 ;;
+    esac
+    # put the small file back so the next kill lands on a good old file again
+    "$addsl" -e "save(\"$target\", tensor([1.0, 2.0, 3.0]))"
+done
+echo "killed $killed of 8 saves mid-way or before"
+
+# A save that cannot even start (no such directory) writes nothing anywhere.
+out=$("$addsl" -e "save(\"$tmp/no/such/dir/x.npy\", ones(2))" 2>&1)
+[ $? -eq 1 ] || { echo "FAIL: a save into a missing directory did not fail"; fail=1; }
+case $out in *"cannot open '$tmp/no/such/dir/x.npy'"*) ;; *) echo "FAIL: message: $out"; fail=1 ;; esac
+# A refused value (a tensor to .npz) leaves the old file and no temporary file.
+"$addsl" -e "save(\"$tmp/p.npz\", {\"a\": ones(2)})" || fail=1
+"$addsl" -e "save(\"$tmp/p.npz\", ones(2))" 2>/dev/null && { echo "FAIL: a tensor was saved as .npz"; fail=1; }
+out=$("$addsl" -e "print(load(\"$tmp/p.npz\")[\"a\"])" 2>&1)
+[ "$out" = "tensor([1., 1.])" ] || { echo "FAIL: the old .npz is gone: $out"; fail=1; }
+left=$(find "$tmp" -name '.*.npz.*' | wc -l)
+[ "$left" -eq 0 ] || { echo "FAIL: $left temporary files left after failed saves"; fail=1; }
+[ $fail -eq 0 ] && echo "PASS"
+exit $fail
