@@ -202,7 +202,9 @@ static ad_tensor *map_dim(ad_state *S, ad_tensor *t, int64_t dim, ad_dtype cdt, 
     ad_tensor *x = contig_as(S, t, cdt);
     if (!x) return NULL;
     ad_tensor *o = ad_tensor_empty(S, cdt, x->ndim, x->shape);
-    if (o) {
+    /* No elements: nothing to map (the saturated outer/inner counts of an
+     * empty tensor with huge other dims would still drive the kernel's loops). */
+    if (o && o->numel > 0) {
         int64_t outer, n, inner;
         split3(x, d, &outer, &n, &inner);
         ad_karg a[5] = {{.p = data_of(x)}, {.p = data_of(o)}, {.i64 = outer}, {.i64 = n},
