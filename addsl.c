@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <histedit.h>
 #include <locale.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -591,6 +592,8 @@ static char *history_path(void)
     return path;
 }
 
+static unsigned char complete_fn(EditLine *el, int ch);
+
 static int repl_open(repl *r, addsl_state *S)
 {
     HistEvent ev;
@@ -612,6 +615,8 @@ static int repl_open(repl *r, addsl_state *S)
     el_set(r->el, EL_HIST, history, r->hist);
     el_set(r->el, EL_GETCFN, getc_fn);
     el_set(r->el, EL_BIND, "^R", "em-inc-search-prev", NULL);
+    el_set(r->el, EL_ADDFN, "addsl-complete", "complete a name, method, keyword or file", complete_fn);
+    el_set(r->el, EL_BIND, "^I", "addsl-complete", NULL);
     el_source(r->el, NULL);
     return 0;
 }
@@ -626,23 +631,190 @@ static void repl_close(repl *r)
     free(r->pending.data);
 }
 
-/* Keeps one typed line; failures to write the history file are deliberately silent. */
-static void remember(repl *r, const char *line)
+/* Keeps one whole entry (all the lines of a multi-line one, so the up arrow
+ * brings back the block); failures to write the history file are deliberately silent. */
+static void remember(repl *r, const char *entry)
 {
     HistEvent ev;
-    size_t n = strcspn(line, "\n");
+    size_t n = strlen(entry);
     char *copy;
-    if (strspn(line, " \t\r\n") == strlen(line))
+    while (n > 0 && (entry[n - 1] == '\n' || entry[n - 1] == '\r'))
+        n--;
+    if (strspn(entry, " \t\r\n") >= n)
         return;
     copy = malloc(n + 1);
     if (!copy)
         return;
-    memcpy(copy, line, n);
+    memcpy(copy, entry, n);
     copy[n] = '\0';
     history(r->hist, &ev, H_ENTER, copy);
     free(copy);
     if (r->histfile)
         history(r->hist, &ev, H_SAVE, r->histfile);
+}
+
+/* --- completion --------------------------------------------------------- */
+
+typedef struct cands {
+    char **v;
+    size_t n, cap;
+    int failed;
+} cands;
+
+static void cand_add(void *ud, const char *word)
+{
+    cands *c = ud;
+    if (c->failed)
+        return;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 32;
+        char **v = realloc(c->v, cap * sizeof *v);
+        if (!v) {
+            c->failed = 1;
+            return;
+        }
+        c->v = v;
+        c->cap = cap;
+    }
+    c->v[c->n] = strdup(word);
+    if (!c->v[c->n]) {
+        c->failed = 1;
+        return;
+    }
+    c->n++;
+}
+
+static void cands_free(cands *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->v[i]);
+    free(c->v);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* File names for the text 'word' after a string's opening quote: entries of
+ * its directory that start with its last part, directories with a '/'. */
+static void complete_path(const char *word, cands *c)
+{
+    const char *slash = strrchr(word, '/');
+    const char *base = slash ? slash + 1 : word;
+    size_t dlen = slash ? (size_t)(slash - word) + 1 : 0, blen = strlen(base);
+    char *dir = malloc(dlen + 2);
+    DIR *d;
+    struct dirent *e;
+    if (!dir)
+        return;
+    if (dlen)
+        memcpy(dir, word, dlen);
+    else
+        dir[dlen++] = '.';
+    dir[dlen] = '\0';
+    d = opendir(dir);
+    if (d) {
+        while ((e = readdir(d)) != NULL) {
+            struct stat st;
+            size_t n = strlen(e->d_name);
+            char *full, *path;
+            if (strncmp(e->d_name, base, blen) != 0 || strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            if (e->d_name[0] == '.' && base[0] != '.')
+                continue;
+            full = malloc(dlen + n + 3);
+            path = malloc((size_t)(base - word) + n + 2);
+            if (!full || !path) {
+                free(full);
+                free(path);
+                break;
+            }
+            snprintf(full, dlen + n + 3, "%s/%s", dir, e->d_name);
+            memcpy(path, word, (size_t)(base - word));
+            strcpy(path + (base - word), e->d_name);
+            if (stat(full, &st) == 0 && S_ISDIR(st.st_mode))
+                strcat(path, "/");
+            cand_add(c, path);
+            free(full);
+            free(path);
+        }
+        closedir(d);
+    }
+    free(dir);
+    if (c->n > 1)
+        qsort(c->v, c->n, sizeof *c->v, cmp_str);
+}
+
+/* Lists the candidates under the line, in columns, as a shell does. */
+static void show_cands(const cands *c)
+{
+    size_t width = 0, cols, i;
+    for (i = 0; i < c->n; i++)
+        if (strlen(c->v[i]) > width)
+            width = strlen(c->v[i]);
+    width += 2;
+    cols = width < 80 ? 80 / width : 1;
+    fputc('\n', stdout);
+    for (i = 0; i < c->n; i++)
+        printf("%-*s%s", (int)width, c->v[i], (i + 1) % cols == 0 || i + 1 == c->n ? "\n" : "");
+    fflush(stdout);
+}
+
+/* Tab: completes the word before the cursor, or, when several candidates
+ * share no longer prefix, lists them. The text is the pending lines of a
+ * multi-line entry plus the current line up to the cursor. */
+static unsigned char complete_fn(EditLine *el, int ch)
+{
+    void *ud = NULL;
+    repl *r;
+    const LineInfo *li = el_line(el);
+    size_t cur = (size_t)(li->cursor - li->buffer), start = 0, plen, common, i;
+    strbuf text = {0};
+    cands c = {0};
+    int in_string = 0;
+    unsigned char result = CC_ERROR;
+    (void)ch;
+    el_get(el, EL_CLIENTDATA, &ud);
+    r = ud;
+    if (sb_append(&text, r->pending.data ? r->pending.data : "", r->pending.len) != 0 ||
+        sb_append(&text, li->buffer, cur) != 0) {
+        free(text.data);
+        return CC_ERROR;
+    }
+    if (addsl_complete(r->S, text.data, &start, &in_string, cand_add, &c) == ADDSL_OK && in_string) {
+        const char *q = text.data + text.len;
+        while (q > text.data && q[-1] != '"' && q[-1] != '\'')
+            q--;
+        start = (size_t)(q - text.data);
+        complete_path(q, &c);
+    }
+    if (c.failed || c.n == 0 || start < r->pending.len)
+        goto done;
+    plen = text.len - start;
+    common = strlen(c.v[0]);
+    for (i = 1; i < c.n; i++) {
+        size_t k = 0;
+        while (k < common && c.v[i][k] == c.v[0][k])
+            k++;
+        common = k;
+    }
+    if (common > plen) {
+        char save = c.v[0][common];
+        c.v[0][common] = '\0';
+        el_insertstr(el, c.v[0] + plen);
+        c.v[0][common] = save;
+        result = CC_REFRESH;
+    } else if (c.n > 1) {
+        show_cands(&c);
+        result = CC_REDISPLAY;
+    } else {
+        result = CC_NORM;
+    }
+done:
+    cands_free(&c);
+    free(text.data);
+    return result;
 }
 
 static int is_blank(const char *s)
@@ -656,6 +828,7 @@ static int repl_run(repl *r)
     int rc;
     if (addsl_incomplete(r->S, r->pending.data))
         return ADDSL_OK;
+    remember(r, r->pending.data);
     if (!is_blank(r->pending.data)) {
         arm_interrupt(r->S);
         rc = addsl_dorepl(r->S, r->pending.data, "<stdin>");
@@ -687,7 +860,7 @@ static int repl_loop(addsl_state *S, output *out)
         fputs("addsl: cannot start the line editor\n", stderr);
         return 1;
     }
-    printf("addsl %s (Ctrl-D to exit)\n", ADDSL_VERSION);
+    printf("addsl %s (Ctrl-D to exit; help() for a tour)\n", ADDSL_VERSION);
     for (;;) {
         int n = 0, rc;
         const char *line;
@@ -701,7 +874,6 @@ static int repl_loop(addsl_state *S, output *out)
             }
             break;
         }
-        remember(&r, line);
         if (sb_append(&r.pending, line, strlen(line)) != 0) {
             fputs("addsl: cannot create the interpreter (out of memory)\n", stderr);
             repl_drop_pending(&r);
