@@ -152,7 +152,8 @@ static int tensor_methods(ad_state *S, ad_names *l) {
     for (int i = 0; i < G->n; i++) {
         if (!G->defined[i] || !G->lib[i] || ad_help_internal(G->names[i])) continue;
         const char *const *names = NULL;
-        if (params_of(G->values[i], &names) > 0 && strcmp(names[0], "self") == 0 && ad_names_add(l, G->names[i]))
+        if (params_of(G->values[i], &names) > 0 && (strcmp(names[0], "self") == 0 || strcmp(names[0], "tensors") == 0) &&
+            ad_names_add(l, G->names[i]))
             return ad_nomem(S);
     }
     return ADDSL_OK;
@@ -209,6 +210,41 @@ int ad_help_attrs(ad_state *S, ad_value v, ad_names *l) {
     ad_names_sort(l);
     return ADDSL_OK;
 }
+
+/* ---- builtin paragraphs ---- */
+
+/* What help() says of the most used C builtins; their signatures come from
+ * the builtin tables themselves, so only the prose lives here. */
+typedef struct bi_doc { const char *name, *text, *example; } bi_doc;
+static const bi_doc builtin_docs[] = {
+    {"print", "Writes its arguments separated by sep (default a space) and then end (default a newline).", "print(\"loss\", 0.5, sep=\": \")"},
+    {"len", "The number of items of a list, tuple, dict or string, or the size of a tensor's first dimension.", "len([1, 2, 3])   # 3"},
+    {"range", "The integers from start (default 0) up to, not including, stop, by step: range(n), range(a, b), range(a, b, step).", "for i in range(3) { print(i) }"},
+    {"tensor", "A new tensor from a number or a nested list (ints give int64, floats float32 unless dtype says).", "tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=true)"},
+    {"zeros", "A tensor of zeros of the given size (as a list or as separate numbers).", "zeros(2, 3, dtype=float64)"},
+    {"ones", "A tensor of ones of the given size (as a list or as separate numbers).", "ones([2, 3])"},
+    {"randn", "A tensor of samples of the standard normal distribution (manual_seed makes them repeatable).", "randn(3, 4)"},
+    {"rand", "A tensor of samples uniform in [0, 1).", "rand(5)"},
+    {"arange", "Evenly spaced values in [start, end) by step; arange(n) counts from 0.", "arange(0, 1, 0.25)"},
+    {"linspace", "steps values evenly spaced from start to end, both included.", "linspace(0, 1, 5)"},
+    {"load", "Reads a .npy, .npz (a dict), .csv or .txt (a 2-D tensor) file; the extension decides the format.", "load(\"data.npy\")"},
+    {"save", "Writes a tensor to .npy, or a dict of tensors to .npz, replacing the file atomically.", "save(\"w.npy\", randn(3))"},
+    {"backward", "Accumulates the gradient of tensors into the .grad of the leaves it depends on (x.backward() for one).", "let x = tensor(2.0, requires_grad=true); (x * x).backward(); x.grad"},
+    {"grad", "The gradients of outputs with respect to inputs, returned as a list instead of accumulated.", "let x = tensor(3.0, requires_grad=true); grad(x * x, [x])"},
+    {"jvp", "Forward mode: calls func(*primals) and returns (outputs, the Jacobian-vector product with tangents).", "jvp(fn(x) => x * x, [tensor(3.0)], [tensor(1.0)])"},
+    {"manual_seed", "Seeds the random number generator, so randn, rand and randint repeat.", "manual_seed(0)"},
+    {"type", "The kind of a value as a string (\"tensor\", \"list\", ...); with a dtype it converts a tensor.", "type([1])   # \"list\""},
+    {"str", "The text print() shows for a value.", "str(1.5) + \"!\""},
+    {"assert", "Raises an error with msg when cond is false.", "assert(len(xs) > 0, \"no data\")"},
+    {"clock", "Seconds of a monotonic clock, for timing.", "let t = clock(); randn(1000); print(clock() - t)"},
+    {"exit", "Ends the script (or the REPL) with status code.", "exit(0)"},
+    {"quit", "The same as exit(code), for the REPL.", "quit()"},
+    {"help", "help() gives a short tour; help(x) or help(\"name\") describes a builtin, op or function: its signature with defaults, what it does, an example, and for an op which derivatives exist.", "help(relu)"},
+    {"dir", "dir() lists the names in scope; dir(x) the attributes and methods of x (a tensor, module, dict, ...), sorted, without the library's internal helpers.", "dir(zeros(1))"},
+    {"all_ops", "Every differentiable op, sorted by name; internal=true adds the library's internal helper ops (formula helpers such as sigmoid_backward).", "len(all_ops())"},
+    {"append", "Adds x at the end of a list (xs.append(x) is the same).", "let xs = []; xs.append(1)"},
+    {"format", "The text of value under a format spec, as Python's format() and f-strings.", "format(3.14159, \".2f\")"},
+};
 
 /* ---- doc comments ---- */
 
@@ -277,8 +313,8 @@ static void doc_above(ad_buf *b, const char *src, size_t len, int line) {
 static bool doc_of(ad_buf *b, const char *name, const ad_chunk *chunk, int near) {
     size_t before = b->len;
     if (chunk) {
-        int l = def_line(chunk->src, chunk->len, name, near);
-        if (!l) l = near;
+        /* only a named definition has doc comments (not a lambda's line) */
+        int l = name[0] ? def_line(chunk->src, chunk->len, name, near) : 0;
         if (l > 0) doc_above(b, chunk->src, chunk->len, l);
         return b->len > before;
     }
@@ -345,7 +381,9 @@ static void op_derivatives(ad_buf *b, const ad_opdef *op) {
         case AD_PARAM_DIFF: what = "VJP formula"; break;
         case AD_PARAM_NONDIFF: what = "non_differentiable"; break;
         case AD_PARAM_NOTIMPL: what = "not implemented"; break;
-        case AD_PARAM_TENSOR: what = "no gradient"; break;
+        case AD_PARAM_TENSOR: /* parameters with defaults are options (dim, keepdim), not inputs */
+            if (i < op->nparams - op->ndefaults) what = "no gradient";
+            break;
         default: break;
         }
         if (!what) continue;
@@ -401,12 +439,18 @@ static int help_value(ad_state *S, ad_value v, const char *asked) {
     ad_buf_init(&b, S);
     switch (v.t) {
     case AD_TBUILTIN:
+    {
+        const bi_doc *doc = NULL;
+        for (size_t i = 0; i < sizeof builtin_docs / sizeof builtin_docs[0]; i++)
+            if (strcmp(builtin_docs[i].name, v.u.bi->name) == 0) doc = &builtin_docs[i];
         signature(S, &b, "", asked ? asked : v.u.bi->name, v);
-        ad_buf_puts(&b, "  A builtin function (C).");
+        ad_buf_printf(&b, "  %s", doc ? doc->text : "A builtin function (C).");
         if (v.u.bi->nparams > 0 && !v.u.bi->varargs && strcmp(v.u.bi->pnames[0], "self") == 0)
             ad_buf_printf(&b, " Also a method: x.%s(...) is %s(x, ...).", v.u.bi->name, v.u.bi->name);
         ad_buf_puts(&b, "\n");
+        if (doc) ad_buf_printf(&b, "  Example: %s\n", doc->example);
         break;
+    }
     case AD_TOP: {
         ad_opdef *op = v.u.op;
         signature(S, &b, "op ", op->name, v);
@@ -427,7 +471,10 @@ static int help_value(ad_state *S, ad_value v, const char *asked) {
         bool lib = ch && ch->library;
         if (!doc_of(&b, name ? name : "", lib ? NULL : ch, lib ? 0 : f->p->line))
             ad_buf_printf(&b, "  A function%s.\n", lib ? " of the library" : ch ? "" : "");
-        if (ch && !lib) ad_buf_printf(&b, "  Defined at %s:%d.\n", ch->name, f->p->line);
+        if (ch && !lib) { /* the file's name without its directories, as Python's help names a module */
+            const char *base = strrchr(ch->name, '/');
+            ad_buf_printf(&b, "  Defined at %s:%d.\n", base ? base + 1 : ch->name, f->p->line);
+        }
         break;
     }
     case AD_TMODULE: {
