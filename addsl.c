@@ -4,8 +4,10 @@
 #include <addsl.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <histedit.h>
 #include <locale.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,12 +32,25 @@ typedef enum { SRC_NONE, SRC_FILE, SRC_STRING, SRC_STDIN } source_kind;
 
 typedef struct options {
     source_kind kind;
-    const char *script;        /* file path or -e code */
+    const char *script;        /* file path */
+    const char **codes;        /* the -e codes, in order (SRC_STRING) */
+    int ncodes;
     int disasm;
+    int interactive;           /* -i: the REPL follows the script */
+    int unbuffered;            /* -u */
     int nargs;                 /* script arguments */
     const char *const *args;
     addsl_config cfg;
 } options;
+
+/* Where standard output stands: a failed write is remembered and stops the
+ * script, and the command then exits 1 with the reason. */
+typedef struct output {
+    addsl_state *S;            /* the state to stop; NULL until it exists */
+    int failed;
+    int err;                   /* errno of the first failure */
+    int closed;                /* descriptor 1 was closed at start: every write fails */
+} output;
 
 typedef struct strbuf {
     char *data;
@@ -43,14 +58,19 @@ typedef struct strbuf {
 } strbuf;
 
 static const char usage_text[] =
-    "usage: addsl [OPTIONS] [FILE.ad | -e CODE | -] [ARGS...]\n"
+    "usage: addsl [OPTIONS] [FILE.ad | -e CODE... | -] [ARGS...]\n"
     "       addsl --disasm FILE.ad\n"
     "\n"
     "With no script, addsl starts the REPL on a terminal and otherwise\n"
     "runs standard input. ARGS become the script's 'args' list.\n"
     "\n"
     "Options:\n"
-    "  -e CODE              run CODE (named <string> in messages)\n"
+    "  -e CODE              run CODE (named <string> in messages); repeat -e to\n"
+    "                       run several in order in one state (after -e, only\n"
+    "                       -e, -i and -u are options: other words are ARGS)\n"
+    "  -i                   start the REPL after the script or -e, with its names\n"
+    "  -u                   unbuffered standard output (it is line-buffered on a\n"
+    "                       terminal and block-buffered otherwise)\n"
     "  -                    read the script from standard input (<stdin>)\n"
     "  --disasm             print the bytecode of the script instead of running it\n"
     "  --memory-limit BYTES limit tensor storage (suffix K, M or G; 0 = no limit)\n"
@@ -60,8 +80,11 @@ static const char usage_text[] =
     "  -v, --version        print the version and exit\n"
     "  --                   end of options: the next word is the script file\n"
     "\n"
-    "Exit status: 0 success, 1 compile or runtime error, 2 bad usage,\n"
-    "or the code given to exit(code).\n";
+    "In the REPL: help() for a tour, help(x) for one name, dir() for the names\n"
+    "in scope, Tab to complete, quit() or Ctrl-D to leave.\n"
+    "\n"
+    "Exit status: 0 success, 1 compile or runtime error or a failed write to\n"
+    "standard output, 2 bad usage, or the code given to exit(code).\n";
 
 static int usage_error(const char *fmt, const char *what)
 {
@@ -150,6 +173,56 @@ static int exit_status(addsl_state *S, int rc)
     if (rc == ADDSL_EXIT)
         return addsl_exit_code(S);
     return 1;
+}
+
+/* --- output ------------------------------------------------------------- */
+
+static void output_failed(output *out, int err)
+{
+    if (out->failed)
+        return;
+    out->failed = 1;
+    out->err = err ? err : EIO;
+    if (out->S)
+        addsl_interrupt(out->S);
+}
+
+/* The library's output callback: every write to stdout is checked, and the
+ * first failure stops the running script at its next safe point. */
+static void cli_write(void *ud, const char *text, size_t len, int is_err)
+{
+    output *out = ud;
+    if (is_err) {
+        fwrite(text, 1, len, stderr);
+        fflush(stderr);
+        return;
+    }
+    if (out->failed)
+        return;
+    if (out->closed && len > 0) {
+        output_failed(out, EBADF);
+        return;
+    }
+    errno = 0;
+    if (len > 0 && fwrite(text, 1, len, stdout) != len)
+        output_failed(out, errno);
+    else if (len == 0 && fflush(stdout) != 0)
+        output_failed(out, errno);
+}
+
+static int stdout_message(int err)
+{
+    fprintf(stderr, "addsl: cannot write to standard output: %s\n", strerror(err));
+    return 1;
+}
+
+/* Flushes stdout and turns a failure into exit status 1 with a message. */
+static int finish_stdout(int status)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return stdout_message(errno ? errno : EIO);
+    return status;
 }
 
 /* --- input -------------------------------------------------------------- */
@@ -299,6 +372,34 @@ static int parse_valued(options *o, int argc, char **argv, int *i)
     return -1;
 }
 
+/* Takes the -e at argv[*i] and the -e, -i and -u after it; leaves *i on the
+ * last word taken. Returns -1 to go on, or a usage-error status. */
+static int parse_codes(options *o, int argc, char **argv, int *i)
+{
+    if (!o->codes) {
+        o->codes = malloc((size_t)argc * sizeof *o->codes);
+        if (!o->codes) {
+            fputs("addsl: out of memory\n", stderr);
+            return 1;
+        }
+    }
+    o->kind = SRC_STRING;
+    for (;;) {
+        if (*i + 1 >= argc)
+            return usage_error("option '%s' needs a value", "-e");
+        o->codes[o->ncodes++] = argv[++*i];
+        while (*i + 1 < argc && (strcmp(argv[*i + 1], "-i") == 0 || strcmp(argv[*i + 1], "-u") == 0)) {
+            if (argv[++*i][1] == 'i')
+                o->interactive = 1;
+            else
+                o->unbuffered = 1;
+        }
+        if (*i + 1 >= argc || strcmp(argv[*i + 1], "-e") != 0)
+            return -1;
+        ++*i;
+    }
+}
+
 /* Returns -1 to go on, or the exit status for --help, --version and usage errors. */
 static int parse_options(options *o, int argc, char **argv)
 {
@@ -318,19 +419,26 @@ static int parse_options(options *o, int argc, char **argv)
             break;
         }
         if (strcmp(arg, "-e") == 0) {
-            if (i + 1 >= argc)
-                return usage_error("option '%s' needs a value", "-e");
-            o->kind = SRC_STRING;
-            o->script = argv[++i];
+            rc = parse_codes(o, argc, argv, &i);
+            if (rc >= 0)
+                return rc;
             break;
+        }
+        if (strcmp(arg, "-i") == 0) {
+            o->interactive = 1;
+            continue;
+        }
+        if (strcmp(arg, "-u") == 0) {
+            o->unbuffered = 1;
+            continue;
         }
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
             fputs(usage_text, stdout);
-            return 0;
+            return finish_stdout(0);
         }
         if (strcmp(arg, "-v") == 0 || strcmp(arg, "--version") == 0) {
             puts("addsl " ADDSL_VERSION);
-            return 0;
+            return finish_stdout(0);
         }
         if (strcmp(arg, "--disasm") == 0) {
             o->disasm = 1;
@@ -411,7 +519,13 @@ static int run_script(addsl_state *S, const options *o)
         return rc;
     switch (o->kind) {
     case SRC_FILE: return run_file(S, o);
-    case SRC_STRING: return run_text(S, o, o->script, "<string>");
+    case SRC_STRING:
+        for (int k = 0; k < o->ncodes; k++) {
+            rc = run_text(S, o, o->codes[k], "<string>");
+            if (rc != ADDSL_OK)
+                return rc;
+        }
+        return ADDSL_OK;
     default: return run_stdin(S, o);
     }
 }
@@ -478,6 +592,8 @@ static char *history_path(void)
     return path;
 }
 
+static unsigned char complete_fn(EditLine *el, int ch);
+
 static int repl_open(repl *r, addsl_state *S)
 {
     HistEvent ev;
@@ -499,6 +615,8 @@ static int repl_open(repl *r, addsl_state *S)
     el_set(r->el, EL_HIST, history, r->hist);
     el_set(r->el, EL_GETCFN, getc_fn);
     el_set(r->el, EL_BIND, "^R", "em-inc-search-prev", NULL);
+    el_set(r->el, EL_ADDFN, "addsl-complete", "complete a name, method, keyword or file", complete_fn);
+    el_set(r->el, EL_BIND, "^I", "addsl-complete", NULL);
     el_source(r->el, NULL);
     return 0;
 }
@@ -513,23 +631,190 @@ static void repl_close(repl *r)
     free(r->pending.data);
 }
 
-/* Keeps one typed line; failures to write the history file are deliberately silent. */
-static void remember(repl *r, const char *line)
+/* Keeps one whole entry (all the lines of a multi-line one, so the up arrow
+ * brings back the block); failures to write the history file are deliberately silent. */
+static void remember(repl *r, const char *entry)
 {
     HistEvent ev;
-    size_t n = strcspn(line, "\n");
+    size_t n = strlen(entry);
     char *copy;
-    if (strspn(line, " \t\r\n") == strlen(line))
+    while (n > 0 && (entry[n - 1] == '\n' || entry[n - 1] == '\r'))
+        n--;
+    if (strspn(entry, " \t\r\n") >= n)
         return;
     copy = malloc(n + 1);
     if (!copy)
         return;
-    memcpy(copy, line, n);
+    memcpy(copy, entry, n);
     copy[n] = '\0';
     history(r->hist, &ev, H_ENTER, copy);
     free(copy);
     if (r->histfile)
         history(r->hist, &ev, H_SAVE, r->histfile);
+}
+
+/* --- completion --------------------------------------------------------- */
+
+typedef struct cands {
+    char **v;
+    size_t n, cap;
+    int failed;
+} cands;
+
+static void cand_add(void *ud, const char *word)
+{
+    cands *c = ud;
+    if (c->failed)
+        return;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 32;
+        char **v = realloc(c->v, cap * sizeof *v);
+        if (!v) {
+            c->failed = 1;
+            return;
+        }
+        c->v = v;
+        c->cap = cap;
+    }
+    c->v[c->n] = strdup(word);
+    if (!c->v[c->n]) {
+        c->failed = 1;
+        return;
+    }
+    c->n++;
+}
+
+static void cands_free(cands *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->v[i]);
+    free(c->v);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* File names for the text 'word' after a string's opening quote: entries of
+ * its directory that start with its last part, directories with a '/'. */
+static void complete_path(const char *word, cands *c)
+{
+    const char *slash = strrchr(word, '/');
+    const char *base = slash ? slash + 1 : word;
+    size_t dlen = slash ? (size_t)(slash - word) + 1 : 0, blen = strlen(base);
+    char *dir = malloc(dlen + 2);
+    DIR *d;
+    struct dirent *e;
+    if (!dir)
+        return;
+    if (dlen)
+        memcpy(dir, word, dlen);
+    else
+        dir[dlen++] = '.';
+    dir[dlen] = '\0';
+    d = opendir(dir);
+    if (d) {
+        while ((e = readdir(d)) != NULL) {
+            struct stat st;
+            size_t n = strlen(e->d_name);
+            char *full, *path;
+            if (strncmp(e->d_name, base, blen) != 0 || strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            if (e->d_name[0] == '.' && base[0] != '.')
+                continue;
+            full = malloc(dlen + n + 3);
+            path = malloc((size_t)(base - word) + n + 2);
+            if (!full || !path) {
+                free(full);
+                free(path);
+                break;
+            }
+            snprintf(full, dlen + n + 3, "%s/%s", dir, e->d_name);
+            memcpy(path, word, (size_t)(base - word));
+            strcpy(path + (base - word), e->d_name);
+            if (stat(full, &st) == 0 && S_ISDIR(st.st_mode))
+                strcat(path, "/");
+            cand_add(c, path);
+            free(full);
+            free(path);
+        }
+        closedir(d);
+    }
+    free(dir);
+    if (c->n > 1)
+        qsort(c->v, c->n, sizeof *c->v, cmp_str);
+}
+
+/* Lists the candidates under the line, in columns, as a shell does. */
+static void show_cands(const cands *c)
+{
+    size_t width = 0, cols, i;
+    for (i = 0; i < c->n; i++)
+        if (strlen(c->v[i]) > width)
+            width = strlen(c->v[i]);
+    width += 2;
+    cols = width < 80 ? 80 / width : 1;
+    fputc('\n', stdout);
+    for (i = 0; i < c->n; i++)
+        printf("%-*s%s", (int)width, c->v[i], (i + 1) % cols == 0 || i + 1 == c->n ? "\n" : "");
+    fflush(stdout);
+}
+
+/* Tab: completes the word before the cursor, or, when several candidates
+ * share no longer prefix, lists them. The text is the pending lines of a
+ * multi-line entry plus the current line up to the cursor. */
+static unsigned char complete_fn(EditLine *el, int ch)
+{
+    void *ud = NULL;
+    repl *r;
+    const LineInfo *li = el_line(el);
+    size_t cur = (size_t)(li->cursor - li->buffer), start = 0, plen, common, i;
+    strbuf text = {0};
+    cands c = {0};
+    int in_string = 0;
+    unsigned char result = CC_ERROR;
+    (void)ch;
+    el_get(el, EL_CLIENTDATA, &ud);
+    r = ud;
+    if (sb_append(&text, r->pending.data ? r->pending.data : "", r->pending.len) != 0 ||
+        sb_append(&text, li->buffer, cur) != 0) {
+        free(text.data);
+        return CC_ERROR;
+    }
+    if (addsl_complete(r->S, text.data, &start, &in_string, cand_add, &c) == ADDSL_OK && in_string) {
+        const char *q = text.data + text.len;
+        while (q > text.data && q[-1] != '"' && q[-1] != '\'')
+            q--;
+        start = (size_t)(q - text.data);
+        complete_path(q, &c);
+    }
+    if (c.failed || c.n == 0 || start < r->pending.len)
+        goto done;
+    plen = text.len - start;
+    common = strlen(c.v[0]);
+    for (i = 1; i < c.n; i++) {
+        size_t k = 0;
+        while (k < common && c.v[i][k] == c.v[0][k])
+            k++;
+        common = k;
+    }
+    if (common > plen) {
+        char save = c.v[0][common];
+        c.v[0][common] = '\0';
+        el_insertstr(el, c.v[0] + plen);
+        c.v[0][common] = save;
+        result = CC_REFRESH;
+    } else if (c.n > 1) {
+        show_cands(&c);
+        result = CC_REDISPLAY;
+    } else {
+        result = CC_NORM;
+    }
+done:
+    cands_free(&c);
+    free(text.data);
+    return result;
 }
 
 static int is_blank(const char *s)
@@ -543,6 +828,7 @@ static int repl_run(repl *r)
     int rc;
     if (addsl_incomplete(r->S, r->pending.data))
         return ADDSL_OK;
+    remember(r, r->pending.data);
     if (!is_blank(r->pending.data)) {
         arm_interrupt(r->S);
         rc = addsl_dorepl(r->S, r->pending.data, "<stdin>");
@@ -565,7 +851,7 @@ static void repl_drop_pending(repl *r)
 }
 
 /* The REPL keeps the state across inputs, errors included; Ctrl-D or exit() ends it. */
-static int repl_loop(addsl_state *S)
+static int repl_loop(addsl_state *S, output *out)
 {
     repl r;
     int status = 0;
@@ -574,7 +860,7 @@ static int repl_loop(addsl_state *S)
         fputs("addsl: cannot start the line editor\n", stderr);
         return 1;
     }
-    printf("addsl %s (Ctrl-D to exit)\n", ADDSL_VERSION);
+    printf("addsl %s (Ctrl-D to exit; help() for a tour)\n", ADDSL_VERSION);
     for (;;) {
         int n = 0, rc;
         const char *line;
@@ -588,7 +874,6 @@ static int repl_loop(addsl_state *S)
             }
             break;
         }
-        remember(&r, line);
         if (sb_append(&r.pending, line, strlen(line)) != 0) {
             fputs("addsl: cannot create the interpreter (out of memory)\n", stderr);
             repl_drop_pending(&r);
@@ -597,6 +882,10 @@ static int repl_loop(addsl_state *S)
         rc = repl_run(&r);
         if (rc == ADDSL_EXIT) {
             status = addsl_exit_code(S);
+            break;
+        }
+        if (out->failed) {
+            status = 1;
             break;
         }
     }
@@ -608,38 +897,81 @@ static int repl_loop(addsl_state *S)
 
 /* --- main --------------------------------------------------------------- */
 
+/* Line-buffered on a terminal so each line shows as it is printed, unbuffered
+ * with -u (a pipe to tee sees output at once), block-buffered otherwise. A
+ * closed stdout gets /dev/null on its descriptor, so a file the script opens
+ * cannot take descriptor 1 and receive the output; writes still fail. */
+static void setup_stdout(const options *o, output *out)
+{
+    if (fcntl(STDOUT_FILENO, F_GETFD) < 0 && errno == EBADF) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0 && fd != STDOUT_FILENO)
+            close(fd);
+        out->closed = 1;
+    }
+    if (o->unbuffered)
+        setvbuf(stdout, NULL, _IONBF, 0);
+    else if (isatty(STDOUT_FILENO))
+        setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+static int run_main(addsl_state *S, const options *o, output *out)
+{
+    int rc, status;
+    if (o->kind == SRC_NONE)
+        return repl_loop(S, out);
+    rc = run_script(S, o);
+    if (out->failed)
+        return 1;
+    report(S, rc);
+    status = exit_status(S, rc);
+    if (o->interactive && rc != ADDSL_EXIT && !o->disasm)
+        status = repl_loop(S, out);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     options o;
+    output out;
     addsl_state *S;
     int rc, status;
     memset(&o, 0, sizeof o);
+    memset(&out, 0, sizeof out);
     addsl_config_init(&o.cfg);
+    o.cfg.write = cli_write;
+    o.cfg.write_ud = &out;
     rc = parse_options(&o, argc, argv);
-    if (rc >= 0)
+    if (rc >= 0) {
+        free(o.codes);
         return rc;
-    if (o.kind == SRC_NONE && !isatty(STDIN_FILENO))
+    }
+    if (o.kind == SRC_NONE && !isatty(STDIN_FILENO) && !o.interactive)
         o.kind = SRC_STDIN;
-    if (o.kind == SRC_NONE && o.disasm)
+    if (o.kind == SRC_NONE && o.disasm) {
+        free(o.codes);
         return usage_error("option '%s' needs a script", "--disasm");
+    }
     if (o.kind == SRC_FILE) {
         FILE *f = open_script(o.script);
-        if (!f)
+        if (!f) {
+            free(o.codes);
             return cannot_open(o.script);
+        }
         fclose(f);
     }
+    setup_stdout(&o, &out);
     S = addsl_open(&o.cfg);
     if (!S) {
+        free(o.codes);
         fputs("addsl: cannot create the interpreter (out of memory)\n", stderr);
         return 1;
     }
-    if (o.kind == SRC_NONE) {
-        status = repl_loop(S);
-    } else {
-        rc = run_script(S, &o);
-        report(S, rc);
-        status = exit_status(S, rc);
-    }
+    out.S = S;
+    status = run_main(S, &o, &out);
     addsl_close(S);
-    return status;
+    free(o.codes);
+    if (out.failed)
+        return stdout_message(out.err);
+    return finish_stdout(status);
 }

@@ -57,7 +57,12 @@ static int open_brace(ad_lexer *lx, ad_token *t) {
     }
 }
 
+/* A closer that does not match the innermost opener is marked, so the REPL
+ * reports it at once instead of waiting for more lines (the parser raises it). */
 static int close_bracket(ad_lexer *lx, int type) {
+    char want = type == TK_RPAREN ? '(' : type == TK_RBRACKET ? '[' : '{';
+    char open = lx->depth > 0 ? lx->nest[lx->depth - 1] : 0;
+    if (open != want && !(want == '{' && open == 'd')) lx->mismatched = true;
     if (lx->depth > 0) lx->depth--;
     return type;
 }

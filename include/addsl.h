@@ -91,6 +91,14 @@ ADDSL_API int addsl_dofile(addsl_state *S, const char *path);
 ADDSL_API int addsl_dorepl(addsl_state *S, const char *code, const char *name);
 /* 1 if 'code' is an incomplete statement (open brace or bracket), else 0. */
 ADDSL_API int addsl_incomplete(addsl_state *S, const char *code);
+/* REPL completion of the word that ends 'text' (the input typed so far, up
+ * to the cursor): names in scope and keywords, attributes and methods after
+ * 'a.b.', and NAME= for the parameters of the call the cursor is in. Each
+ * candidate replaces text from *start on and goes to fn(ud, candidate).
+ * *in_string is set when the text ends inside a string literal (nothing is
+ * offered: a host completes file names there). */
+ADDSL_API int addsl_complete(addsl_state *S, const char *text, size_t *start, int *in_string,
+                             void (*fn)(void *ud, const char *candidate), void *ud);
 /* Writes a bytecode listing of 'code' through the output callback. */
 ADDSL_API int addsl_disasm(addsl_state *S, const char *code, const char *name);
 /* Sets the script-visible 'args' list; the strings are copied. */

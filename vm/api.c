@@ -22,6 +22,7 @@
 #include "library.h"
 #include "module.h"
 #include "op.h"
+#include "help.h"
 #include "state.h"
 #include "tensor.h"
 #include "vm.h"
@@ -55,6 +56,7 @@ static const ad_builtin_def *const builtin_tables[] = {
     ad_inplace_defs,
     ad_bi_dict_defs,
     ad_bi_gradfn_defs,
+    ad_help_defs,
 };
 
 extern const char *const ad_lib_names[];

@@ -4,6 +4,7 @@
 #include "autograd.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../builtins/builtins.h"
@@ -11,6 +12,7 @@
 #include "buf.h"
 #include "device.h"
 #include "heap.h"
+#include "help.h"
 #include "library.h"
 #include "op.h"
 #include "state.h"
@@ -965,9 +967,17 @@ static int bi_op_differentiable(ad_state *S, ad_value *argv, int argc, ad_value 
     return ADDSL_OK;
 }
 
-/* Every op bound to a global name, in definition order. */
+static int cmp_op_names(const void *a, const void *b) {
+    return strcmp(((const ad_value *)a)->u.op->name, ((const ad_value *)b)->u.op->name);
+}
+
+/* Every op bound to a global name, sorted by name; the library's internal
+ * ones (formula helpers such as sigmoid_backward, index_get) only with internal=true. */
 static int bi_all_ops(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argv; (void)argc;
+    (void)argc;
+    bool internal = false;
+    int arc = ad_arg_bool(S, argv[0], "all_ops", "internal", &internal);
+    if (arc) return arc;
     int lrc = ad_library_load_all(S);
     if (lrc) return lrc;
     ad_list *l = ad_list_new(S, AD_TLIST, 0);
@@ -976,10 +986,12 @@ static int bi_all_ops(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     for (int i = 0; i < G->n; i++) {
         if (!G->defined[i] || G->values[i].t != AD_TOP) continue;
         if (strcmp(G->values[i].u.op->name, G->names[i]) != 0) continue; /* aliases */
+        if (!internal && ad_help_internal(G->names[i])) continue;
         ad_value_incref(G->values[i]);
         int rc = ad_list_push(S, l, G->values[i]);
         if (rc) { ad_value_decref(S, ad_list_value(l, AD_TLIST)); return rc; }
     }
+    if (l->len > 1) qsort(l->items, (size_t)l->len, sizeof *l->items, cmp_op_names);
     *out = ad_list_value(l, AD_TLIST);
     return ADDSL_OK;
 }
@@ -993,7 +1005,7 @@ const ad_builtin_def ad_bi_autograd_defs[] = {
     {"op_name", bi_op_name, "op"},
     {"op_params", bi_op_params, "op"},
     {"op_differentiable", bi_op_differentiable, "op"},
-    {"all_ops", bi_all_ops, ""},
+    {"all_ops", bi_all_ops, "internal=false"},
     {NULL, NULL, NULL}
 };
 

@@ -1565,5 +1565,5 @@ int ad_compile_incomplete(const char *src, size_t len) {
         if (type < 0) return lx.error && strcmp(lx.error, "unterminated string") == 0 ? 0 : 0;
         if (type == 0) break;
     }
-    return lx.depth > 0;
+    return lx.depth > 0 && !lx.mismatched;
 }

@@ -25,6 +25,7 @@ typedef struct ad_lexer {
     int depth;
     int last_type;     /* to drop redundant newlines */
     const char *error; /* message of a lexical error, or NULL */
+    bool mismatched;   /* a closing bracket did not match the innermost open one */
 } ad_lexer;
 
 void ad_lex_init(ad_lexer *lx, const char *src, size_t len);

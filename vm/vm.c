@@ -16,6 +16,7 @@
 #include "inplace.h"
 #include "dict.h"
 #include "gradfn.h"
+#include "help.h"
 #include "module.h"
 #include "compile.h"
 #include "format.h"
@@ -957,14 +958,7 @@ static int poll_interrupt(ad_state *S) {
 
 static int echo(ad_state *S, ad_value v) {
     if (v.t == AD_TNONE) return ADDSL_OK;
-    ad_buf b;
-    ad_buf_init(&b, S);
-    ad_value_format(S, v, &b, true);
-    ad_buf_puts(&b, "\n");
-    int rc = b.failed ? ADDSL_ENOMEM : ADDSL_OK;
-    if (!rc) ad_write(S, b.data, b.len, 0);
-    ad_buf_free(&b);
-    return rc;
+    return ad_repl_echo(S, v); /* vm/help.c: also binds '_' */
 }
 
 #if defined(__GNUC__)

@@ -25,6 +25,15 @@ static void cap_write(void *ud, const char *text, size_t len, int is_err) {
 
 static void cap_reset(capture *c) { c->nout = c->nerr = 0; c->out[0] = c->err[0] = '\0'; }
 
+/* Completion candidates, joined with spaces. */
+typedef struct completions { char text[4096]; size_t n; } completions;
+static void collect(void *ud, const char *word) {
+    completions *c = ud;
+    size_t len = strlen(c->text), n = strlen(word);
+    if (len + n + 2 < sizeof c->text) { memcpy(c->text + len, word, n); c->text[len + n] = ' '; c->text[len + n + 1] = '\0'; }
+    c->n++;
+}
+
 static addsl_state *open_captured(capture *c) {
     addsl_config cfg;
     addsl_config_init(&cfg);
@@ -76,6 +85,28 @@ static void test_run(void) {
     ok(addsl_dorepl(S, "1 + 1", "<stdin>") == ADDSL_OK && strcmp(c.out, "2\n") == 0, "dorepl prints an expression's value");
     ok(addsl_dorepl(S, NULL, "x") == ADDSL_EARG, "dorepl: NULL code is EARG");
     ok(addsl_incomplete(S, "fn f() {") == 1 && addsl_incomplete(S, "let a = 1") == 0 && addsl_incomplete(S, NULL) == 0, "incomplete");
+    ok(addsl_incomplete(S, "tensor([1.0\n)") == 0 && addsl_incomplete(S, "f(]") == 0, "incomplete: a closer that does not match is complete (an error)");
+    {
+        completions got = {"", 0};
+        size_t start = 99;
+        int in_str = -1;
+        ok(addsl_dostring(S, "let wq_total = 1", "c") == ADDSL_OK
+           && addsl_complete(S, "print(wq_t", &start, &in_str, collect, &got) == ADDSL_OK
+           && start == 6 && in_str == 0 && strcmp(got.text, "wq_total ") == 0, "complete: a global");
+        got.text[0] = '\0';
+        ok(addsl_complete(S, "zeros(2, dty", &start, &in_str, collect, &got) == ADDSL_OK
+           && start == 9 && strncmp(got.text, "dtype= ", 7) == 0, "complete: a keyword argument first");
+        got.text[0] = '\0';
+        ok(addsl_complete(S, "zeros(1).resha", &start, &in_str, collect, &got) == ADDSL_OK && got.text[0] == '\0',
+           "complete: no guess after a call's result");
+        ok(addsl_dostring(S, "let tz = zeros(1)", "c") == ADDSL_OK
+           && addsl_complete(S, "tz.resha", &start, &in_str, collect, &got) == ADDSL_OK
+           && start == 3 && strcmp(got.text, "reshape reshape_as ") == 0, "complete: methods of a tensor");
+        got.text[0] = '\0';
+        ok(addsl_complete(S, "load(\"da", &start, &in_str, collect, &got) == ADDSL_OK && in_str == 1 && got.text[0] == '\0',
+           "complete: inside a string, nothing (the host's file names)");
+        ok(addsl_complete(S, NULL, &start, &in_str, collect, &got) == ADDSL_EARG, "complete: NULL text is EARG");
+    }
     cap_reset(&c);
     ok(addsl_disasm(S, "let q = 1 + 2", "d") == ADDSL_OK && c.nout > 0, "disasm writes a listing");
     ok(addsl_disasm(S, NULL, "d") == ADDSL_EARG && addsl_disasm(S, "let = ", "d") == ADDSL_ECOMPILE, "disasm: NULL is EARG, bad code ECOMPILE");

@@ -27,7 +27,7 @@ wait_for() {    # wait_for LINE COUNT: until LINE appears COUNT times (20 s at m
 }
 
 feed() {
-    wait_for 'addsl [0-9.]* (Ctrl-D to exit)' 1
+    wait_for 'addsl [0-9.]* (Ctrl-D to exit.*)' 1
     printf 'let x = 5\n'
     printf 'print("loo" + "ping"); while true { x = x }\n'
     wait_for looping 1
