@@ -54,6 +54,16 @@ if [ "$(id -u)" -ne 0 ]; then
     [ "$out" = "tensor([1., 1.])" ] || { echo "FAIL: read-only dir: the old file reads as $out"; fail=1; }
     chmod u+w "$tmp/ro"
 fi
+# A new file gets 0666 less the umask (as fopen gives it), a replaced one keeps its mode, and a
+# save through a symlink replaces the file it points to, keeping the link.
+(umask 077; "$addsl" -e "save(\"$tmp/private.npy\", ones(2)); save(\"$tmp/private.npz\", {\"a\": ones(2)})") || fail=1
+chmod 640 "$target" && "$addsl" -e "save(\"$target\", tensor([1.0, 2.0, 3.0]))" || fail=1
+modes=$(stat -c '%a' "$tmp/private.npy" "$tmp/private.npz" "$target" | tr '\n' ' ')
+[ "$modes" = "600 600 640 " ] || { echo "FAIL: modes (umask 077 new .npy, .npz; a 640 file replaced): $modes"; fail=1; }
+mkdir "$tmp/runs" && ln -s runs/w.npy "$tmp/latest.npy" || fail=1
+"$addsl" -e "save(\"$tmp/runs/w.npy\", ones(2)); save(\"$tmp/latest.npy\", zeros(3))" || fail=1
+out=$("$addsl" -e "print(load(\"$tmp/runs/w.npy\"))" 2>&1)
+[ -L "$tmp/latest.npy" ] && [ "$out" = "tensor([0., 0., 0.])" ] || { echo "FAIL: save through a symlink: $out"; fail=1; }
 # A refused value (a tensor to .npz) leaves the old file and no temporary file.
 "$addsl" -e "save(\"$tmp/p.npz\", {\"a\": ones(2)})" || fail=1
 "$addsl" -e "save(\"$tmp/p.npz\", ones(2))" 2>/dev/null && { echo "FAIL: a tensor was saved as .npz"; fail=1; }
