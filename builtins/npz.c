@@ -192,6 +192,9 @@ static int read_member(ad_state *S, const char *path, zip_t *za, zip_uint64_t i,
     int rc = !f ? ad_nomem(S) : label.failed ? ad_nomem(S) : ad_npy_read(S, f, (int64_t)st.size, label.data, t);
     ad_buf_free(&label);
     if (f) fclose(f);
+    /* A read that failed inside libzip (a CRC or inflate error) says so, not just "I/O error". */
+    zip_error_t *ze = zip_file_get_error(m.zf);
+    if (rc && ze && zip_error_code_zip(ze) != ZIP_ER_OK) rc = member_fail(S, path, name, za, m.zf);
     /* libzip checks a member's CRC when its end is read; read to the end. */
     char rest[256];
     zip_int64_t got;
