@@ -11,12 +11,14 @@ typedef struct addsl_state ad_state;
 typedef struct ad_atomic_file {
     FILE *f;             /* open for writing; NULL after commit or abort */
     char *tmp;           /* the temporary file's path (owned) */
-    const char *path;    /* the target (borrowed) */
+    const char *path;    /* the target as the caller named it (borrowed; errors name it) */
+    char *target;        /* what a symlink at path resolves to (owned), or NULL */
 } ad_atomic_file;
 
 /* Creates the temporary file "DIR/.NAME.XXXXXX" for 'path' ('fn' names the
- * caller in errors, e.g. "save"). With a pre-existing target the new file
- * takes its permission bits, else 0644. */
+ * caller in errors, e.g. "save"); a symlink at 'path' is followed, so the file
+ * it points to is replaced. With a pre-existing target the new file takes its
+ * permission bits, else 0666 less the umask (as fopen would create it). */
 int ad_atomic_begin(ad_state *S, const char *fn, const char *path, ad_atomic_file *af);
 /* Flushes, syncs and closes the temporary file and renames it over the
  * target. On any failure (or when 'ok' is false: the caller's write failed,

@@ -252,6 +252,11 @@ int ad_npy_load(ad_state *S, const char *path, ad_tensor **out) {
     return rc;
 }
 
+int ad_npy_read(ad_state *S, FILE *f, int64_t size, const char *name, ad_tensor **out) {
+    *out = NULL;
+    return load_open(S, f, size, name, out);
+}
+
 int ad_npy_parse(ad_state *S, const void *data, size_t size, const char *name, ad_tensor **out) {
     *out = NULL;
     if (size == 0) return ad_error(S, "load(): '%s' is not a .npy file (bad magic string)", name);
@@ -314,19 +319,15 @@ int ad_npy_write(ad_state *S, FILE *f, ad_tensor *t) {
     size_t nbytes = (size_t)c->numel * ad_dtype_size(c->dtype);
     if (!rc && fwrite(hdr.data, 1, hdr.len, f) != hdr.len) rc = ADDSL_EIO;
     if (!rc && nbytes && fwrite(ad_tensor_data(c), 1, nbytes, f) != nbytes) rc = ADDSL_EIO;
+    int err = errno; /* the caller reports the failed write's errno; freeing must not change it */
     ad_buf_free(&hdr);
     ad_tensor_decref(S, c);
+    errno = err;
     return rc;
 }
 
-int ad_npy_encode(ad_state *S, ad_tensor *t, ad_buf *out) {
-    ad_tensor *c = ad_tensor_contiguous(S, t);
-    if (!c) return S->errcode ? S->errcode : ADDSL_ENOMEM;
-    int rc = build_header(S, c, out) == AD_OK ? AD_OK : ad_nomem(S);
-    if (!rc) ad_buf_add(out, (const char *)ad_tensor_data(c), (size_t)c->numel * ad_dtype_size(c->dtype));
-    if (!rc && out->failed) rc = ad_nomem(S);
-    ad_tensor_decref(S, c);
-    return rc;
+int ad_npy_header(ad_state *S, const ad_tensor *c, ad_buf *out) {
+    return build_header(S, c, out) == AD_OK ? AD_OK : ad_nomem(S);
 }
 
 int ad_npy_save(ad_state *S, const char *path, ad_tensor *t) {

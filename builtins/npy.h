@@ -20,8 +20,13 @@ int ad_npy_parse(ad_state *S, const void *data, size_t size, const char *name, a
 int ad_npy_save(ad_state *S, const char *path, ad_tensor *t);
 /* The .npy bytes of 't' written to f; ADDSL_EIO (errno set) when a write fails. */
 int ad_npy_write(ad_state *S, FILE *f, ad_tensor *t);
-/* The .npy bytes of 't' appended to 'out' (an ad_buf, vm/buf.h). */
+/* The .npy header of the contiguous tensor 'c' (magic to the '\n' that ends
+ * the padding) appended to 'out' (an ad_buf, vm/buf.h); c's raw data follows it. */
 struct ad_buf;
-int ad_npy_encode(ad_state *S, ad_tensor *t, struct ad_buf *out);
+int ad_npy_header(ad_state *S, const ad_tensor *c, struct ad_buf *out);
+/* Reads one .npy from the stream f, which holds 'size' bytes from its current
+ * position (-1: unknown, a regular file's size is then asked of fstat);
+ * 'name' labels errors. */
+int ad_npy_read(ad_state *S, FILE *f, int64_t size, const char *name, ad_tensor **out);
 
 #endif

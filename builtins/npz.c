@@ -32,22 +32,93 @@ static int zip_fail(ad_state *S, const char *path, zip_t *za) {
     return ad_error_code(S, ADDSL_EIO, "save(): cannot write '%s': %s", path, zip_strerror(za));
 }
 
-/* Adds every entry of d to za; the member bytes live in bufs[] until zip_close. */
-static int add_members(ad_state *S, const char *path, zip_t *za, const ad_dict *d, ad_buf *bufs) {
-    int64_t it = 0, i = 0;
+/* A member's bytes, streamed to libzip from the tensor itself (its header, then
+ * its data), so a save never holds a second copy of a large tensor. */
+typedef struct member_src {
+    ad_state *S;
+    ad_tensor *c;         /* contiguous; a reference of our own */
+    ad_buf hdr;
+    zip_uint64_t pos, size;
+    zip_error_t err;
+} member_src;
+
+static zip_int64_t member_cb(void *ud, void *data, zip_uint64_t len, zip_source_cmd_t cmd) {
+    member_src *m = ud;
+    switch (cmd) {
+    case ZIP_SOURCE_OPEN: m->pos = 0; return 0;
+    case ZIP_SOURCE_READ: {
+        zip_uint64_t n = m->size - m->pos < len ? m->size - m->pos : len, done = 0;
+        if (m->pos < m->hdr.len) {
+            done = m->hdr.len - m->pos < n ? m->hdr.len - m->pos : n;
+            memcpy(data, m->hdr.data + m->pos, done);
+        }
+        if (done < n)
+            memcpy((char *)data + done, (const char *)ad_tensor_data(m->c) + (m->pos + done - m->hdr.len), n - done);
+        m->pos += n;
+        return (zip_int64_t)n;
+    }
+    case ZIP_SOURCE_CLOSE: return 0;
+    case ZIP_SOURCE_STAT: {
+        zip_stat_t *st = data;
+        if (len < sizeof *st) { zip_error_set(&m->err, ZIP_ER_INVAL, 0); return -1; }
+        zip_stat_init(st);
+        st->size = m->size;
+        st->valid |= ZIP_STAT_SIZE;
+        return sizeof *st;
+    }
+    case ZIP_SOURCE_ERROR: return zip_error_to_data(&m->err, data, len);
+    case ZIP_SOURCE_FREE:
+        ad_buf_free(&m->hdr);
+        ad_tensor_decref(m->S, m->c);
+        zip_error_fini(&m->err);
+        ad_free(m->S, m);
+        return 0;
+    case ZIP_SOURCE_SUPPORTS:
+        return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE, ZIP_SOURCE_STAT,
+                                              ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE, -1);
+    default: zip_error_set(&m->err, ZIP_ER_OPNOTSUPP, 0); return -1;
+    }
+}
+
+/* *src: a zip source for tensor t's .npy bytes. */
+static int member_source(ad_state *S, const char *path, zip_t *za, ad_tensor *t, zip_source_t **src) {
+    member_src *m = ad_malloc(S, sizeof *m);
+    *src = NULL;
+    if (!m) return ad_nomem(S);
+    m->S = S;
+    m->pos = 0;
+    ad_buf_init(&m->hdr, S);
+    zip_error_init(&m->err);
+    m->c = ad_tensor_contiguous(S, t);
+    int rc = m->c ? ad_npy_header(S, m->c, &m->hdr) : (S->errcode ? S->errcode : ad_nomem(S));
+    if (!rc) {
+        m->size = m->hdr.len + (zip_uint64_t)m->c->numel * ad_dtype_size(m->c->dtype);
+        if (!(*src = zip_source_function(za, member_cb, m))) rc = zip_fail(S, path, za);
+    }
+    if (rc) {
+        ad_buf_free(&m->hdr);
+        if (m->c) ad_tensor_decref(S, m->c);
+        zip_error_fini(&m->err);
+        ad_free(S, m);
+    }
+    return rc;
+}
+
+/* Adds every entry of d to za, stored (numpy.savez does not compress). */
+static int add_members(ad_state *S, const char *path, zip_t *za, const ad_dict *d) {
+    int64_t it = 0;
     ad_value k, v;
     while (ad_dict_next(d, &it, &k, &v)) {
-        ad_buf *b = &bufs[i++];
-        int rc = ad_npy_encode(S, v.u.tensor, b);
-        if (rc) return rc;
         ad_buf name;
         ad_buf_init(&name, S);
         ad_buf_printf(&name, "%s.npy", k.u.s->data);
         if (name.failed) { ad_buf_free(&name); return ad_nomem(S); }
-        zip_source_t *src = zip_source_buffer(za, b->data ? b->data : "", b->len, 0);
-        zip_int64_t idx = src ? zip_file_add(za, name.data, src, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE) : -1;
+        zip_source_t *src;
+        int rc = member_source(S, path, za, v.u.tensor, &src);
+        if (rc) { ad_buf_free(&name); return rc; }
+        zip_int64_t idx = zip_file_add(za, name.data, src, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE);
         ad_buf_free(&name);
-        if (idx < 0) { if (src) zip_source_free(src); return zip_fail(S, path, za); }
+        if (idx < 0) { zip_source_free(src); return zip_fail(S, path, za); }
         if (zip_set_file_compression(za, (zip_uint64_t)idx, ZIP_CM_STORE, 0) != 0) return zip_fail(S, path, za);
     }
     return ADDSL_OK;
@@ -72,44 +143,65 @@ int ad_npz_save(ad_state *S, const char *path, const ad_dict *d) {
         ad_atomic_abort(S, &af);
         return ad_error_code(S, ADDSL_EIO, "save(): cannot write '%s' (libzip error %d)", path, zerr);
     }
-    int64_t n = d->len ? d->len : 1;
-    ad_buf *bufs = ad_malloc(S, (size_t)n * sizeof *bufs);
-    if (!bufs) { zip_discard(za); ad_atomic_abort(S, &af); return ADDSL_ENOMEM; }
-    for (int64_t i = 0; i < n; i++) ad_buf_init(&bufs[i], S);
-    rc = add_members(S, path, za, d, bufs);
+    rc = add_members(S, path, za, d);
     if (!rc && zip_close(za) != 0) rc = zip_fail(S, path, za);
-    if (rc) zip_discard(za);
-    for (int64_t i = 0; i < n; i++) ad_buf_free(&bufs[i]);
-    ad_free(S, bufs);
-    if (rc) { ad_atomic_abort(S, &af); return rc; }
+    if (rc) { zip_discard(za); ad_atomic_abort(S, &af); return rc; }
     return ad_atomic_commit_path(S, "save", &af);
 }
 
-/* Member i of za, read whole and parsed as .npy. */
+/* A member open for reading, as a stdio stream (fopencookie) for the .npy
+ * reader, so the data goes straight from libzip into the new tensor. */
+typedef struct member_in {
+    zip_file_t *zf;
+    int64_t pos;
+} member_in;
+
+static ssize_t member_read(void *cookie, char *buf, size_t size) {
+    member_in *m = cookie;
+    zip_int64_t got = zip_fread(m->zf, buf, size);
+    if (got < 0) { errno = EIO; return -1; }
+    m->pos += got;
+    return (ssize_t)got;
+}
+
+/* Only ftell's query (offset 0 from here): the reader asks how much is left. */
+static int member_seek(void *cookie, off64_t *off, int whence) {
+    member_in *m = cookie;
+    if (whence != SEEK_CUR || *off != 0) { errno = ESPIPE; return -1; }
+    *off = m->pos;
+    return 0;
+}
+
+static int member_fail(ad_state *S, const char *path, const char *name, zip_t *za, zip_file_t *zf) {
+    return ad_error_code(S, ADDSL_EIO, "load('%s'): cannot read member '%s': %s", path, name,
+                         zf ? zip_file_strerror(zf) : zip_strerror(za));
+}
+
+/* Member i of za, parsed as .npy. */
 static int read_member(ad_state *S, const char *path, zip_t *za, zip_uint64_t i, const char *name, ad_tensor **t) {
     zip_stat_t st;
     zip_stat_init(&st);
-    if (zip_stat_index(za, i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
-        return ad_error_code(S, ADDSL_EIO, "load('%s'): cannot read member '%s': %s", path, name, zip_strerror(za));
-    if (S->cfg.memory_limit && st.size > S->cfg.memory_limit)
-        return ad_error(S, "load('%s'): member '%s' is larger than the memory limit", path, name);
-    char *data = ad_malloc(S, st.size ? (size_t)st.size : 1);
-    if (!data) return ADDSL_ENOMEM;
-    zip_file_t *zf = zip_fopen_index(za, i, 0);
-    zip_int64_t got = zf ? zip_fread(zf, data, st.size) : -1;
-    int rc = ADDSL_OK;
-    if (got < 0 || (zip_uint64_t)got != st.size)
-        rc = ad_error_code(S, ADDSL_EIO, "load('%s'): cannot read member '%s': %s", path, name,
-                           zf ? zip_file_strerror(zf) : zip_strerror(za));
-    if (zf) zip_fclose(zf);
-    if (!rc) {
-        ad_buf label;
-        ad_buf_init(&label, S);
-        ad_buf_printf(&label, "%s[%s]", path, name);
-        rc = label.failed ? ad_nomem(S) : ad_npy_parse(S, data, (size_t)st.size, label.data, t);
-        ad_buf_free(&label);
-    }
-    ad_free(S, data);
+    if (zip_stat_index(za, i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE)) return member_fail(S, path, name, za, NULL);
+    if (st.size > INT64_MAX) return ad_error(S, "load('%s'): member '%s' is too large", path, name);
+    member_in m = {zip_fopen_index(za, i, 0), 0};
+    if (!m.zf) return member_fail(S, path, name, za, NULL);
+    FILE *f = fopencookie(&m, "rb", (cookie_io_functions_t){member_read, NULL, member_seek, NULL});
+    ad_buf label;
+    ad_buf_init(&label, S);
+    ad_buf_printf(&label, "%s[%s]", path, name);
+    int rc = !f ? ad_nomem(S) : label.failed ? ad_nomem(S) : ad_npy_read(S, f, (int64_t)st.size, label.data, t);
+    ad_buf_free(&label);
+    if (f) fclose(f);
+    /* A read that failed inside libzip (a CRC or inflate error) says so, not just "I/O error". */
+    zip_error_t *ze = zip_file_get_error(m.zf);
+    if (rc && ze && zip_error_code_zip(ze) != ZIP_ER_OK) rc = member_fail(S, path, name, za, m.zf);
+    /* libzip checks a member's CRC when its end is read; read to the end. */
+    char rest[256];
+    zip_int64_t got;
+    while (!rc && (got = zip_fread(m.zf, rest, sizeof rest)) != 0)
+        if (got < 0) rc = member_fail(S, path, name, za, m.zf);
+    zip_fclose(m.zf);
+    if (rc && *t) { ad_tensor_decref(S, *t); *t = NULL; }
     return rc;
 }
 

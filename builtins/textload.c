@@ -11,12 +11,15 @@
 
 #include "state.h"
 
-typedef struct numbuf { double *v; int64_t n, cap; } numbuf;
+/* The parsed numbers, as doubles for float dtypes and as int64 for int64, so
+ * that integers beyond 2^53 keep every digit. */
+typedef union num { double d; int64_t i; } num;
+typedef struct numbuf { num *v; int64_t n, cap; ad_dtype dt; } numbuf;
 
-static int push(ad_state *S, numbuf *b, double x) {
+static int push(ad_state *S, numbuf *b, num x) {
     if (b->n == b->cap) {
         int64_t nc = b->cap ? b->cap * 2 : 256;
-        double *p = ad_realloc(S, b->v, (size_t)nc * sizeof *p);
+        num *p = ad_realloc(S, b->v, (size_t)nc * sizeof *p);
         if (!p) return ADDSL_ENOMEM;
         b->v = p;
         b->cap = nc;
@@ -57,8 +60,19 @@ static int read_all(ad_state *S, const char *path, char **text, size_t *len) {
     return ADDSL_OK;
 }
 
-/* One field [s, e) of line 'line' starting at column 'col': a number or an error. */
-static int field(ad_state *S, const char *path, int64_t line, int64_t col, const char *s, const char *e, double *x) {
+static bool all_digits(const char *s) {
+    if (*s == '+' || *s == '-') s++;
+    if (!*s) return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return false;
+    return true;
+}
+
+/* One field [s, e) of line 'line' starting at column 'col': a number (what
+ * Python's float() reads: decimal, exponent, inf, nan; not C's hex floats or
+ * nan(...)) or an error. An int64 field is read exactly. */
+static int field(ad_state *S, const char *path, int64_t line, int64_t col, const char *s, const char *e, ad_dtype dt,
+                 num *x) {
     while (s < e && isspace((unsigned char)*s)) { s++; col++; }
     while (e > s && isspace((unsigned char)e[-1])) e--;
     char tmp[128];
@@ -68,11 +82,29 @@ static int field(ad_state *S, const char *path, int64_t line, int64_t col, const
     if (n >= sizeof tmp) n = sizeof tmp - 1;
     memcpy(tmp, s, n);
     tmp[n] = '\0';
+    bool too_long = (size_t)(e - s) >= sizeof tmp;
     char *end = NULL;
-    *x = strtod(tmp, &end);
-    if (end == tmp || *end || (size_t)(e - s) >= sizeof tmp)
+    errno = 0;
+    if (dt == AD_INT64 && !too_long && all_digits(tmp)) {
+        x->i = strtoll(tmp, &end, 10);
+        if (errno == ERANGE)
+            return ad_error(S, "load('%s'): line %lld, column %lld: %s is out of the range of int64", path,
+                            (long long)line, (long long)col, tmp);
+        return ADDSL_OK;
+    }
+    double d = strtod(tmp, &end);
+    if (end == tmp || *end || too_long || strpbrk(tmp, "xX("))
         return ad_error(S, "load('%s'): line %lld, column %lld: could not convert '%.40s' to a number", path,
                         (long long)line, (long long)col, tmp);
+    if (dt == AD_INT64) {
+        /* 2^63 is the first double past int64's range. */
+        if (d != floor(d) || !(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+            return ad_error(S, "load('%s'): line %lld, column %lld: '%.40s' is not an integer (dtype=int64)", path,
+                            (long long)line, (long long)col, tmp);
+        x->i = (int64_t)d;
+    } else {
+        x->d = d;
+    }
     return ADDSL_OK;
 }
 
@@ -92,15 +124,15 @@ static int parse_line(ad_state *S, const char *path, int64_t line, const char *s
             fe = f;
             while (fe < e && !isspace((unsigned char)*fe)) fe++;
         }
-        double x;
-        int rc = field(S, path, line, (int64_t)(f - start) + 1, f, fe, &x);
+        num x;
+        int rc = field(S, path, line, (int64_t)(f - start) + 1, f, fe, b->dt, &x);
         if (!rc) rc = push(S, b, x);
         if (rc) return rc;
         (*ncols)++;
         s = fe;
         if (delim && s < e) {
             s++;
-            if (s == e) return field(S, path, line, (int64_t)(s - start) + 1, s, e, &x); /* a trailing separator */
+            if (s == e) return field(S, path, line, (int64_t)(s - start) + 1, s, e, b->dt, &x); /* a trailing separator */
         }
     }
     return ADDSL_OK;
@@ -109,6 +141,7 @@ static int parse_line(ad_state *S, const char *path, int64_t line, const char *s
 static int parse_text(ad_state *S, const char *path, const char *text, size_t len, char delim, int64_t skip,
                       numbuf *b, int64_t *rows, int64_t *cols) {
     const char *p = text, *end = text + len;
+    if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3; /* a UTF-8 byte order mark (spreadsheets write one) */
     int64_t line = 0, first = 0;
     *rows = 0;
     *cols = 0;
@@ -141,22 +174,22 @@ int ad_text_load(ad_state *S, const char *path, char delim, int64_t skip, ad_dty
     size_t len = 0;
     int rc = read_all(S, path, &text, &len);
     if (rc) return rc;
-    numbuf b = {NULL, 0, 0};
+    numbuf b = {NULL, 0, 0, dt};
     int64_t rows = 0, cols = 0;
     rc = parse_text(S, path, text, len, delim, skip, &b, &rows, &cols);
     ad_free(S, text);
     if (!rc) {
-        int64_t shape[2] = {rows, cols};
+        /* No data is numpy.loadtxt(ndmin=2)'s shape (0, 1). */
+        int64_t shape[2] = {rows, rows ? cols : 1};
         ad_tensor *t = ad_tensor_empty(S, dt, 2, shape);
         if (!t) rc = S->errcode ? S->errcode : ADDSL_ENOMEM;
-        for (int64_t i = 0; !rc && i < b.n; i++) {
-            if (dt == AD_INT64 && b.v[i] != floor(b.v[i])) {
-                rc = ad_error(S, "load('%s'): %g is not an integer (dtype=int64)", path, b.v[i]);
-                break;
-            }
-            ad_tensor_set_flat(t, i, b.v[i]);
-        }
-        if (rc) ad_tensor_decref(S, t); else *out = t;
+        else if (dt == AD_INT64)
+            for (int64_t i = 0; i < b.n; i++) ((int64_t *)ad_tensor_data(t))[i] = b.v[i].i;
+        else if (dt == AD_FLOAT64)
+            for (int64_t i = 0; i < b.n; i++) ((double *)ad_tensor_data(t))[i] = b.v[i].d;
+        else
+            for (int64_t i = 0; i < b.n; i++) ((float *)ad_tensor_data(t))[i] = (float)b.v[i].d;
+        if (!rc) *out = t;
     }
     ad_free(S, b.v);
     return rc;

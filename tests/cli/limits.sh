@@ -36,6 +36,14 @@ out=$("$addsl" --sandbox -e "save(\"$tmp/t.npy\", zeros([2]))" 2>&1)
 rc=$?
 [ $rc -eq 1 ] && [ ! -e "$tmp/t.npy" ] && printf '%s' "$out" | grep -q 'ADDSL_DENY_FILES' ||
     { echo "FAIL: --sandbox let save() through ($rc): $out"; fail=1; }
+# .npz saves and text loads are refused the same way, before a temporary file is made.
+printf '1,2\n' > "$tmp/d.csv"
+for call in "save(\"$tmp/d.npz\", {\"a\": zeros(2)})" "load(\"$tmp/d.csv\")" "load(\"$tmp/d.npz\")"; do
+    out=$("$addsl" --sandbox -e "$call" 2>&1)
+    printf '%s' "$out" | grep -q 'file access is disabled by the host (ADDSL_DENY_FILES)' ||
+        { echo "FAIL: --sandbox let $call through: $out"; fail=1; }
+done
+[ "$(ls -A "$tmp")" = d.csv ] || { echo "FAIL: --sandbox left files: $(ls -A "$tmp")"; fail=1; }
 "$addsl" -e "save(\"$tmp/t.npy\", zeros([2]))" && [ -s "$tmp/t.npy" ] || { echo "FAIL: save() without --sandbox"; fail=1; }
 rm -rf "$tmp"
 exit $fail

@@ -29,17 +29,47 @@ print(t.shape[0], t[0].item(), t[-1].item())" 2>&1)
     "$addsl" -e "save(\"$target\", tensor([1.0, 2.0, 3.0]))"
 done
 echo "killed $killed of 8 saves mid-way or before"
+# A killed save may leave its temporary file (documented); clear them before the checks below.
+find "$tmp" -name '.good.npy.*' -exec rm -f {} +
 
 # A save that cannot even start (no such directory) writes nothing anywhere.
 out=$("$addsl" -e "save(\"$tmp/no/such/dir/x.npy\", ones(2))" 2>&1)
 [ $? -eq 1 ] || { echo "FAIL: a save into a missing directory did not fail"; fail=1; }
 case $out in *"cannot open '$tmp/no/such/dir/x.npy'"*) ;; *) echo "FAIL: message: $out"; fail=1 ;; esac
+# A save that fails midway (the file size limit, with SIGXFSZ ignored, makes a write fail with
+# EFBIG after 512 KB) leaves the old .npy and .npz as they were, and no temporary file.
+"$addsl" -e "save(\"$tmp/keep.npz\", {\"a\": tensor([4.0, 5.0])})" || fail=1
+for save in "save(\"$target\", ones(1000000))" "save(\"$tmp/keep.npz\", {\"a\": ones(1000000)})"; do
+    out=$( (trap '' XFSZ; ulimit -f 1024; "$addsl" -e "$save") 2>&1)
+    case $out in *"cannot write '$tmp/"*"File too large"*) ;; *) echo "FAIL: a save past the size limit: $out"; fail=1 ;; esac
+done
+out=$("$addsl" -e "print(load(\"$target\"), load(\"$tmp/keep.npz\")[\"a\"])" 2>&1)
+[ "$out" = "tensor([1., 2., 3.]) tensor([4., 5.])" ] || { echo "FAIL: a failed save changed the old file: $out"; fail=1; }
+# A read-only directory (root writes there anyway, so only as another user).
+if [ "$(id -u)" -ne 0 ]; then
+    mkdir "$tmp/ro" && "$addsl" -e "save(\"$tmp/ro/x.npy\", ones(2))" && chmod a-w "$tmp/ro" || fail=1
+    out=$("$addsl" -e "save(\"$tmp/ro/x.npy\", zeros(2))" 2>&1)
+    case $out in *"cannot open '$tmp/ro/x.npy': Permission denied"*) ;; *) echo "FAIL: read-only dir: $out"; fail=1 ;; esac
+    out=$("$addsl" -e "print(load(\"$tmp/ro/x.npy\"))" 2>&1)
+    [ "$out" = "tensor([1., 1.])" ] || { echo "FAIL: read-only dir: the old file reads as $out"; fail=1; }
+    chmod u+w "$tmp/ro"
+fi
+# A new file gets 0666 less the umask (as fopen gives it), a replaced one keeps its mode, and a
+# save through a symlink replaces the file it points to, keeping the link.
+(umask 077; "$addsl" -e "save(\"$tmp/private.npy\", ones(2)); save(\"$tmp/private.npz\", {\"a\": ones(2)})") || fail=1
+chmod 640 "$target" && "$addsl" -e "save(\"$target\", tensor([1.0, 2.0, 3.0]))" || fail=1
+modes=$(stat -c '%a' "$tmp/private.npy" "$tmp/private.npz" "$target" | tr '\n' ' ')
+[ "$modes" = "600 600 640 " ] || { echo "FAIL: modes (umask 077 new .npy, .npz; a 640 file replaced): $modes"; fail=1; }
+mkdir "$tmp/runs" && ln -s runs/w.npy "$tmp/latest.npy" || fail=1
+"$addsl" -e "save(\"$tmp/runs/w.npy\", ones(2)); save(\"$tmp/latest.npy\", zeros(3))" || fail=1
+out=$("$addsl" -e "print(load(\"$tmp/runs/w.npy\"))" 2>&1)
+[ -L "$tmp/latest.npy" ] && [ "$out" = "tensor([0., 0., 0.])" ] || { echo "FAIL: save through a symlink: $out"; fail=1; }
 # A refused value (a tensor to .npz) leaves the old file and no temporary file.
 "$addsl" -e "save(\"$tmp/p.npz\", {\"a\": ones(2)})" || fail=1
 "$addsl" -e "save(\"$tmp/p.npz\", ones(2))" 2>/dev/null && { echo "FAIL: a tensor was saved as .npz"; fail=1; }
 out=$("$addsl" -e "print(load(\"$tmp/p.npz\")[\"a\"])" 2>&1)
 [ "$out" = "tensor([1., 1.])" ] || { echo "FAIL: the old .npz is gone: $out"; fail=1; }
-left=$(find "$tmp" -name '.*.npz.*' | wc -l)
+left=$(find "$tmp" -name '.*.np[yz].*' | wc -l)
 [ "$left" -eq 0 ] || { echo "FAIL: $left temporary files left after failed saves"; fail=1; }
 [ $fail -eq 0 ] && echo "PASS"
 exit $fail

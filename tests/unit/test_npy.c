@@ -1,10 +1,13 @@
-/* test_npy.c: TAP tests of .npy reading and writing against files numpy wrote
- * (tests/fixtures, made by make_npy.py): values, errors, and byte-exact saves. */
+/* test_npy.c: TAP tests of .npy and .npz reading and writing against files numpy
+ * wrote (tests/fixtures, made by make_npy.py): values, errors, byte-exact saves. */
 #include "tap.h"
 
 #include <unistd.h>
+#include <zip.h>
 
+#include "dict.h"
 #include "npy.h"
+#include "npz.h"
 #include "tensor.h"
 
 static char fixture_dir[4096];
@@ -181,10 +184,73 @@ static void test_save(ad_state *S) {
     ad_tensor_decref(S, z);
 }
 
+/* Member 'name' of the archive at 'path', compared with a fixture's bytes; it
+ * must be stored (numpy.savez does not compress). */
+static int member_is(zip_t *za, const char *name, const char *fixture_name) {
+    zip_stat_t st;
+    size_t nb = 0;
+    unsigned char *want = slurp(fixture(fixture_name), &nb);
+    int pass = want && zip_stat(za, name, 0, &st) == 0 && st.comp_method == ZIP_CM_STORE && st.size == nb;
+    unsigned char *got = pass ? malloc(nb ? nb : 1) : NULL;
+    zip_file_t *zf = got ? zip_fopen(za, name, 0) : NULL;
+    pass = zf && zip_fread(zf, got, nb) == (zip_int64_t)nb && memcmp(got, want, nb) == 0;
+    if (zf) zip_fclose(zf);
+    free(got);
+    free(want);
+    return pass;
+}
+
+/* ad_npz_save streams each tensor into the archive: every member must be
+ * exactly the file numpy.save wrote for it, a view included (as its values). */
+static void test_npz(ad_state *S) {
+    static const char *const names[] = {"f4_2x3.npy", "i8_2x2.npy", "b1_5.npy", "scalar_f8.npy", "empty_f4_0x3.npy"};
+    char out[128];
+    snprintf(out, sizeof out, "%s/p.npz", tmp_dir);
+    ad_dict *d = ad_dict_new(S);
+    int rc = d ? ADDSL_OK : ADDSL_ENOMEM;
+    for (size_t i = 0; !rc && i < sizeof names / sizeof names[0]; i++) {
+        ad_tensor *t = NULL;
+        char key[32];
+        snprintf(key, sizeof key, "%.*s", (int)(strlen(names[i]) - 4), names[i]);
+        rc = ad_npy_load(S, fixture(names[i]), &t);
+        if (!rc) rc = ad_dict_set_str(S, d, key, ad_tensor_value(t));
+    }
+    /* f4_2x3x4 transposed twice is a non-contiguous view with the same values. */
+    ad_tensor *x = NULL, *v = NULL, *w = NULL;
+    if (!rc) rc = ad_npy_load(S, fixture("f4_2x3x4.npy"), &x);
+    if (!rc) rc = (v = ad_tensor_transpose(S, x, 0, 2)) && (w = ad_tensor_transpose(S, v, 0, 2)) ? ADDSL_OK : -1;
+    if (!rc) { rc = ad_dict_set_str(S, d, "view", ad_tensor_value(w)); w = NULL; }
+    if (!rc) rc = ad_npz_save(S, out, d);
+    if (!ok(rc == ADDSL_OK, "save a dict of tensors as .npz")) printf("#   rc %d: %s\n", rc, S->errmsg);
+    int zerr = 0;
+    zip_t *za = rc ? NULL : zip_open(out, ZIP_RDONLY | ZIP_CHECKCONS, &zerr);
+    int pass = za && zip_get_num_entries(za, 0) == 6;
+    for (int64_t i = 0; pass && i < 5; i++) {
+        char member[32];
+        snprintf(member, sizeof member, "%s", names[i]);
+        pass = strcmp(zip_get_name(za, (zip_uint64_t)i, 0), member) == 0 && member_is(za, member, names[i]);
+    }
+    pass = pass && strcmp(zip_get_name(za, 5, 0), "view.npy") == 0 && member_is(za, "view.npy", "f4_2x3x4.npy");
+    ok(pass, "every .npz member, in order, is byte for byte what numpy.save wrote");
+    if (za) zip_discard(za);
+
+    ad_dict *back = NULL;
+    rc = ad_npz_load(S, out, &back);
+    ad_value *bv = back ? ad_dict_get_str(back, "view") : NULL;
+    pass = rc == ADDSL_OK && back->len == 6 && bv && bv->t == AD_TTENSOR && shape_is(bv->u.tensor, 3, x->shape);
+    for (int64_t i = 0; pass && i < x->numel; i++) pass = ad_tensor_get_flat(x, i) == ad_tensor_get_flat(bv->u.tensor, i);
+    ok(pass, "load of the .npz gives the dict back");
+    if (back) ad_value_decref(S, ad_dict_value(back));
+    remove(out);
+    ad_tensor_decref(S, v);
+    ad_tensor_decref(S, x);
+    if (d) ad_value_decref(S, ad_dict_value(d));
+}
+
 int main(int argc, char **argv) {
     find_fixtures(argc, argv);
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/test_npy.XXXXXX");
-    plan(38);
+    plan(41);
     ad_state *S = test_state(0);
     if (!S || !mkdtemp(tmp_dir)) {
         printf("Bail out! no state or temporary directory\n");
@@ -194,6 +260,7 @@ int main(int argc, char **argv) {
     test_shapes(S);
     test_errors(S);
     test_save(S);
+    test_npz(S);
     rmdir(tmp_dir);
     test_state_close(S);
     return done_testing();
