@@ -124,7 +124,8 @@ static int set_labels(ad_state *S, figure *f, ad_value v) {
     if (!per_panel && l->len != total)
         return ad_error(S, "plot(): 'labels' has %lld names for %lld series", (long long)l->len, (long long)total);
     for (int i = 0; i < f->np; i++) {
-        if (per_panel && !ad_is_seq(l->items[i])) return ad_error(S, "plot(): 'labels' must be all lists or all strings");
+        if (per_panel && l->items[i].t == AD_TNONE) continue;  /* a panel without a legend */
+        if (per_panel && !ad_is_seq(l->items[i])) return ad_error(S, "plot(): 'labels' must be all lists (or none) or all strings");
         const ad_list *names = per_panel ? l->items[i].u.l : l;
         if (per_panel) {
             if (names->len != f->p[i].ns)
@@ -490,8 +491,21 @@ static int bi_plot(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 #endif
 }
 
+/* plot_is_available(): whether this build draws (cuda_is_available's twin), so
+ * a script can skip its pictures where plot() would be an error. */
+static int bi_plot_is_available(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)S; (void)argv; (void)argc;
+#ifdef HAVE_CAIRO
+    *out = ad_bool(true);
+#else
+    *out = ad_bool(false);
+#endif
+    return ADDSL_OK;
+}
+
 const ad_builtin_def ad_bi_plot_defs[] = {
     {"plot", bi_plot, "*, path=\"out.png\", labels=none, title=none, xlabel=none, ylabel=none, "
                       "logy=false, x=none, subplots=none, titles=none, size=none"},
+    {"plot_is_available", bi_plot_is_available, ""},
     {NULL, NULL, NULL}
 };

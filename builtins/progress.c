@@ -105,6 +105,7 @@ static void draw(ad_state *S, progress *p, int64_t n, int64_t total, double t) {
     /* ESC[K clears what a longer earlier line left to the right. */
     memcpy(line + k, "\033[K", 3); k += 3;
     ad_write(S, line, k, 1);
+    S->bar_shown = true;
     p->drawn = true;
     p->last = t;
 }
@@ -122,8 +123,9 @@ static void progress_step(ad_state *S, ad_iter *it, int64_t i) {
     if (i == 0) { p->t0 = t; p->done = false; }
     p->n = i;
     p->total = total;
-    if (i == 0 || i >= total || t - p->last >= PROGRESS_MIN_INTERVAL) draw(S, p, i, total, t);
-    if (i >= total && !p->done) { ad_write(S, "\n", 1, 1); p->done = true; }
+    /* Redrawn at once when printed text wiped it. */
+    if (i == 0 || i >= total || !S->bar_shown || t - p->last >= PROGRESS_MIN_INTERVAL) draw(S, p, i, total, t);
+    if (i >= total && !p->done) { ad_write(S, "\n", 1, 1); p->done = true; S->bar_shown = false; }
 }
 
 /* A loop left early (break, return, an error) shows where it stopped and
@@ -133,6 +135,7 @@ static void progress_fini(ad_state *S, ad_iter *it) {
     if (p && p->drawn && !p->done) {
         draw(S, p, p->n, p->total, now_s());
         ad_write(S, "\n", 1, 1);
+        S->bar_shown = false;
     }
     ad_free(S, p);
 }

@@ -13,6 +13,7 @@ cat > "$tmp/p.ad" <<'AD'
 let s = 0
 for x in progress(range(300), desc="steps") { s = s + x }
 print(s)
+for x in progress(range(3), desc="talk") { print(f"line {x}") }
 for x in progress([1, 2, 3, 4]) { if x == 2 { break } }
 print("done")
 AD
@@ -20,6 +21,7 @@ AD
 # A pipe: stdout as always, stderr empty.
 "$addsl" "$tmp/p.ad" >"$tmp/out" 2>"$tmp/err"
 check "pipe: stdout" "$tmp/out" '^44850$'
+check "pipe: print inside the loop" "$tmp/out" '^line 2$'
 if [ -s "$tmp/err" ]; then echo "FAIL: pipe: stderr not empty:"; cat -v "$tmp/err"; fail=1; else echo "ok: pipe: quiet"; fi
 
 # disable=false draws on a pipe too (a log file that wants the bar).
@@ -38,6 +40,8 @@ check "tty: first bar" "$tmp/lines" '^steps:   0%\|  +\| 0/300 \[00:00<\?, \?it/
 check "tty: last bar" "$tmp/lines" '^steps: 100%\|#+\| 300/300 \[[0-9:]+<00:00, [0-9.]+it/s\]'
 check "tty: break ends the line" "$tmp/lines" '^ 25%\|#*  +\| 1/4 '
 check "tty: stdout after the bar" "$tmp/lines" '^44850$'
+# Text printed inside the loop wipes the bar first, so it starts its own line.
+check "tty: print inside the loop" "$tmp/lines" '^(.\[K)?line 1$'
 check "tty: stdout after the break" "$tmp/lines" '^done$'
 # The bar fits the terminal (one cell short of COLUMNS=100; the pty's own size wins when it has one).
 awk '{ sub(/\033\[K/, ""); if (length($0) > 100) { print "too long: " $0; bad = 1 } } END { exit bad }' "$tmp/lines" || fail=1
