@@ -76,6 +76,7 @@ static int tensor_doubles(ad_state *S, ad_tensor *t, int64_t col, double **out, 
  * one, a 2-D tensor is one per column (as matplotlib plots an array), a list
  * of tensors (or of lists of numbers) one per item when 'nested'. */
 static int add_series(ad_state *S, panel *p, ad_value v, bool nested, int where) {
+    const char *pname = where ? "series" : "x";  /* 'where' 0 is the x= argument */
     if (nested && ad_is_seq(v) && v.u.l->len > 0 && (v.u.l->items[0].t == AD_TTENSOR || ad_is_seq(v.u.l->items[0]))) {
         for (int64_t i = 0; i < v.u.l->len; i++) {
             int rc = add_series(S, p, v.u.l->items[i], false, where);
@@ -84,11 +85,12 @@ static int add_series(ad_state *S, panel *p, ad_value v, bool nested, int where)
         return ADDSL_OK;
     }
     ad_tensor *t;
-    int rc = ad_arg_tensor(S, v, "plot", "series", &t);
+    int rc = ad_arg_tensor(S, v, "plot", pname, &t);
     if (rc) return rc;
     if (t->ndim != 1 && t->ndim != 2) {
         int nd = t->ndim;
         ad_tensor_decref(S, t);
+        if (!where) return ad_error(S, "plot(): 'x' must be 1-D, not %d-D", nd);
         return ad_error(S, "plot(): series %d must be 1-D (or 2-D: one series per column), not %d-D", where, nd);
     }
     int64_t ncols = t->ndim == 2 ? t->shape[1] : 1;

@@ -77,6 +77,7 @@ expect_error none 'plot(path="x.png")' 'plot(): nothing to plot (give one or mor
 expect_error ext 'plot(t, path="x.jpg")' "plot(): 'path' must end in .png or .svg, not 'x.jpg'"
 expect_error rank 'plot(zeros([2, 2, 2]), path="x.png")' 'plot(): series 1 must be 1-D (or 2-D: one series per column), not 3-D'
 expect_error xlen 'plot(t, x=[1, 2], path="x.png")' "plot(): 'x' has 2 values but series 1 of panel 1 has 4"
+expect_error xkind 'plot(t, x="s", path="x.png")' "plot(): argument 'x' must be a tensor"
 expect_error labels 'plot(t, t, labels=["a"], path="x.png")' "plot(): 'labels' has 1 names for 2 series"
 expect_error room 'plot(t, t, t, subplots=[1, 2], path="x.png")' 'plot(): 3 panels given but subplots=[1, 2] has room for 2'
 expect_error grid 'plot(t, subplots=[0, 2], path="x.png")' "plot(): 'subplots' must be [rows, cols] with 1 to 64 panels, not [0, 2]"
