@@ -63,7 +63,7 @@ typedef int (*addsl_interrupt_fn)(void *ud);
  * docs/security.md). Closed, they fail with ADDSL_ERUNTIME and a message
  * naming the door; the shipped op library is unaffected. */
 #define ADDSL_DENY_EXTERN 1u  /* extern declarations: dlopen/dlsym of any library */
-#define ADDSL_DENY_FILES  2u  /* load() and save() */
+#define ADDSL_DENY_FILES  2u  /* load(), save(), plot(), makedirs() */
 
 typedef struct addsl_config {
     addsl_alloc_fn alloc;     /* default: realloc/free */

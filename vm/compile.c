@@ -1079,6 +1079,9 @@ static void stmt_for(fstate *fs, ad_node *n) {
         patch_to(fs, back, top);
         patch_here(fs, next);
         loop_end(fs, &L, top, fs->p->ncode);
+        /* Normal exit and break both pass here: release the walked value now
+         * (a progress() bar ends its line when its wrapper is freed). */
+        emit_abc(fs, OP_LOADNONE, base, 0, 0);
     }
     leave_block(fs, nv, fr);
 }

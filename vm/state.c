@@ -61,5 +61,11 @@ void ad_free(ad_state *S, void *p) {
 }
 
 void ad_write(ad_state *S, const char *text, size_t len, int is_err) {
+    if (S->bar_shown && !is_err && len) {
+        /* Normal output while a progress bar is drawn: wipe the bar first so
+         * the text starts its own line (the next step draws the bar again). */
+        S->bar_shown = false;
+        S->cfg.write(S->cfg.write_ud, "\r\033[K", 4, 1);
+    }
     S->cfg.write(S->cfg.write_ud, text, len, is_err);
 }

@@ -51,6 +51,7 @@ struct addsl_state {
     uint64_t fw_ids;           /* level ids handed out: never reused, so a tangent
                                 * left on a tensor by a finished jvp() stays dead */
     bool anomaly;              /* inside detect_anomaly { } */
+    bool bar_shown;            /* a progress() bar ends the terminal's last line (builtins/progress.c) */
     bool ops_ready;            /* the operators' ops are loaded (vm/library.c) */
     bool *lib_loaded;          /* per library file */
     uint64_t grad_epoch;       /* bumped per backward pass */

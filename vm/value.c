@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "dict.h"
 #include "gradfn.h"
+#include "iter.h"
 #include "module.h"
 #include "state.h"
 #include "tensor.h"
@@ -45,6 +46,7 @@ void ad_value_decref(ad_state *S, ad_value v) {
     case AD_TDICT: ad_dict_free(S, v.u.d); break;
     case AD_TGRADFN: ad_gradfn_free(S, v.u.gf); break;
     case AD_TMODULE: ad_module_free(S, v.u.mod); break;
+    case AD_TITER: ad_iter_free(S, v.u.it); break;
     default: break;
     }
 }
@@ -155,6 +157,7 @@ const char *ad_type_name(ad_value v) {
     case AD_TCELL: return "cell";
     case AD_TDICT: return "dict";
     case AD_TMODULE: return "module";
+    case AD_TITER: return "iterator";
     }
     return "?";
 }
@@ -271,6 +274,7 @@ int ad_value_format(ad_state *S, ad_value v, ad_buf *b, bool quote_str) {
     case AD_TCELL: return ad_buf_puts(b, "<cell>");
     case AD_TDICT: return ad_dict_format(S, v.u.d, b);
     case AD_TMODULE: return ad_buf_printf(b, "<module \"%s\">", v.u.mod->path);
+    case AD_TITER: return ad_buf_printf(b, "<%s>", v.u.it->name);
     }
     return ADDSL_OK;
 }

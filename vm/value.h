@@ -29,7 +29,8 @@ typedef enum {
     AD_TGRADFN,   /* t.grad_fn: a graph node seen from scripts (vm/gradfn.h) */
     AD_TCELL,     /* captured variable (internal, never user-visible) */
     AD_TDICT,     /* vm/dict.h */
-    AD_TMODULE    /* vm/module.h */
+    AD_TMODULE,   /* vm/module.h */
+    AD_TITER      /* a sequence wrapped with loop hooks, e.g. progress() (vm/iter.h) */
 } ad_vtype;
 
 typedef struct ad_obj {
@@ -54,6 +55,7 @@ typedef struct ad_value {
         struct ad_cell *cell;
         struct ad_dict *d;
         struct ad_module *mod;
+        struct ad_iter *it;
     } u;
 } ad_value;
 

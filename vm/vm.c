@@ -14,6 +14,7 @@
 #include "autograd.h"
 #include "device.h"
 #include "inplace.h"
+#include "iter.h"
 #include "dict.h"
 #include "gradfn.h"
 #include "help.h"
@@ -1396,7 +1397,8 @@ static int execute(ad_state *S, int floor, ad_value *result) {
                 CHECK(ad_dict_list(S, RA->u.d, 0, &keys));
                 setreg(S, RA, keys);
             }
-            if (!seq_len(*RA, &n)) {
+            /* An iterator wrapper (vm/iter.h) was checked when it was made. */
+            if (RA->t != AD_TITER && !seq_len(*RA, &n)) {
                 if (RA->t == AD_TTENSOR) CHECK(ad_error(S, "iteration over a 0-d tensor"));
                 CHECK(ad_error(S, "%s is not iterable", ad_type_name(*RA)));
             }
@@ -1406,11 +1408,14 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         vmcase(ITERNEXT) {
             ad_value *r = RA;
             int64_t n = 0, i = (int64_t)r[1].u.n;
-            seq_len(r[0], &n);
+            ad_iter *hook = r[0].t == AD_TITER ? r[0].u.it : NULL;
+            ad_value seq = hook ? hook->src : r[0];
+            seq_len(seq, &n);
+            if (hook && hook->step) hook->step(S, hook, i < n ? i : n);
             if (i < n) {
                 ad_value v;
                 SAVEPC();
-                CHECK(seq_item(S, r[0], i, &v));
+                CHECK(seq_item(S, seq, i, &v));
                 RELOAD();
                 r = RA;
                 r[1].u.n = (double)(i + 1);
