@@ -493,6 +493,16 @@ static int op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, c
     S->grad_enabled = grad;
     S->fw_level = level;
     if (rc) return rc;
+    /* The op seam does not trust its forward: an op with several outputs must
+     * get a list or tuple of that many (a builtin given unexpected arguments
+     * may return one tensor), else the op's own error, never a crash later. */
+    if (op->nout > 1 && (!ad_is_seq(*out) || out->u.l->len != op->nout)) {
+        rc = ad_error(S, "op '%s' declares %d outputs but its forward returned %s", op->name, op->nout,
+                      ad_type_name(*out));
+        ad_value_decref(S, *out);
+        *out = ad_none();
+        return rc;
+    }
     if (!record && !tangents) return ADDSL_OK;
     if ((rc = privatize_outputs(S, op, out))) { ad_value_decref(S, *out); *out = ad_none(); return rc; }
     if (record) {
