@@ -7,6 +7,11 @@
 addsl=${1:?usage: $0 PATH-TO-ADDSL}
 builddir=$(cd "$(dirname "$addsl")" && pwd)
 command -v pkg-config >/dev/null 2>&1 || { echo "SKIP: no pkg-config"; exit 77; }
+# A sanitizer build (./configure --enable-asan) installs a library that only an
+# ASan-linked host can load; the pages' plain commands are for normal builds.
+if ldd "$addsl" 2>/dev/null | grep -q 'libasan'; then
+    echo "SKIP: sanitizer build (a plain host program cannot load an ASan-instrumented libaddsl)"; exit 77
+fi
 cc=${CC:-cc}
 fail=0
 tmp=$(mktemp -d) || exit 99
