@@ -565,7 +565,7 @@ static int moments(ad_state *S, ad_value *argv, const char *fn, bool take_sqrt, 
     if (!rc && argv[4].t != AD_TNONE) {
         bool unbiased;
         rc = ad_arg_bool(S, argv[4], fn, "unbiased", &unbiased);
-        corr = unbiased ? 1 : 0;
+        if (!rc) corr = unbiased ? 1 : 0;
     }
     if (!rc) rc = parse_rargs(S, argv, 1, 3, -1, fn, &r);
     if (rc) return rc;

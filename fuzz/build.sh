@@ -16,12 +16,16 @@ cflags="-std=c11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE -Wno-unknown-pragm
   -fsanitize=address,undefined -fno-sanitize-recover=undefined
   -I$srcdir/include -I$srcdir/vm -I$srcdir/builtins -I$srcdir -I$builddir $pc"
 
+# Objects depend on the headers too: the newest one stands for all (a stale
+# object built against an old struct layout gives false crashes).
+newest_h=$(ls -t "$srcdir"/include/*.h "$srcdir"/vm/*.h "$srcdir"/builtins/*.h "$srcdir"/builtins/*.def \
+    "$builddir"/grammar.h 2>/dev/null | head -1)
 objs=
 for s do
     case $s in *.c) ;; *) continue ;; esac
     if [ -f "$builddir/$s" ]; then f=$builddir/$s; else f=$srcdir/$s; fi
     o=$obj/$(printf '%s' "$s" | tr / _ | sed 's/\.c$/.o/')
-    if [ ! -f "$o" ] || [ "$f" -nt "$o" ]; then
+    if [ ! -f "$o" ] || [ "$f" -nt "$o" ] || { [ -n "$newest_h" ] && [ "$newest_h" -nt "$o" ]; }; then
         echo "  FUZZCC   $s"
         $cc $cflags -fsanitize=fuzzer-no-link -c "$f" -o "$o"
     fi
@@ -29,7 +33,7 @@ for s do
 done
 rm -f "$obj/libaddsl_fuzz.a"
 ar rcs "$obj/libaddsl_fuzz.a" $objs
-for t in compile program npy op; do
+for t in compile program npy op opcall api; do
     echo "  FUZZLD   fuzz/fuzz_$t"
     $cc $cflags -fsanitize=fuzzer "$srcdir/fuzz/fuzz_$t.c" "$obj/libaddsl_fuzz.a" $libs -ldl -lm -o "$out/fuzz_$t"
 done

@@ -48,7 +48,7 @@ static inline void fuzz_discard(void *ud, const char *text, size_t len, int is_e
  * method call like "k".call_kernel() still reaches them). */
 static const char *const fuzz_closed[] = {"kernel", "call_kernel"};
 
-static inline addsl_state *fuzz_open(fuzz_budget *b) {
+static inline addsl_state *fuzz_open_kernels(fuzz_budget *b, int kernels_open) {
     addsl_config cfg;
     addsl_config_init(&cfg);
     cfg.alloc = fuzz_alloc;
@@ -62,10 +62,12 @@ static inline addsl_state *fuzz_open(fuzz_budget *b) {
     cfg.deny = ADDSL_DENY_EXTERN | ADDSL_DENY_FILES;
     addsl_state *S = addsl_open(&cfg);
     if (!S) return NULL;
-    for (size_t i = 0; i < sizeof fuzz_closed / sizeof fuzz_closed[0]; i++)
+    for (size_t i = 0; !kernels_open && i < sizeof fuzz_closed / sizeof fuzz_closed[0]; i++)
         addsl_set_number(S, fuzz_closed[i], 0);
     return S;
 }
+
+static inline addsl_state *fuzz_open(fuzz_budget *b) { return fuzz_open_kernels(b, 0); }
 
 /* The state for the next input: one state serves 'every' inputs (opening one
  * costs more than most inputs), then a fresh one starts, so that what a script

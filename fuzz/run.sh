@@ -1,19 +1,26 @@
 #!/bin/sh
 # run.sh: runs each libFuzzer target built by build.sh for a given time, one at a time.
-# Usage: run.sh SRCDIR BUILDDIR SECONDS [TARGET...]   (default: all four targets)
+# Usage: run.sh SRCDIR BUILDDIR SECONDS [TARGET...]   (default: every target)
 # New corpus entries and crash inputs stay under BUILDDIR/fuzz/; a crash fails the run.
 srcdir=${1:?usage: run.sh SRCDIR BUILDDIR SECONDS [TARGET...]}
 builddir=${2:?}
 secs=${3:-60}
 shift 3
-[ $# -gt 0 ] || set -- compile program npy op
+[ $# -gt 0 ] || set -- compile program npy op opcall api
 out=$builddir/fuzz
 "$(dirname "$0")/seeds.sh" "$srcdir" "$out/seeds"
 status=0
 for t in "$@"; do
     mkdir -p "$out/corpus/$t" "$out/crashes/$t"
     dict=
-    [ "$t" = npy ] || dict=-dict="$srcdir/fuzz/addsl.dict"
+    case $t in
+    npy | api) ;;
+    opcall) # the names of every op and builtin and their parameters, as the target enumerates them
+        FUZZ_OPCALL_DICT="$out/opcall.dict" FUZZ_OPCALL_SEEDS="$out/seeds/opcall" "$out/fuzz_$t" -runs=0 \
+            > /dev/null 2>&1
+        dict=-dict="$out/opcall.dict" ;;
+    *) dict=-dict="$srcdir/fuzz/addsl.dict" ;;
+    esac
     echo "fuzz_$t: ${secs}s"
     # Leak checks stay on; rss and per-input limits catch runaway scripts the sandbox missed.
     if ! ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -1,10 +1,11 @@
 #!/bin/sh
 # seeds.sh: builds the seed corpora of the fuzz targets from tests/, samples/ and lib/ at run time.
-# Usage: seeds.sh SRCDIR OUTDIR   (makes OUTDIR/{compile,program,npy,op}; nothing is committed)
+# Usage: seeds.sh SRCDIR OUTDIR   (makes OUTDIR/{compile,program,npy,op,opcall,api}; nothing is committed)
+# The opcall target writes its own seeds (one call per op and builtin), see run.sh.
 set -e
 srcdir=${1:?usage: seeds.sh SRCDIR OUTDIR}
 out=${2:?}
-mkdir -p "$out/compile" "$out/program" "$out/npy" "$out/op"
+mkdir -p "$out/compile" "$out/program" "$out/npy" "$out/op" "$out/opcall" "$out/api"
 n=0
 for f in "$srcdir"/tests/*/*.ad "$srcdir"/samples/*.ad "$srcdir"/tests/hostile/*.ad; do
     [ -f "$f" ] || continue

@@ -504,6 +504,17 @@ static int op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, c
         return rc;
     }
     if (!record && !tangents) return ADDSL_OK;
+    /* ... and outputs that carry a derivative must be tensors: a number there
+     * would silently drop the gradient. */
+    for (int i = 0; i < op->nout; i++) {
+        ad_value o = op->nout == 1 ? *out : out->u.l->items[i];
+        if (o.t == AD_TTENSOR) continue;
+        if (op->nout == 1) rc = ad_error(S, "op '%s': its forward returned %s where a tensor was expected", op->name, ad_type_name(o));
+        else rc = ad_error(S, "op '%s': output %d of its forward is %s where a tensor was expected", op->name, i, ad_type_name(o));
+        ad_value_decref(S, *out);
+        *out = ad_none();
+        return rc;
+    }
     if ((rc = privatize_outputs(S, op, out))) { ad_value_decref(S, *out); *out = ad_none(); return rc; }
     if (record) {
         ad_tensor *outs[AD_OP_MAX_OUTS];
