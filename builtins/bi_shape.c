@@ -1077,13 +1077,16 @@ static int interleave_index(ad_state *S, ad_value rv, int64_t size, ad_tensor **
     if (rc) return rc;
     int64_t total = 0, one = 0;
     if (!reps && (rc = ad_arg_int(S, rv, "repeat_interleave", "repeats", &one))) return rc;
-    if (reps && reps->numel != 1 && reps->numel != size)
+    if (reps && reps->dtype != AD_INT64)
+        rc = ad_error(S, "repeats has to be Long tensor");
+    else if (reps && reps->numel != 1 && reps->numel != size)
         rc = ad_error(S, "repeats must have the same size as input along dim, but got repeats.size(0) = %lld and "
                          "input.size(%d) = %lld", (long long)reps->numel, 0, (long long)size);
     for (int64_t i = 0; !rc && i < size; i++) {
         int64_t k = reps ? (int64_t)ad_tensor_get_flat(reps, reps->numel == 1 ? 0 : i) : one;
         if (k < 0) rc = ad_error(S, "repeats can not be negative");
-        total += k;
+        else if (k > INT64_MAX - total) rc = ad_error(S, "repeat_interleave: the output would have more than 2^63 elements");
+        else total += k;
     }
     ad_tensor *idx = rc ? NULL : ad_tensor_empty(S, AD_INT64, 1, &total);
     if (!rc && !idx) rc = S->errcode;
