@@ -52,7 +52,7 @@ fi
 
 for round in $(seq "$ROUNDS"); do
     echo "== round $round of $ROUNDS: addsl scripts" >&2
-    for s in perop mul tanh matmul; do
+    for s in perop mul tanh matmul matmul_small; do
         "$ADDSL" "$BENCH/$s.ad" > "$TMP/$s.out" || { echo "run.sh: $s.ad failed" >&2; exit 1; }
         collect addsl_ < "$TMP/$s.out"
     done
@@ -134,6 +134,12 @@ row 3  "tanh 1e7 f32 (ms)"                 ms "$(med addsl_tanh)" torch "$(med t
 row 3p "tanh 1e7 f32, OMP passive (ms)"    ms "$(med addslp_tanh)" torch "$(med torch_tanh)" -
 row 4  "matmul 1000x1000 f32 (ms)"         ms "$(med addsl_matmul)" cblas "$(med c_matmul_c)" 1.111
 row 4b "matmul 1000x1000 f32 (ms)"         ms "$(med addsl_matmul)" torch "$(med torch_matmul)" -
+for dn in f64 f32; do
+    for n in 2 4 8 16 32; do
+        row "4$n" "bmm [1000,$n,$n] $dn (us)" us "$(med addsl_bmm_${n}_$dn)" torch "$(med torch_bmm_${n}_$dn)" 1.00
+        row "4$n" "  same, forward + backward (us)" us "$(med addsl_bmm_${n}_${dn}_fb)" torch "$(med torch_bmm_${n}_${dn}_fb)" 1.00
+    done
+done
 row 5  "start-up, -e 1 vs import torch (ms)" ms "$(med addsl_startup)" torch "$(med torch_startup)" -
 row 5b "start-up, fastest run (ms)"        ms "$(med addsl_startup_min)" torch "$(med torch_startup_min)" -
 awk -v t="$(med addsl_startup)" 'BEGIN { printf "    start-up target: addsl under 10 ms: %s (%s, %s and %s runs)\n", (t < 0.010 ? "MET" : "MISSED"), "'"$TOOL"'", '"$STARTUP_RUNS"', '"$TORCH_STARTUP_RUNS"' }'

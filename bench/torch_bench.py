@@ -56,6 +56,15 @@ def main():
     m1 = torch.randn(1000, 1000)
     m2 = torch.randn(1000, 1000)
     print("matmul", median_of(timed, torch.matmul, m1, m2))
+    # batched small products, as bench/matmul_small.ad
+    for dt, dn in ((torch.float64, "f64"), (torch.float32, "f32")):
+        for n in (2, 3, 4, 8, 16, 32):
+            p = torch.randn(1000, n, n, dtype=dt)
+            q = torch.randn(1000, n, n, dtype=dt)
+            pg = p.clone().requires_grad_()
+            qg = q.clone().requires_grad_()
+            print(f"bmm_{n}_{dn}", median_of(timed, torch.matmul, p, q))
+            print(f"bmm_{n}_{dn}_fb", median_of(timed, lambda: (pg @ qg).sum().backward()))
 
 
 main()

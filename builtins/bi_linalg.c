@@ -126,6 +126,25 @@ static int gemm_device(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, do
     return rc;
 }
 
+/* Small float matrices go to one call for the whole batch (kernels_gemm_small.c) when
+ * both operands' batches advance by one flat stride (contiguous or broadcast);
+ * false when the product is not one for it. */
+static bool gemm_small(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, double alpha, double beta) {
+    int nd = c->ndim, nb = nd - 2;
+    int64_t M = c->shape[nd - 2], N = c->shape[nd - 1], K = a->shape[nd - 1], sa, sb, nbatch = 1;
+    if ((c->dtype != AD_FLOAT32 && c->dtype != AD_FLOAT64) || M > AD_GEMM_SMALL_MAX ||
+        N > AD_GEMM_SMALL_MAX || K > AD_GEMM_SMALL_MAX || M * N * K > AD_GEMM_SMALL_WORK)
+        return false;
+    if (!flat_batch_stride(a, nb, c->shape, &sa) || !flat_batch_stride(b, nb, c->shape, &sb)) return false;
+    for (int i = 0; i < nb; i++) nbatch *= c->shape[i];
+    int64_t g[10] = {nbatch, M, N, K, sa, a->strides[nd - 2], a->strides[nd - 1],
+                     sb, b->strides[nd - 2], b->strides[nd - 1]};
+    ad_karg args[6] = {{.p = ad_tensor_data(a)}, {.p = ad_tensor_data(b)}, {.p = ad_tensor_data(c)},
+                       {.p = g}, {.f64 = alpha}, {.f64 = beta}}, r;
+    ad_kreg_call(S, c->dtype == AD_FLOAT32 ? AD_K_red_gemm_small_f32 : AD_K_red_gemm_small_f64, args, &r);
+    return true;
+}
+
 /* c[batch..., M, N] (contiguous, holding beta's term) = alpha a b + beta c,
  * where a is [batch..., M, K] and b [batch..., K, N] (batch already broadcast). */
 static int gemm_batched(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, double alpha,
@@ -134,6 +153,7 @@ static int gemm_batched(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, d
     int nd = c->ndim, nb = nd - 2, ta, tb;
     int64_t M = c->shape[nd - 2], N = c->shape[nd - 1], K = a->shape[nd - 1], lda, ldb;
     if (M == 0 || N == 0) return ADDSL_OK;
+    if (gemm_small(S, a, b, c, alpha, beta)) return ADDSL_OK;
     if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
         return ad_error(S, "matmul: a matrix dimension exceeds the BLAS limit of %d", INT32_MAX);
     ad_tensor *aa = a, *bb = b;
@@ -182,7 +202,10 @@ static int check_dtypes(ad_state *S, const ad_tensor *a, const ad_tensor *b) {
 /* The beta term of addmm-like ops: 'self' broadcast to 'shape' (ignored when
  * beta is 0), on 'device'. */
 static ad_tensor *beta_term(ad_state *S, ad_tensor *self, ad_dtype dt, int nd,
-                            const int64_t *shape, double beta, int device) {
+                            const int64_t *shape, double beta, int device, int64_t k) {
+    /* with beta 0 neither gemm reads c (BLAS's rule, and the small kernel's), except
+     * that an empty sum (k == 0) must still leave zeros */
+    if ((!self || beta == 0) && k > 0 && device == AD_DEV_CPU) return ad_tensor_empty_on(S, dt, nd, shape, device);
     if (!self || beta == 0) return ad_tensor_full_on(S, dt, nd, shape, 0, device);
     if (ad_tensor_device(self) != device) {
         ad_device_mismatch(S, device, ad_tensor_device(self));
@@ -203,7 +226,7 @@ static ad_tensor *product(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *se
     int64_t shape[AD_MAX_DIMS];
     memcpy(shape, a->shape, sizeof(int64_t) * (size_t)nd);
     shape[nd - 1] = b->shape[nd - 1];
-    ad_tensor *c = beta_term(S, self, a->dtype, nd, shape, beta, ad_tensor_device(a));
+    ad_tensor *c = beta_term(S, self, a->dtype, nd, shape, beta, ad_tensor_device(a), a->shape[nd - 1]);
     if (c && gemm_batched(S, a, b, c, alpha, beta)) { ad_tensor_decref(S, c); c = NULL; }
     return c;
 }

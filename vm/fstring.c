@@ -135,7 +135,9 @@ static ad_node *field_expr(fscan *f, const char *o, const char *e, const char **
             P->error = true;
             P->err_line = Q.err_line;
             P->err_col = Q.err_col;
-            snprintf(P->err_msg, sizeof P->err_msg, "f-string: %.200s", Q.err_msg);
+            /* out of memory stays that message, which the compiler turns into ENOMEM */
+            if (strcmp(Q.err_msg, "out of memory") == 0) snprintf(P->err_msg, sizeof P->err_msg, "out of memory");
+            else snprintf(P->err_msg, sizeof P->err_msg, "f-string: %.200s", Q.err_msg);
         }
         return NULL;
     }

@@ -544,6 +544,26 @@ int ad_tensor_fill(ad_state *S, ad_tensor *dst, double v) {
     int k = coalesce(n, shape, ds, ss);
     if (dst->storage->device) return ad_device_fill(S, ad_tensor_data(dst), dst->dtype, k, shape, ds, v);
     size_t sz = ad_dtype_size(dst->dtype);
+    /* zeros/ones/full and gradient seeds are contiguous: a plain loop (or memset for
+     * all-zero bytes) instead of the strided copy's per-element call */
+    if (k == 1 && ds[0] == 1) {
+        char *d = ad_tensor_data(dst);
+        static const char zero[8];
+        if (memcmp(&one, zero, sz) == 0) {
+            memset(d, 0, (size_t)shape[0] * sz);
+        } else if (sz == 8) {
+            uint64_t w;
+            memcpy(&w, &one, 8);
+            for (int64_t i = 0; i < shape[0]; i++) memcpy(d + i * 8, &w, 8);
+        } else if (sz == 4) {
+            uint32_t w;
+            memcpy(&w, &one, 4);
+            for (int64_t i = 0; i < shape[0]; i++) memcpy(d + i * 4, &w, 4);
+        } else {
+            memset(d, one.b, (size_t)shape[0]);
+        }
+        return AD_OK;
+    }
     strided_copy(copy_table[dst->dtype][dst->dtype], ad_tensor_data(dst), sz, (const char *)&one, sz, k,
                  shape, ds, ss);
     return AD_OK;
