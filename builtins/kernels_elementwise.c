@@ -246,7 +246,7 @@ void ad_k_clamp_i64(int64_t *out, const int64_t *x, int64_t n, double p, double 
 #define F_div_trunc(T) trunc(a / b)
 #define F_div_floor(T) ((T)ad_floordiv(a, b))
 #define F_div(T) (a / b)
-#define F_pow(T) pow(a, b)
+#define F_pow(T) ad_pow_##T(a, b)
 #define F_atan2(T) atan2(a, b)
 #define F_hypot(T) hypot(a, b)
 #define F_copysign(T) copysign(a, b)
@@ -265,6 +265,17 @@ void ad_k_clamp_i64(int64_t *out, const int64_t *x, int64_t n, double p, double 
 #define I_fmod(T) (b == 0 || b == -1 ? 0 : a % b)
 #define I_div_trunc(T) (b == -1 ? ad_wrap_neg(a) : b == 0 ? 0 : a / b)
 #define I_div_floor(T) ad_ifloordiv(a, b)
+
+/* pow: the exponents of scalar_math.h's ad_pow_exact without libm; the branch on b is
+ * predicted when b is one scalar for the whole loop. float keeps pow in double. */
+static inline double ad_pow_double(double a, double b) {
+    double r;
+    return ad_pow_exact_f64(a, b, &r) ? r : pow(a, b);
+}
+static inline float ad_pow_float(float a, float b) {
+    float r;
+    return ad_pow_exact_f32(a, b, &r) ? r : (float)pow(a, b);
+}
 
 static inline float ad_fremainder_float(float a, float b) {
     float r = fmodf(a, b);

@@ -183,7 +183,16 @@ BI_OP(remainder, fremainder(a, b), ad_iremainder(a, b))
 BI_OP(fmod, m_fmod(a, b), b == 0 || b == -1 ? 0 : a % b)
 BI_OP(div_trunc, m_trunc(a / b), b == -1 ? ad_wrap_neg(a) : b == 0 ? 0 : a / b)
 BI_OP(div_floor, ad_floordiv(a, b), ad_ifloordiv(a, b))
-BI_OP(pow, m_pow(a, b), ad_ipow(a, b))
+/* the exponents the CPU computes exactly (scalar_math.h) are computed the same way here */
+__device__ __forceinline__ float pow_dev(float a, float b) {
+    float r;
+    return ad_pow_exact_f32(a, b, &r) ? r : m_pow(a, b);
+}
+__device__ __forceinline__ double pow_dev(double a, double b) {
+    double r;
+    return ad_pow_exact_f64(a, b, &r) ? r : m_pow(a, b);
+}
+BI_OP(pow, pow_dev(a, b), ad_ipow(a, b))
 B_OP(div, a / b)
 B_OP(atan2, m_atan2(a, b))
 B_OP(hypot, m_hypot(a, b))
