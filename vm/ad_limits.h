@@ -12,6 +12,7 @@
 #define AD_OMP_THRESHOLD 32768      /* elements before a kernel goes parallel */
 #define AD_GEMM_SMALL_MAX 32        /* matrices up to this on a side take the batched small-product kernel */
 #define AD_GEMM_SMALL_WORK 4096     /* ... when m*n*k is at most this (measured: BLAS wins above) */
+#define AD_STORAGE_INLINE_MAX 64    /* CPU tensors of at most this many bytes keep their data inside the storage header */
 #define AD_HEAP_MIN_CLASS 6         /* smallest pooled block: 64 bytes */
 #define AD_HEAP_MAX_CLASS 40        /* blocks up to 2^40 bytes are pooled */
 #define AD_HEAP_MAX_FREE_PER_CLASS 64 /* cached blocks kept per size class */

@@ -35,6 +35,12 @@ static void node_release_saved(ad_state *S, ad_node *n) {
     }
 }
 
+/* A node and its arrays, one header (the size release gives back). */
+static size_t node_size(size_t na, size_t no) {
+    return sizeof(ad_node) + (na + no) * sizeof(ad_value) + na * sizeof(ad_edge) + no * sizeof(ad_tensor *)
+           + (na + no) * sizeof(uint32_t);
+}
+
 void ad_node_decref(ad_state *S, ad_node *n) {
     /* Long chains are freed iteratively: each node's first edge is followed
      * in the loop instead of recursing, which keeps deep graphs off the C stack. */
@@ -45,7 +51,7 @@ void ad_node_decref(ad_state *S, ad_node *n) {
         for (int i = 0; i < n->nout; i++) ad_value_decref(S, n->gbuf[i]);
         ad_value opv; opv.t = AD_TOP; opv.u.op = n->op;
         ad_value_decref(S, opv);
-        ad_heap_release_header(S, n);
+        ad_heap_release_header(S, n, node_size((size_t)n->nargs, (size_t)n->nout));
         n = next;
     }
 }
@@ -105,8 +111,7 @@ int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout
     /* One allocation per node, from the heap's pool of headers: recording a
      * long chain of small ops is dominated by allocator calls otherwise. */
     size_t na = (size_t)op->nparams, no = (size_t)nout;
-    size_t size = sizeof(ad_node) + (na + no) * sizeof(ad_value) + na * sizeof(ad_edge) + no * sizeof(ad_tensor *)
-                + (na + no) * sizeof(uint32_t);
+    size_t size = node_size(na, no);
     ad_node *n = ad_heap_alloc_header(S, size);
     if (!n) return ADDSL_ENOMEM;
     memset(n, 0, size);

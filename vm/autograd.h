@@ -12,29 +12,30 @@ struct ad_opdef;
 
 typedef struct ad_edge {
     struct ad_node *node;   /* the input's grad_fn (owned), or NULL */
-    int nr;                 /* which output of that node */
     ad_tensor *leaf;        /* a leaf requiring grad (owned), or NULL */
-    int nsub;               /* a list argument (cat, stack): one edge per element */
-    struct ad_edge *sub;
+    struct ad_edge *sub;    /* a list argument (cat, stack): one edge per element */
+    int nr;                 /* which output of that node */
+    int nsub;               /* elements of sub */
 } ad_edge;
 
 typedef struct ad_node {
+    /* pointers first, then the ints: no padding (104 bytes; a node is recorded per op) */
     int64_t refcount;
     struct ad_opdef *op;    /* owned */
-    int nargs;
     ad_value *args;         /* the bound arguments (owned until released) */
     uint32_t *versions;     /* storage version of each tensor argument when saved */
-    int nout;
     ad_tensor **outs;       /* saved outputs: aliases whose grad_fn points back weakly */
     uint32_t *out_versions;
     ad_edge *edges;         /* one per parameter */
-    bool released;          /* saved values freed by a backward without retain_graph */
-    int line, col;          /* where the forward call was made (anomaly reports) */
     const char *chunk;      /* name of the script (owned by the chunk; may dangle after it) */
     /* scratch of the running backward */
-    int deps;
     uint64_t epoch;
     ad_value *gbuf;         /* nout gradient buffers */
+    int nargs;
+    int nout;
+    int line, col;          /* where the forward call was made (anomaly reports) */
+    int deps;
+    bool released;          /* saved values freed by a backward without retain_graph */
 } ad_node;
 
 void ad_node_decref(ad_state *S, ad_node *n);

@@ -8,9 +8,9 @@
 
 /* Tunables that only this file sees. */
 #define HEAP_ALIGN 64                 /* storage blocks start on a cache line */
-#define HDR_GRAIN 64                  /* header pool rounds sizes to this */
-#define HDR_CLASSES 8                 /* header sizes up to 8 * 64 = 512 bytes */
-#define HDR_MAX_FREE 4096             /* cached headers kept per size */
+#define HDR_GRAIN 16                  /* header sizes are multiples of this (keeps 16-byte alignment) */
+#define HDR_CLASSES 32                /* headers up to 32 * 16 = 512 bytes come from slabs */
+#define SLAB_BYTES ((size_t)64 << 10) /* one system allocation carved into many headers */
 
 /* Every storage block is preceded by this record (inside the slack left for
  * alignment), so release needs nothing but the pointer and the granted size,
@@ -21,13 +21,19 @@ typedef struct blk {
     size_t nbytes;            /* bytes requested by the current owner */
 } blk;
 
-/* Same idea for headers; 32 bytes keeps the header 16-byte aligned. */
+/* Headers (tensors, storages, graph nodes) are small and many: they are carved
+ * from slabs with no per-object prefix (the caller gives the size back on
+ * release), and a released one waits on its size's free list. Slabs are kept
+ * until the heap closes, so a loop that runs again finds its memory ready.
+ * Larger headers (rare: nodes of ops with many parameters) carry this prefix,
+ * 32 bytes to keep 16-byte alignment, and sit on a ring that close frees. */
 typedef struct hdr {
     struct hdr *prev, *next;
-    uint32_t cls;             /* HDR_CLASSES: not pooled */
-    uint32_t pad0;
-    uint64_t pad1;
+    uint64_t pad0, pad1;
 } hdr;
+
+typedef struct slab { struct slab *next; uint64_t pad; } slab;
+typedef struct hfree { struct hfree *next; } hfree;
 
 #define BLK_PREFIX (((sizeof(blk) + HEAP_ALIGN - 1) / HEAP_ALIGN) * HEAP_ALIGN)
 
@@ -35,9 +41,11 @@ struct ad_heap {
     blk *free_list[AD_HEAP_MAX_CLASS + 1];
     uint32_t free_count[AD_HEAP_MAX_CLASS + 1];
     blk live;                 /* sentinel of the live block ring */
-    hdr *hfree[HDR_CLASSES];
-    uint32_t hfree_count[HDR_CLASSES];
-    hdr hlive;                /* sentinel of the live header ring */
+    hfree *hfree[HDR_CLASSES];
+    slab *slabs;              /* every slab, for close */
+    char *bump;               /* the unused end of the newest slab */
+    size_t bump_left;
+    hdr hlive;                /* sentinel of the ring of large headers */
     ad_heap_stats st;
 };
 
@@ -203,36 +211,57 @@ void ad_heap_set_limit(ad_state *S, size_t limit) { S->cfg.memory_limit = limit;
 void *ad_heap_alloc_header(ad_state *S, size_t size) {
     struct ad_heap *h = S->heap;
     size_t c = size ? (size - 1) / HDR_GRAIN : 0;
-    hdr *x;
-    if (c < HDR_CLASSES && h->hfree[c]) {
-        x = h->hfree[c];
-        h->hfree[c] = x->next;
-        h->hfree_count[c]--;
-    } else {
-        size_t n = c < HDR_CLASSES ? (c + 1) * HDR_GRAIN : size;
-        if (n > SIZE_MAX - sizeof(hdr)) { ad_nomem(S); return NULL; }
-        x = ad_malloc(S, sizeof(hdr) + n);
+    if (c >= HDR_CLASSES) {
+        if (size > SIZE_MAX - sizeof(hdr)) { ad_nomem(S); return NULL; }
+        hdr *x = ad_malloc(S, sizeof(hdr) + size);
         if (!x) return NULL;
-        x->cls = c < HDR_CLASSES ? (uint32_t)c : HDR_CLASSES;
+        hring_add(&h->hlive, x);
+        return x + 1;
     }
-    hring_add(&h->hlive, x);
-    return x + 1;
+    if (h->hfree[c]) {
+        hfree *f = h->hfree[c];
+        h->hfree[c] = f->next;
+        return f;
+    }
+    size_t n = (c + 1) * HDR_GRAIN;
+    if (h->bump_left < n) {
+        slab *sl = ad_malloc(S, SLAB_BYTES);
+        if (!sl) return NULL;
+        sl->next = h->slabs;
+        h->slabs = sl;
+        h->bump = (char *)(sl + 1);
+        h->bump_left = SLAB_BYTES - sizeof(slab);
+    }
+    void *p = h->bump;
+    h->bump += n;
+    h->bump_left -= n;
+    return p;
 }
 
-void ad_heap_release_header(ad_state *S, void *p) {
+void ad_heap_release_header(ad_state *S, void *p, size_t size) {
     if (!p) return;
     struct ad_heap *h = S->heap;
-    hdr *x = (hdr *)p - 1;
-    hring_del(x);
-    uint32_t c = x->cls;
-    if (c < HDR_CLASSES && h->hfree_count[c] < HDR_MAX_FREE) {
-        x->next = h->hfree[c];
-        h->hfree[c] = x;
-        h->hfree_count[c]++;
+    size_t c = size ? (size - 1) / HDR_GRAIN : 0;
+    if (c >= HDR_CLASSES) {
+        hdr *x = (hdr *)p - 1;
+        hring_del(x);
+        ad_free(S, x);
         return;
     }
-    ad_free(S, x);
+    hfree *f = p;
+    f->next = h->hfree[c];
+    h->hfree[c] = f;
 }
+
+int ad_heap_charge_host(ad_state *S, size_t nbytes) {
+    if (over_limit(S, nbytes)) return limit_error(S, nbytes);
+    struct ad_heap *h = S->heap;
+    h->st.live_bytes += nbytes;
+    if (h->st.live_bytes > h->st.peak_bytes) h->st.peak_bytes = h->st.live_bytes;
+    return ADDSL_OK;
+}
+
+void ad_heap_discharge_host(ad_state *S, size_t nbytes) { S->heap->st.live_bytes -= nbytes; }
 
 /* Frees the pools and whatever is still live: after close nothing of the
  * heap survives, even if a tensor reference was leaked. */
@@ -244,9 +273,10 @@ void ad_heap_free(ad_state *S, struct ad_heap *h) {
         ring_del(b);
         ad_free(S, b->raw);
     }
-    for (int c = 0; c < HDR_CLASSES; c++) {
-        hdr *x = h->hfree[c];
-        while (x) { hdr *n = x->next; ad_free(S, x); x = n; }
+    while (h->slabs) {
+        slab *n = h->slabs->next;
+        ad_free(S, h->slabs);
+        h->slabs = n;
     }
     while (h->hlive.next != &h->hlive) {
         hdr *x = h->hlive.next;

@@ -34,8 +34,13 @@ void ad_heap_set_limit(ad_state *S, size_t limit);
 /* Frees every pooled block (e.g. after a memory-limit error). */
 void ad_heap_trim(ad_state *S);
 
-/* Tensor header pool (struct ad_tensor), so an op allocates nothing new in a loop. */
+/* Headers (tensors, storages, graph nodes) from slabs, so an op allocates
+ * nothing new in a loop; release takes the size that was asked for. */
 void *ad_heap_alloc_header(ad_state *S, size_t size);
-void ad_heap_release_header(ad_state *S, void *hdr);
+void ad_heap_release_header(ad_state *S, void *hdr, size_t size);
+/* Storage kept inside its header (small tensors) counts against the memory
+ * limit like any other: charge fails with the heap's out-of-memory error. */
+int ad_heap_charge_host(ad_state *S, size_t nbytes);
+void ad_heap_discharge_host(ad_state *S, size_t nbytes);
 
 #endif

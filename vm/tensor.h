@@ -27,6 +27,7 @@ typedef struct ad_storage {
     void *release_ud;
     uint32_t version;      /* bumped by every in-place write (autograd checks it) */
     int device;            /* 0: CPU */
+    bool inline_data;      /* data lives right after this header (small CPU tensors) */
 } ad_storage;
 
 /* A tensor's tangent at one forward-mode level (one active jvp() call). Nested
@@ -53,9 +54,20 @@ typedef struct ad_tensor {
     struct ad_tangent *fw_grad;/* forward-mode tangents, one per jvp() level; NULL: none */
     struct ad_tensor *base;   /* a view: the tensor whose storage it shares (owned; never a view itself);
                                  an in-place write through the view rebases the base's graph */
-    int64_t shape[AD_MAX_DIMS];
-    int64_t strides[AD_MAX_DIMS]; /* in elements */
+    /* ndim sizes and ndim strides (in elements), stored right after the header, which is
+     * allocated for its own rank: a [4] tensor's header is 104 bytes, not 360 for 16 dims.
+     * A header's rank never changes; a reshaped tensor is a new header. */
+    int64_t *shape;
+    int64_t *strides;
 } ad_tensor;
+
+/* Bytes of a header of rank ndim, its geometry included. */
+#define AD_TENSOR_HEADER_SIZE(ndim) (sizeof(ad_tensor) + 2 * (size_t)(ndim) * sizeof(int64_t))
+/* Points shape and strides at the header's own trailing storage. */
+static inline void ad_tensor_set_geometry_storage(ad_tensor *t, int ndim) {
+    t->shape = (int64_t *)(t + 1);
+    t->strides = t->shape + ndim;
+}
 
 size_t ad_dtype_size(ad_dtype dt);
 const char *ad_dtype_name(ad_dtype dt);          /* "float32" ... */

@@ -15,8 +15,9 @@ static ad_tensor *make_view(ad_state *S, ad_tensor *t, int ndim, const int64_t *
     int64_t numel;
     /* Geometry checks do not bound the product: expand() can ask for [2^40, 2^40]. */
     if (ad_shape_numel(S, ndim, shape, &numel)) return NULL;
-    ad_tensor *v = ad_heap_alloc_header(S, sizeof *v);
+    ad_tensor *v = ad_heap_alloc_header(S, AD_TENSOR_HEADER_SIZE(ndim));
     if (!v) return NULL;
+    ad_tensor_set_geometry_storage(v, ndim);
     v->refcount = 1;
     v->storage = t->storage;
     t->storage->refcount++;

@@ -95,13 +95,37 @@ static void test_headers(void) {
     ad_state *S = test_state(0);
     void *a = ad_heap_alloc_header(S, sizeof(ad_tensor));
     ok(a != NULL && ((uintptr_t)a % 16) == 0, "header allocated, 16-byte aligned");
-    ad_heap_release_header(S, a);
+    ad_heap_release_header(S, a, sizeof(ad_tensor));
     void *b = ad_heap_alloc_header(S, sizeof(ad_tensor));
     ok(a == b, "released header is reused");
+    /* sizes in the same 16-byte class share a free list; other classes do not */
+    void *c = ad_heap_alloc_header(S, 33), *d = ad_heap_alloc_header(S, 40);
+    ok(c && d && c != d && ((uintptr_t)d % 16) == 0, "two headers of one class, distinct and aligned");
+    memset(c, 0xab, 33);
+    memset(d, 0xcd, 40);
+    ad_heap_release_header(S, c, 33);
+    void *e = ad_heap_alloc_header(S, 48);
+    ok(e == c, "a 48-byte request takes the released 33-byte slot (class 48)");
+    void *f = ad_heap_alloc_header(S, 64);
+    ok(f != c && f != d, "a 64-byte request does not");
+    /* thousands of headers: more than one slab, every one usable */
+    void *many[5000];
+    int good = 1;
+    for (int i = 0; i < 5000; i++) {
+        many[i] = ad_heap_alloc_header(S, 96);
+        if (!many[i]) { good = 0; break; }
+        memset(many[i], i & 0xff, 96);
+    }
+    for (int i = 0; good && i < 5000; i++)
+        if (((unsigned char *)many[i])[95] != (i & 0xff)) good = 0;
+    ok(good, "5000 headers across slabs keep their contents");
+    for (int i = 0; good && i < 5000; i += 2) ad_heap_release_header(S, many[i], 96);
     void *big = ad_heap_alloc_header(S, 5000);
     ok(big != NULL, "oversized header falls back to the allocator");
     memset(big, 0, 5000);
-    ad_heap_release_header(S, big);
+    ad_heap_release_header(S, big, 5000);
+    /* headers never released: closing the heap frees their slabs (valgrind checks) */
+    ok(ad_heap_alloc_header(S, 5000) != NULL && ad_heap_alloc_header(S, 80) != NULL, "headers left live at close");
     /* Leaked header and block: ad_heap_free still releases them (valgrind checks). */
     size_t g;
     ok(ad_heap_alloc(S, 300, &g) != NULL, "a block left live at close");
@@ -136,7 +160,7 @@ static void test_steady_state(void) {
 }
 
 int main(void) {
-    plan(28);
+    plan(33);
     test_pool_reuse();
     test_alignment_and_classes();
     test_limit();
