@@ -52,7 +52,7 @@ fi
 
 for round in $(seq "$ROUNDS"); do
     echo "== round $round of $ROUNDS: addsl scripts" >&2
-    for s in perop mul tanh matmul matmul_small; do
+    for s in perop mul tanh matmul matmul_small sweep; do
         "$ADDSL" "$BENCH/$s.ad" > "$TMP/$s.out" || { echo "run.sh: $s.ad failed" >&2; exit 1; }
         collect addsl_ < "$TMP/$s.out"
     done
@@ -138,6 +138,14 @@ for dn in f64 f32; do
     for n in 2 4 8 16 32; do
         row "4$n" "bmm [1000,$n,$n] $dn (us)" us "$(med addsl_bmm_${n}_$dn)" torch "$(med torch_bmm_${n}_$dn)" 1.00
         row "4$n" "  same, forward + backward (us)" us "$(med addsl_bmm_${n}_${dn}_fb)" torch "$(med torch_bmm_${n}_${dn}_fb)" 1.00
+    done
+done
+for dn in f32 f64; do
+    for op in mul tanh sum matmul; do
+        for e in 3 4 5 6; do
+            row "s" "$op 1e$e $dn (us)" us "$(med addsl_sweep_${op}_1e${e}_$dn)" torch "$(med torch_sweep_${op}_1e${e}_$dn)" 1.00
+            row "s" "  same, forward + backward (us)" us "$(med addsl_sweep_${op}_1e${e}_${dn}_fb)" torch "$(med torch_sweep_${op}_1e${e}_${dn}_fb)" 1.00
+        done
     done
 done
 row 5  "start-up, -e 1 vs import torch (ms)" ms "$(med addsl_startup)" torch "$(med torch_startup)" -

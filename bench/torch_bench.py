@@ -65,6 +65,29 @@ def main():
             qg = q.clone().requires_grad_()
             print(f"bmm_{n}_{dn}", median_of(timed, torch.matmul, p, q))
             print(f"bmm_{n}_{dn}_fb", median_of(timed, lambda: (pg @ qg).sum().backward()))
+    # the size sweep, as bench/sweep.ad
+    for dt, dn in ((torch.float32, "f32"), (torch.float64, "f64")):
+        for e in (3, 4, 5, 6):
+            n = 10 ** e
+            a = torch.randn(n, dtype=dt)
+            b = torch.randn(n, dtype=dt)
+            ag = a.clone().requires_grad_()
+            bg = b.clone().requires_grad_()
+            print(f"sweep_mul_1e{e}_{dn}", median_of(timed, torch.mul, a, b))
+            print(f"sweep_mul_1e{e}_{dn}_fb", median_of(timed, lambda: (ag * bg).sum().backward()))
+            print(f"sweep_tanh_1e{e}_{dn}", median_of(timed, torch.tanh, a))
+            print(f"sweep_tanh_1e{e}_{dn}_fb", median_of(timed, lambda: torch.tanh(ag).sum().backward()))
+            m = a.reshape(10 ** (e - 2), 100)
+            mg = m.clone().requires_grad_()
+            print(f"sweep_sum_1e{e}_{dn}", median_of(timed, lambda: m.sum(dim=1)))
+            print(f"sweep_sum_1e{e}_{dn}_fb", median_of(timed, lambda: mg.sum(dim=1).sum().backward()))
+            k = round(n ** 0.5)
+            p = torch.randn(k, k, dtype=dt)
+            q = torch.randn(k, k, dtype=dt)
+            pg = p.clone().requires_grad_()
+            qg = q.clone().requires_grad_()
+            print(f"sweep_matmul_1e{e}_{dn}", median_of(timed, torch.matmul, p, q))
+            print(f"sweep_matmul_1e{e}_{dn}_fb", median_of(timed, lambda: (pg @ qg).sum().backward()))
 
 
 main()

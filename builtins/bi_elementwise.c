@@ -111,6 +111,15 @@ static int ew_init(ad_state *S, const char *fn, const char *const *pnames, int n
 static double scalar_of(ad_value v) { return v.t == AD_TBOOL ? (double)v.u.b : v.u.n; }
 
 /* Converts operand i to dtype 'dt' and lays it out against the output shape. */
+/* One element broadcast everywhere (sum's and mean's gradient, expand of a
+ * 0-d tensor): the kernels read it as a scalar (stride 0) instead of a copy
+ * of it materialised to the full shape. */
+static bool all_strides_zero(const ad_tensor *t) {
+    for (int d = 0; d < t->ndim; d++)
+        if (t->strides[d] != 0 && t->shape[d] != 1) return false;
+    return true;
+}
+
 static int ew_place(ad_state *S, ew_ops *o, int i, ad_dtype dt) {
     ad_tensor *t;
     if (o->v[i].t != AD_TTENSOR) {
@@ -123,7 +132,8 @@ static int ew_place(ad_state *S, ew_ops *o, int i, ad_dtype dt) {
         t = ad_tensor_to(S, o->v[i].u.tensor, dt);
     }
     if (!t) return S->errcode;
-    o->s[i] = t->numel == 1 ? 0 : 1;
+    /* unary kernels take no stride: only operands of two or more read a broadcast element */
+    o->s[i] = t->numel == 1 || (o->n > 1 && all_strides_zero(t)) ? 0 : 1;
     if (o->s[i] && !(ad_shape_equal(t->ndim, t->shape, o->ndim, o->shape) && ad_tensor_is_contiguous(t))) {
         ad_tensor *e = ad_shape_equal(t->ndim, t->shape, o->ndim, o->shape) ? (ad_tensor_incref(t), t)
                                                                             : ad_tensor_expand(S, t, o->ndim, o->shape);
