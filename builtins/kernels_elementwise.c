@@ -290,8 +290,26 @@ static inline double ad_fremainder_double(double a, double b) {
     AD_EW_BIN(name, float, f32, float, F_##name(float)) AD_EW_BIN(name, double, f64, double, F_##name(double))
 #define AD_EW_GEN_BFI(name) AD_EW_GEN_BF(name) AD_EW_BIN(name, int64_t, i64, int64_t, I_##name(int64_t))
 AD_EW_BINARY_ALL_OPS(AD_EW_GEN_BFI)
+/* pow's generated loops become the general case of the kernels below */
+#define ad_k_pow_f32 ad_k_pow_any_f32
+#define ad_k_pow_f64 ad_k_pow_any_f64
+void ad_k_pow_any_f32(float *out, const float *pa, int64_t sa, const float *pb, int64_t sb, int64_t n);
+void ad_k_pow_any_f64(double *out, const double *pa, int64_t sa, const double *pb, int64_t sb, int64_t n);
 AD_EW_BINARY_FLOAT_OPS(AD_EW_GEN_BF)
+#undef ad_k_pow_f32
+#undef ad_k_pow_f64
 AD_EW_BIN(pow, int64_t, i64, int64_t, ad_ipow(a, b))
+
+/* x ** 2 and x ** 1 with one scalar exponent (the square in a loss and its backward) get a
+ * loop of their own that vectorises; every other case is the general loop. */
+#define AD_EW_POW_FAST(T, sfx)                                                                 \
+    void ad_k_pow_##sfx(T *out, const T *pa, int64_t sa, const T *pb, int64_t sb, int64_t n) { \
+        if (sa && !sb && pb[0] == 2) { AD_EW_FOR(n) out[i] = pa[i] * pa[i]; return; }          \
+        if (sa && !sb && pb[0] == 1) { AD_EW_FOR(n) out[i] = pa[i]; return; }                  \
+        ad_k_pow_any_##sfx(out, pa, sa, pb, sb, n);                                            \
+    }
+AD_EW_POW_FAST(float, f32)
+AD_EW_POW_FAST(double, f64)
 
 #define C_eq (a == b)
 #define C_ne (a != b)
