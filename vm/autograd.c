@@ -919,9 +919,16 @@ static int bi_test_inputs(ad_state *S, ad_value *argv, int argc, ad_value *out) 
     ad_opdef *op = NULL;
     int rc = arg_op(S, argv[0], "test_inputs", &op);
     if (rc) return rc;
+    /* Each call adds one input set: an op is checked on every shape family
+     * its file lists, not only the last one. */
+    if (op->test_inputs.t != AD_TLIST) {
+        ad_list *sets = ad_list_new(S, AD_TLIST, 0);
+        if (!sets) return ad_fail(S);
+        ad_value_decref(S, op->test_inputs);
+        op->test_inputs = ad_list_value(sets, AD_TLIST);
+    }
     ad_value_incref(argv[1]);
-    ad_value_decref(S, op->test_inputs);
-    op->test_inputs = argv[1];
+    if (ad_list_push(S, op->test_inputs.u.l, argv[1])) return ad_fail(S);
     *out = ad_none();
     return ADDSL_OK;
 }
