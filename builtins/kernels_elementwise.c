@@ -7,6 +7,7 @@
 
 #include "ad_limits.h"
 #include "scalar_math.h"
+#include "special_math.h"
 
 /* Elements handed to one SLEEF block call: small enough to stay in L1/L2,
  * large enough that the per-block dispatch is free. */
@@ -179,6 +180,9 @@ static double ad_erfinv(double y) {
 #define AD_EW_GEN_PRED(name) AD_EW_MAP(name, float, f32, bool, name(v)) AD_EW_MAP(name, double, f64, bool, name(v))
 
 AD_EW_FLOAT_OPS(AD_EW_GEN_F)
+#define AD_EW_GEN_SPECIAL(name) \
+    AD_EW_MAP(name, float, f32, float, ad_sp_##name((double)v)) AD_EW_MAP(name, double, f64, double, ad_sp_##name(v))
+AD_EW_SPECIAL_OPS(AD_EW_GEN_SPECIAL)
 AD_EW_FLOAT_MODE_OPS(AD_EW_GEN_F)
 AD_EW_SAME_OPS(AD_EW_GEN_FI)
 AD_EW_ROUND_OPS(AD_EW_GEN_F)
@@ -299,6 +303,9 @@ AD_EW_BINARY_FLOAT_OPS(AD_EW_GEN_BF)
 #undef ad_k_pow_f32
 #undef ad_k_pow_f64
 AD_EW_BIN(pow, int64_t, i64, int64_t, ad_ipow(a, b))
+#define AD_EW_GEN_SPECIAL_BF(name) \
+    AD_EW_BIN(name, float, f32, float, AD_SP_B_##name(float, a, b)) AD_EW_BIN(name, double, f64, double, AD_SP_B_##name(double, a, b))
+AD_EW_SPECIAL_BINARY_OPS(AD_EW_GEN_SPECIAL_BF)
 
 /* x ** 2 and x ** 1 with one scalar exponent (the square in a loss and its backward) get a
  * loop of their own that vectorises; every other case is the general loop. */
