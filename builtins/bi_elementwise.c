@@ -390,6 +390,8 @@ static int ew_unary_p(ad_state *S, const ew_unop *op, ad_value x, const double *
         return ad_error(S, "Negation, the `-` operator, on a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
     }
+    /* torch's sign keeps a bool tensor as it is (sign(True) is True) */
+    if (rt == AD_BOOL && strcmp(op->name, "sign") == 0) cdt = UNDEF_DT;
     ad_dtype dts[1] = {cdt == UNDEF_DT ? rt : (ad_dtype)cdt};
     rc = ew_prepare(S, &o, dts);
     if (rc) { ew_release(S, &o); return rc; }

@@ -119,6 +119,7 @@ AD_SPECIAL_FN double ad_sp_erfcx(double x) {
  * to 1; below, log(erfcx(-x / sqrt 2) / 2) - x^2 / 2, which never underflows. */
 AD_SPECIAL_FN double ad_sp_log_ndtr(double x) {
     if (isnan(x)) return x;
+    if (x == INFINITY) return 0.0;
     if (x > 0) {
         /* erfc(t) falls like exp(-t^2): the rounding d of t = x / sqrt 2 would
          * cost a relative 2 t d (1e-14 at x = 10), so it is put back as

@@ -140,7 +140,7 @@ template <class T> __device__ __forceinline__ T logit(T v, T eps) {
     };
 P_OP(leaky_relu, v > 0 ? v : v * P)
 P_OP(elu, v > 0 ? v : P * m_expm1(v))
-P_OP(celu, m_fmax(v, (T)0) + m_fmin((T)0, P * m_expm1(v / P)))
+P_OP(celu, v > 0 ? v : P * m_expm1(v / P)) // keeps nan, as torch
 P_OP(softplus, v * P > Q ? v : m_log1p(m_exp(v * P)) / P)
 P_OP(softshrink, v > P ? v - P : v < -P ? v + P : (T)0)
 P_OP(hardshrink, v >= -P && v <= P ? (T)0 : v)
