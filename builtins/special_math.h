@@ -32,6 +32,8 @@
  * most series / continued-fraction steps (enough for a up to about 1e8). */
 #define AD_SP_IGAMMA_STIRLING 20.0
 #define AD_SP_IGAMMA_MAX_ITER 200000
+/* zeta at negative q sums its first terms up to this many, then reflects. */
+#define AD_SP_ZETA_MAX_SHIFT 1e5
 
 /* ---- modified Bessel functions of the first kind, orders 0 and 1 ---- */
 
@@ -98,12 +100,7 @@ AD_SPECIAL_FN double ad_sp_exp_x2(double x) {
  * series 1 / (x sqrt(pi)) sum_n (-1)^n (2n - 1)!! / (2 x^2)^n, whose smallest
  * term at x = 10 is far below double precision; negative x: the reflection
  * 2 exp(x^2) - erfcx(-x), infinite once exp(x^2) overflows. */
-AD_SPECIAL_FN double ad_sp_erfcx(double x) {
-    if (isnan(x)) return x;
-    if (x < 0) {
-        if (x < -26.7) return INFINITY;
-        return 2 * ad_sp_exp_x2(x) - ad_sp_erfcx(-x);
-    }
+AD_SPECIAL_FN double ad_sp_erfcx_nonneg(double x) {
     if (x < AD_SP_ERFCX_ASYMPTOTIC) return ad_sp_exp_x2(x) * erfc(x);
     if (isinf(x)) return 0.0;
     double r = 1 / (2 * x * x), term = 1, sum = 1;
@@ -113,6 +110,14 @@ AD_SPECIAL_FN double ad_sp_erfcx(double x) {
         if (fabs(term) < sum * AD_SP_EPS) break;
     }
     return sum / (x * AD_SP_SQRT_PI);
+}
+
+/* (no recursion: the CUDA twin runs the same code) */
+AD_SPECIAL_FN double ad_sp_erfcx(double x) {
+    if (isnan(x)) return x;
+    if (x >= 0) return ad_sp_erfcx_nonneg(x);
+    if (x < -26.7) return INFINITY;
+    return 2 * ad_sp_exp_x2(x) - ad_sp_erfcx_nonneg(-x);
 }
 
 /* log of the standard normal CDF: log1p(-ndtr(-x)) above 0, where ndtr is close
@@ -135,12 +140,7 @@ AD_SPECIAL_FN double ad_sp_log_ndtr(double x) {
  * through erfcx and log p, so that tiny p (down to the subnormals) neither
  * underflow nor cancel; between 0.25 and 0.75 through erf of p - 1/2, which is
  * exact there; above 0.75 by the symmetry ndtri(p) = -ndtri(1 - p). */
-AD_SPECIAL_FN double ad_sp_ndtri(double p) {
-    if (isnan(p) || p < 0 || p > 1) return NAN;
-    if (p == 0) return -INFINITY;
-    if (p == 1) return INFINITY;
-    if (p == 0.5) return 0.0;
-    if (p > 0.75) return -ad_sp_ndtri(1 - p);
+AD_SPECIAL_FN double ad_sp_ndtri_to_075(double p) {
     double pp = p < 0.5 ? p : 1 - p, t = sqrt(-2 * log(pp));
     double x = t - (2.515517 + t * (0.802853 + t * 0.010328)) / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308)));
     if (p < 0.5) x = -x;
@@ -154,6 +154,14 @@ AD_SPECIAL_FN double ad_sp_ndtri(double p) {
         x -= dx / (1 + 0.5 * x * dx);
     }
     return x;
+}
+
+AD_SPECIAL_FN double ad_sp_ndtri(double p) {
+    if (isnan(p) || p < 0 || p > 1) return NAN;
+    if (p == 0) return -INFINITY;
+    if (p == 1) return INFINITY;
+    if (p == 0.5) return 0.0;
+    return p > 0.75 ? -ad_sp_ndtri_to_075(1 - p) : ad_sp_ndtri_to_075(p);
 }
 
 /* ---- Hurwitz zeta ---- */
@@ -173,6 +181,15 @@ AD_SPECIAL_FN double ad_sp_zeta(double s, double q) {
     }
     if (q == INFINITY) return 0.0;
     if (isinf(s)) return q == 1 ? 1.0 : q > 1 ? 0.0 : q > 0 ? INFINITY : NAN;
+    if (q < -AD_SP_ZETA_MAX_SHIFT) {
+        /* too many terms to shift by: zeta(n + 1, q) = (-1)^(n+1) psi_n(q) / n!,
+         * the polygamma reflection (orders up to AD_POLYGAMMA_MAX_REFLECT) */
+        int n = (int)s - 1;
+        double fact = 1;
+        if (n > AD_POLYGAMMA_MAX_REFLECT) return NAN;
+        for (int k = 2; k <= n; k++) fact *= k;
+        return ((n & 1) ? 1.0 : -1.0) * ad_polygamma(n, q) / fact;
+    }
     double head = 0;
     while (q < 0) { head += pow(q, -s); q += 1; }
     return head + ad_zeta_tail(s, q);
