@@ -32,6 +32,9 @@
  * most series / continued-fraction steps (enough for a up to about 1e8). */
 #define AD_SP_IGAMMA_STIRLING 20.0
 #define AD_SP_IGAMMA_MAX_ITER 200000
+/* From this a on, x within 30% of a goes to Temme's expansion (the series
+ * would need about 9 sqrt(a) steps; the expansion's error is about a^-1.5). */
+#define AD_SP_IGAMMA_TEMME 1e8
 /* zeta at negative q sums its first terms up to this many, then reflects. */
 #define AD_SP_ZETA_MAX_SHIFT 1e5
 
@@ -265,18 +268,43 @@ AD_SPECIAL_FN int ad_sp_igamma_edge(double a, double x, int upper, double *v) {
     return 0;
 }
 
+/* Very large a with x near a, where the series and the continued fraction
+ * would need more than AD_SP_IGAMMA_MAX_ITER steps: Temme's uniform expansion
+ * to its first correction,
+ *   Q = erfc(eta sqrt(a / 2)) / 2 + exp(-a eta^2 / 2) / sqrt(2 pi a) (1 / mu - 1 / eta),
+ * mu = x / a - 1, eta^2 / 2 = mu - log(1 + mu) (eta with the sign of mu); the
+ * next term is smaller by 1 / a. P likewise, from erfc(-eta sqrt(a / 2)). */
+AD_SPECIAL_FN double ad_sp_igamma_temme(double a, double x, int upper) {
+    double mu = (x - a) / a, eta = sqrt(-2 * ad_sp_log1pmx(mu));
+    if (mu < 0) eta = -eta;
+    /* 1/mu - 1/eta cancels near mu = 0: its series there */
+    double c0 = fabs(mu) < 1e-3 ? -1.0 / 3 + mu / 12 - 23.0 / 540 * mu * mu : 1 / mu - 1 / eta;
+    double r = exp(-0.5 * a * eta * eta) / sqrt(2 * AD_SP_PI * a) * c0;
+    double y = eta * sqrt(0.5 * a);
+    return upper ? 0.5 * erfc(y) + r : 0.5 * erfc(-y) - r;
+}
+
+/* Which method P and Q take at (a, x): 0 the series (P), 1 the continued
+ * fraction (Q), 2 Temme's expansion. */
+AD_SPECIAL_FN int ad_sp_igamma_method(double a, double x) {
+    if (a > AD_SP_IGAMMA_TEMME && fabs(x - a) < 0.3 * a) return 2;
+    return x < a + 1 ? 0 : 1;
+}
+
 /* torch.igamma / special.gammainc: the lower regularized P(a, x). */
 AD_SPECIAL_FN double ad_sp_igamma(double a, double x) {
     double v;
     if (ad_sp_igamma_edge(a, x, 0, &v)) return v;
-    return x < a + 1 ? ad_sp_igamma_series(a, x) : 1 - ad_sp_igammac_cf(a, x);
+    int m = ad_sp_igamma_method(a, x);
+    return m == 2 ? ad_sp_igamma_temme(a, x, 0) : m == 0 ? ad_sp_igamma_series(a, x) : 1 - ad_sp_igammac_cf(a, x);
 }
 
 /* torch.igammac / special.gammaincc: the upper regularized Q(a, x) = 1 - P. */
 AD_SPECIAL_FN double ad_sp_igammac(double a, double x) {
     double v;
     if (ad_sp_igamma_edge(a, x, 1, &v)) return v;
-    return x < a + 1 ? 1 - ad_sp_igamma_series(a, x) : ad_sp_igammac_cf(a, x);
+    int m = ad_sp_igamma_method(a, x);
+    return m == 2 ? ad_sp_igamma_temme(a, x, 1) : m == 0 ? 1 - ad_sp_igamma_series(a, x) : ad_sp_igammac_cf(a, x);
 }
 
 /* ---- frexp ---- */
