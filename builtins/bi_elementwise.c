@@ -398,6 +398,8 @@ static int ew_unary_p(ad_state *S, const ew_unop *op, ad_value x, const double *
         return ad_error(S, "Negation, the `-` operator, on a bool tensor is not supported. "
                            "If you are trying to invert a mask, use `logical_not()` instead.");
     }
+    /* torch's sign keeps a bool tensor as it is (sign(True) is True) */
+    if (rt == AD_BOOL && strcmp(op->name, "sign") == 0) cdt = UNDEF_DT;
     ad_dtype dts[1] = {cdt == UNDEF_DT ? rt : (ad_dtype)cdt};
     rc = ew_prepare(S, &o, dts);
     if (rc) { ew_release(S, &o); return rc; }
@@ -431,6 +433,7 @@ static int ew_unary_p(ad_state *S, const ew_unop *op, ad_value x, const double *
 
 AD_EW_SLEEF_OPS(AD_BI_UN_SLEEF)
 AD_EW_FLOAT_OPS(AD_BI_UN_FLOAT)
+AD_EW_SPECIAL_OPS(AD_BI_UN_FLOAT)
 AD_EW_FLOAT_MODE_OPS(AD_BI_UN_FLOAT)
 AD_EW_SAME_OPS(AD_BI_UN_SAME)
 AD_EW_ROUND_OPS(AD_BI_UN_ROUND)
@@ -714,6 +717,10 @@ static int bi_div(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     static int bi_##n(ad_state *S, ad_value *argv, int argc, ad_value *out) { \
         (void)argc; return ew_binary(S, &desc, argv[0], argv[1], out); }
 AD_BI_PLAIN_BINARY(AD_BI_BIN_FN)
+#define AD_BI_SPECIAL_BIN(n) \
+    static const ew_binop BIN_##n = {#n, K2(n), EW_FLOAT}; \
+    AD_BI_BIN_FN(n, BIN_##n)
+AD_EW_SPECIAL_BINARY_OPS(AD_BI_SPECIAL_BIN)
 
 int ad_bi_add(ad_state *S, ad_value a, ad_value b, ad_value *out) { return ew_binary(S, &BIN_add, a, b, out); }
 int ad_bi_sub(ad_state *S, ad_value a, ad_value b, ad_value *out) { return ew_binary(S, &BIN_sub, a, b, out); }
@@ -734,10 +741,13 @@ int ad_bi_compare(ad_state *S, int cmp, ad_value a, ad_value b, ad_value *out) {
 #define AD_BI_ROW_SELF(n) {#n, bi_##n, "self"},
 #define AD_BI_ROW_SLEEF(n, ulp) AD_BI_ROW_SELF(n)
 #define AD_BI_ROW_BIN(n, desc) {#n, bi_##n, "self, other"},
+#define AD_BI_ROW_SPECIAL(n) {#n, bi_##n, "self, other"},
 
 const ad_builtin_def ad_bi_elementwise_defs[] = {
     AD_EW_SLEEF_OPS(AD_BI_ROW_SLEEF)
     AD_EW_FLOAT_OPS(AD_BI_ROW_SELF)
+    AD_EW_SPECIAL_OPS(AD_BI_ROW_SELF)
+    AD_EW_SPECIAL_BINARY_OPS(AD_BI_ROW_SPECIAL)
     AD_EW_SAME_OPS(AD_BI_ROW_SELF)
     AD_EW_PRED_OPS(AD_BI_ROW_SELF)
     AD_BI_PLAIN_BINARY(AD_BI_ROW_BIN)
