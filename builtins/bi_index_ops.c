@@ -176,6 +176,9 @@ static int shape_rule_error(ad_state *S, const ad_tensor *self, int d, const ad_
     return rc;
 }
 
+/* A 0-d tensor counts as one of shape [1] here, as in torch's checks. */
+static int64_t size_at(const ad_tensor *t, int k) { return k < t->ndim ? t->shape[k] : 1; }
+
 /* torch's gather/scatter shape rule: index no larger than src anywhere, nor
  * than self outside 'dim'; all three of one rank. */
 static int check_scatter_shapes(ad_state *S, const ad_tensor *self, int d, const ad_tensor *index,
@@ -188,7 +191,7 @@ static int check_scatter_shapes(ad_state *S, const ad_tensor *self, int d, const
     if (ns != ni || nr != ni)
         return ad_error(S, "Index tensor must have the same number of dimensions as self tensor");
     for (int k = 0; k < index->ndim; k++) {
-        if (index->shape[k] > src->shape[k] || (k != d && index->shape[k] > self->shape[k]))
+        if (index->shape[k] > size_at(src, k) || (k != d && index->shape[k] > size_at(self, k)))
             return shape_rule_error(S, self, d, index, src);
     }
     return ADDSL_OK;
@@ -206,11 +209,10 @@ static int scatter_reduce_into(ad_state *S, ad_tensor *res, int d, const ad_tens
     if (index->numel == 0) return ADDSL_OK;
     do {
         int64_t j = (int64_t)load_at(index, offset_at(index, c, -1, 0));
-        if (j < -size || j >= size)
+        if (j < 0 || j >= size) /* torch's scatter takes no negative index either */
             return ad_error(S, "index %lld is out of bounds for dimension %d with size %lld", (long long)j, d,
                             (long long)size);
-        if (j < 0) j += size;
-        int64_t p = 0;
+        int64_t p = nd == 0 && res->ndim ? j * rstr[0] : 0;
         for (int k = 0; k < nd; k++) p += (k == d ? j : c[k]) * rstr[k];
         double x = load_at(src, offset_at(src, c, -1, 0));
         double acc = ad_tensor_get_flat(res, p);
