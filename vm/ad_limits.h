@@ -19,6 +19,7 @@
 #define AD_ERRMSG_MAX 1024          /* bytes of one error message */
 #define AD_MAX_SYNTAX_DEPTH 1000    /* nesting of expressions and blocks the compiler walks recursively */
 #define AD_MAX_CALL_ARGS 256        /* arguments one call passes (the compiler emits at most 255) */
+#define AD_COMPILE_CACHE 8          /* signatures one compile()d function traces before it runs eagerly (as torch.compile's cache_size_limit) */
 #define AD_SUGGEST_MAX_LEN 64       /* longest name "did you mean" compares (vm/suggest.c) */
 
 #endif

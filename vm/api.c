@@ -22,6 +22,7 @@
 #include "library.h"
 #include "module.h"
 #include "op.h"
+#include "compiled.h"
 #include "help.h"
 #include "state.h"
 #include "tensor.h"
@@ -59,6 +60,7 @@ static const ad_builtin_def *const builtin_tables[] = {
     ad_help_defs,
     ad_bi_progress_defs, ad_bi_plot_defs, ad_bi_fs_defs,
     ad_bi_index_ops_defs, ad_bi_random_defs,
+    ad_compiled_defs,
 };
 
 extern const char *const ad_lib_names[];

@@ -44,14 +44,18 @@ static int load_file(ad_state *S, int file) {
     const char *src = ad_lib_sources[file];
     ad_proto *p = ad_compile_library(S, src, strlen(src), ad_lib_names[file]);
     if (!p) return S->errcode ? S->errcode : ADDSL_ECOMPILE;
-    /* Library code runs with grad mode on and no anomaly mode, whatever the caller's. */
+    /* Library code runs with grad mode on and no anomaly mode, whatever the
+     * caller's, and outside any trace (a file loads once, on first use). */
     bool grad = S->grad_enabled;
     int level = S->fw_level;
+    struct ad_trace *trace = S->trace;
     S->grad_enabled = true;
     S->fw_level = 0;
+    S->trace = NULL;
     int rc = ad_vm_run_main(S, p);
     S->grad_enabled = grad;
     S->fw_level = level;
+    S->trace = trace;
     ad_proto_decref(S, p);
     if (rc) return rc;
     return ad_ops_bind_operators(S);

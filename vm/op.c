@@ -12,6 +12,7 @@
 #include "state.h"
 #include "suggest.h"
 #include "tensor.h"
+#include "trace.h"
 
 int ad_op_formula_nargs(int nparams, int nout, bool named) {
     return nparams + 3 + nout + (named ? 2 * nout : 0) + 1;
@@ -545,6 +546,7 @@ static int op_call_sizes(ad_state *S, ad_opdef *op, const ad_value *args, int na
 
 int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     *out = ad_none();
+    if (ad_trace_on(S)) return ad_trace_op(S, op, args, nargs, kw, out);
     int rc = op->sizes_param ? op_call_sizes(S, op, args, nargs, kw, out) : op_call(S, op, args, nargs, kw, out);
     /* Outputs with names make a named tuple, as torch.return_types.max. */
     if (!rc && op->result_names && out->t == AD_TTUPLE && out->u.l->hdr.refcount == 1)

@@ -114,6 +114,9 @@ typedef struct ad_builtin {
     bool on_device;       /* takes GPU tensors (vm/device.c lists which) */
     int sizes_param;      /* 1 + index of the parameter written '*NAME'; 0: none */
     void (*ud_free)(ad_state *S, void *ud);
+    /* A builtin made at run time that needs its own record (compile()'s
+     * functions, vm/compiled.c): called instead of fn, with keywords unbound. */
+    int (*call)(ad_state *S, struct ad_builtin *b, const ad_value *argv, int argc, const struct ad_list *kw, ad_value *out);
 } ad_builtin;
 
 /* Constructors of immediate values. */

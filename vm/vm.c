@@ -14,6 +14,7 @@
 #include "autograd.h"
 #include "device.h"
 #include "inplace.h"
+#include "trace.h"
 #include "iter.h"
 #include "dict.h"
 #include "gradfn.h"
@@ -367,6 +368,8 @@ static ad_value make_num(double x, bool is_int) {
 static int truth(ad_state *S, ad_value v, bool *out) {
     if (v.t == AD_TTENSOR) {
         ad_tensor *t = v.u.tensor;
+        int trc = ad_trace_check_truth(S, v, "the truth value of a tensor (if, while, not, and, or)");
+        if (trc) return trc;
         if (t->numel != 1)
             return ad_error(S, t->numel == 0 ? "Boolean value of Tensor with no values is ambiguous"
                                              : "Boolean value of Tensor with more than one value is ambiguous");
@@ -492,6 +495,7 @@ static int compare(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *
     }
     if (a.t == AD_TTENSOR || b.t == AD_TTENSOR) {
         static const int cmp[] = {AD_CMP_EQ, AD_CMP_NE, AD_CMP_LT, AD_CMP_LE, AD_CMP_GT, AD_CMP_GE};
+        if (ad_trace_on(S)) return ad_trace_vm(S, AD_TN_COMPARE, cmp[op - OP_EQ], (ad_value[]){a, b}, 2, out);
         return ad_bi_compare(S, cmp[op - OP_EQ], a, b, out);
     }
     if (op == OP_EQ) { *out = ad_bool(ad_values_equal(a, b)); return ADDSL_OK; }
@@ -540,7 +544,7 @@ static int seq_item(ad_state *S, ad_value v, int64_t i, ad_value *out) {
     case AD_TTENSOR: {
         /* A tensor on a graph (or carrying a tangent) yields t[i] through the
          * indexing op, so `for e in x` keeps the gradient as torch's does. */
-        if (v.u.tensor->requires_grad || v.u.tensor->fw_grad) {
+        if (v.u.tensor->requires_grad || v.u.tensor->fw_grad || ad_trace_depends(S, v.u.tensor)) {
             ad_value ix = ad_int((double)i);
             return get_index(S, v, 1, &ix, out);
         }
@@ -633,6 +637,14 @@ static int get_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
 }
 
 static int set_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_value v) {
+    if (obj.t == AD_TTENSOR && ad_trace_on(S)) {
+        ad_value args[AD_MAX_CALL_ARGS];
+        if (n + 2 > AD_MAX_CALL_ARGS) return ad_error(S, "too many indices");
+        args[0] = obj;
+        for (int i = 0; i < n; i++) args[i + 1] = idx[i];
+        args[n + 1] = v;
+        return ad_trace_vm(S, AD_TN_SETINDEX, 0, args, n + 2, NULL);
+    }
     if (obj.t == AD_TTENSOR) return ad_inplace_setindex(S, obj.u.tensor, n, idx, v);
     if (obj.t == AD_TLIST) {
         int64_t i;
@@ -725,6 +737,8 @@ static int attr_transposed(ad_state *S, ad_value obj, int attr, ad_value *out) {
 }
 
 static int get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) {
+    if (obj.t == AD_TTENSOR && (attr == AD_ATTR_GRAD || attr == AD_ATTR_DATA) && ad_trace_on(S))
+        return ad_trace_vm(S, AD_TN_GETATTR, attr, &obj, 1, out);
     if (obj.t == AD_TDICT || obj.t == AD_TMODULE) return get_attr_named(S, obj, ad_attr_name(attr), out);
     if (obj.t == AD_TGRADFN) return ad_gradfn_attr(S, obj.u.gf, ad_attr_name(attr), out);
     if (obj.t == AD_TTUPLE && obj.u.l->names) {
@@ -775,6 +789,7 @@ static int get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) {
 
 static int set_attr(ad_state *S, ad_value obj, int attr, ad_value v) {
     if (obj.t != AD_TTENSOR) return ad_error(S, "cannot set attribute '%s' of %s", ad_attr_name(attr), ad_type_name(obj));
+    if (ad_trace_on(S)) return ad_trace_vm(S, AD_TN_SETATTR, attr, (ad_value[]){obj, v}, 2, NULL);
     ad_tensor *t = obj.u.tensor;
     if (attr == AD_ATTR_REQUIRES_GRAD) {
         bool b;
@@ -879,6 +894,10 @@ static int new_dict(ad_state *S, const ad_value *kv, int n, ad_value *out) {
     return ADDSL_OK;
 }
 
+int ad_vm_get_attr(ad_state *S, ad_value obj, int attr, ad_value *out) { return get_attr(S, obj, attr, out); }
+int ad_vm_set_attr(ad_state *S, ad_value obj, int attr, ad_value v) { return set_attr(S, obj, attr, v); }
+int ad_vm_set_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_value v) { return set_index(S, obj, n, idx, v); }
+
 /* ---- calls ---- */
 
 /* Orders arguments by parameter: positional first, keywords by name. 'slots'
@@ -916,6 +935,8 @@ static int bind_args(ad_state *S, const char *fname, int np, const char *const *
 
 static int call_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     *out = ad_none();
+    if (ad_trace_on(S)) return ad_trace_builtin(S, b, args, nargs, kw, out);
+    if (b->call) return b->call(S, b, args, nargs, kw, out);
     /* A builtin that reads tensor memory on the host must never see a GPU
      * tensor; there is none before the CUDA module was asked for. */
     if (S->device && !b->on_device) {
@@ -949,6 +970,10 @@ static int call_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int na
     ad_value_decref(S, packed);
     if (rc && S->errcode == ADDSL_OK) S->errcode = rc;
     return rc;
+}
+
+int ad_vm_call_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    return call_builtin(S, b, args, nargs, kw, out);
 }
 
 /* Sets up a frame for closure f whose arguments are args[0..nargs). */
@@ -1060,6 +1085,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
                 if (!G->defined[gslot]) CHECK(ad_error(S, "name '%.*s' is not defined", (int)strcspn(G->names[gslot], "\x01"), G->names[gslot])); /* a module name ends at \x01 */
             }
             ad_value v = G->values[gslot];
+            if (S->trace && v.t == AD_TTENSOR && ad_trace_on(S)) ad_trace_guard(S, gslot, NULL, v.u.tensor);
             ad_value_incref(v);
             setreg(S, RA, v);
             vmbreak;
@@ -1074,7 +1100,13 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             vmbreak;
         }
         /* Opcode: GETUPVAL  Synopsis: R[A] = Upvalue[B] */
-        vmcase(GETUPVAL) { ad_value v = cl->upvals[AD_B(ins)]->v; ad_value_incref(v); setreg(S, RA, v); vmbreak; }
+        vmcase(GETUPVAL) {
+            ad_value v = cl->upvals[AD_B(ins)]->v;
+            if (S->trace && v.t == AD_TTENSOR && ad_trace_on(S)) ad_trace_guard(S, -1, cl->upvals[AD_B(ins)], v.u.tensor);
+            ad_value_incref(v);
+            setreg(S, RA, v);
+            vmbreak;
+        }
         vmcase(SETUPVAL) { ad_value v = *RA; ad_value_incref(v); setreg(S, &cl->upvals[AD_B(ins)]->v, v); vmbreak; }
         /* Opcode: NEWCELL  Synopsis: R[A] = cell(R[B]) */
         vmcase(NEWCELL) {
@@ -1228,6 +1260,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
                 /* bool(x), Python's truth value; the other dtypes are not callable. */
                 ad_value out;
                 int base_abs = (int)(R - vm->stack) + a;
+                if (nargs == 1) CHECK(ad_trace_check_truth(S, R[a + 1], "bool()"));
                 CHECK(ad_bi_truth(S, R + a + 1, nargs, kw, &out));
                 setreg(S, vm->stack + base_abs, out);
                 vmbreak;

@@ -134,6 +134,11 @@ int ad_vm_run_main(ad_state *S, ad_proto *main);
 /* Calls a function value (closure or builtin) from C: argv borrowed, *out a new reference. */
 int ad_vm_call_value(ad_state *S, ad_value fn, int argc, const ad_value *argv, ad_value *out);
 /* Position (line, column, chunk name) of the instruction running now. */
+/* The VM's own steps, for replaying a compiled program (vm/trace.c). */
+int ad_vm_call_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
+int ad_vm_get_attr(ad_state *S, ad_value obj, int attr, ad_value *out);
+int ad_vm_set_attr(ad_state *S, ad_value obj, int attr, ad_value v);
+int ad_vm_set_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_value v);
 void ad_vm_current_pos(ad_state *S, int *line, int *col, const char **chunk);
 /* Writes a listing of 'p' and its nested prototypes. */
 int ad_vm_disasm(ad_state *S, const ad_proto *p, struct ad_buf *b);

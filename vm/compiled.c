@@ -1,0 +1,321 @@
+/* compiled.c: compile(f): the compiled-function object, its cache of traced
+ * programs keyed by the signature of a call, and the call that replays one. */
+#include "compiled.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ad_limits.h"
+#include "buf.h"
+#include "device.h"
+#include "op.h"
+#include "state.h"
+#include "tensor.h"
+#include "trace.h"
+#include "vm.h"
+
+typedef struct ad_centry {
+    ad_buf sig;            /* the signature's bytes */
+    ad_buf desc;           /* ... as text */
+    ad_value held;         /* a list keeping alive the objects the signature names by address */
+    ad_trace *prog;        /* NULL: this signature runs eagerly */
+    char why[240];         /* ... and why */
+    uint64_t hits;
+} ad_centry;
+
+typedef struct ad_compiled {
+    ad_value f;
+    bool passes;
+    char name[80];
+    int n;
+    ad_centry e[AD_COMPILE_CACHE];
+    bool warned_full;
+    uint64_t eager_calls;
+} ad_compiled;
+
+/* ---- signatures ---- */
+
+typedef struct sigctx {
+    ad_buf *sig, *desc;
+    ad_list *held;
+    ad_tensor **inputs;
+    int ninputs, cap;
+} sigctx;
+
+static int push_input(ad_state *S, sigctx *c, ad_tensor *t) {
+    if (c->ninputs == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 8;
+        ad_tensor **p = ad_realloc(S, c->inputs, (size_t)cap * sizeof *p);
+        if (!p) return ADDSL_ENOMEM;
+        c->inputs = p; c->cap = cap;
+    }
+    c->inputs[c->ninputs++] = t;
+    return ADDSL_OK;
+}
+
+static int sig_tensor(ad_state *S, sigctx *c, ad_tensor *t) {
+    /* Inputs that are the same tensor, or share memory, stay so in the program. */
+    int32_t same = -1, shares = -1;
+    for (int i = 0; i < c->ninputs; i++) {
+        if (c->inputs[i] == t && same < 0) same = i;
+        if (c->inputs[i]->storage == t->storage && shares < 0) shares = i;
+    }
+    int32_t head[6] = {'T', (int32_t)t->dtype, ad_tensor_device(t), t->requires_grad, same, shares};
+    ad_buf_add(c->sig, (const char *)head, sizeof head);
+    ad_buf_add(c->sig, (const char *)&t->ndim, sizeof t->ndim);
+    ad_buf_add(c->sig, (const char *)t->shape, (size_t)t->ndim * sizeof *t->shape);
+    ad_buf_printf(c->desc, "%s[", ad_dtype_name(t->dtype));
+    for (int i = 0; i < t->ndim; i++) ad_buf_printf(c->desc, i ? ",%lld" : "%lld", (long long)t->shape[i]);
+    ad_buf_printf(c->desc, "]%s", t->requires_grad ? " requires_grad" : "");
+    if (ad_tensor_device(t)) ad_buf_printf(c->desc, " %s", ad_device_name(ad_tensor_device(t)));
+    return push_input(S, c, t);
+}
+
+static int sig_value(ad_state *S, sigctx *c, ad_value v) {
+    char tag = (char)('a' + (int)v.t);
+    switch (v.t) {
+    case AD_TTENSOR: return sig_tensor(S, c, v.u.tensor);
+    case AD_TNONE: case AD_TELLIPSIS:
+        ad_buf_add(c->sig, &tag, 1);
+        return ad_value_format(S, v, c->desc, true);
+    case AD_TBOOL: case AD_TINT: case AD_TNUM: case AD_TDTYPE: {
+        ad_buf_add(c->sig, &tag, 1);
+        double x = v.t == AD_TBOOL ? (double)v.u.b : v.t == AD_TDTYPE ? (double)v.u.dtype : v.u.n;
+        ad_buf_add(c->sig, (const char *)&x, sizeof x);
+        return ad_value_format(S, v, c->desc, true);
+    }
+    case AD_TSTR:
+        ad_buf_add(c->sig, &tag, 1);
+        ad_buf_add(c->sig, (const char *)&v.u.s->len, sizeof v.u.s->len);
+        ad_buf_add(c->sig, v.u.s->data, v.u.s->len);
+        return ad_value_format(S, v, c->desc, true);
+    case AD_TLIST: case AD_TTUPLE: {
+        ad_buf_add(c->sig, &tag, 1);
+        ad_buf_add(c->sig, (const char *)&v.u.l->len, sizeof v.u.l->len);
+        ad_buf_puts(c->desc, v.t == AD_TLIST ? "[" : "(");
+        for (int64_t i = 0; i < v.u.l->len; i++) {
+            if (i) ad_buf_puts(c->desc, ", ");
+            int rc = sig_value(S, c, v.u.l->items[i]);
+            if (rc) return rc;
+        }
+        ad_buf_puts(c->desc, v.t == AD_TLIST ? "]" : ")");
+        return ADDSL_OK;
+    }
+    default: {
+        /* Other objects by identity, held so that the address is not reused. */
+        ad_buf_add(c->sig, &tag, 1);
+        ad_buf_add(c->sig, (const char *)&v.u.o, sizeof v.u.o);
+        ad_buf_printf(c->desc, "<%s>", ad_type_name(v));
+        ad_value_incref(v);
+        return ad_list_push(S, c->held, v);
+    }
+    }
+}
+
+static int signature(ad_state *S, const ad_value *argv, int argc, sigctx *c) {
+    char mode = S->grad_enabled ? 'G' : 'N';
+    ad_buf_add(c->sig, &mode, 1);
+    ad_buf_puts(c->desc, "(");
+    for (int i = 0; i < argc; i++) {
+        if (i) ad_buf_puts(c->desc, ", ");
+        int rc = sig_value(S, c, argv[i]);
+        if (rc) return rc;
+    }
+    ad_buf_printf(c->desc, ")%s", S->grad_enabled ? "" : " no_grad");
+    return c->sig->failed || c->desc->failed ? ADDSL_ENOMEM : ADDSL_OK;
+}
+
+/* ---- the cache ---- */
+
+static void entry_clear(ad_state *S, ad_centry *e) {
+    ad_buf_free(&e->sig);
+    ad_buf_free(&e->desc);
+    ad_value_decref(S, e->held);
+    e->held = ad_none();
+    ad_trace_free(S, e->prog);
+    e->prog = NULL;
+}
+
+static void compiled_free(ad_state *S, void *ud) {
+    ad_compiled *c = ud;
+    for (int i = 0; i < c->n; i++) entry_clear(S, &c->e[i]);
+    ad_value_decref(S, c->f);
+    ad_free(S, c);
+}
+
+static void warn(ad_state *S, const char *fmt, const char *a, const char *b) {
+    char msg[512];
+    int n = snprintf(msg, sizeof msg, fmt, a, b);
+    if (n > 0) ad_write(S, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1, 1);
+}
+
+/* Traces f on these arguments into 'e' (a new or stale entry). Returns f's
+ * result from the traced run, which is an eager run. */
+static int trace_into(ad_state *S, ad_compiled *c, ad_centry *e, const ad_value *argv, int argc, sigctx *sc, ad_value *out) {
+    ad_trace *T = ad_trace_new(S);
+    if (!T) return ADDSL_ENOMEM;
+    int rc = ADDSL_OK;
+    for (int i = 0; i < sc->ninputs && !rc; i++) rc = ad_trace_input(S, T, sc->inputs[i]);
+    if (rc) { ad_trace_free(S, T); return rc; }
+    ad_trace *outer = S->trace;
+    S->trace = T;
+    rc = ad_vm_call_value(S, c->f, argc, argv, out);
+    S->trace = outer;
+    if (!rc) rc = ad_trace_set_result(S, T, *out);
+    if (rc) { ad_trace_free(S, T); return rc; }
+    if (T->fail[0]) {
+        snprintf(e->why, sizeof e->why, "%s", T->fail);
+        warn(S, "warning: compile(%s): %s; this signature runs eagerly\n", c->name, T->fail);
+        ad_trace_free(S, T);
+        return ADDSL_OK;
+    }
+    ad_trace_optimize(S, T, c->passes);
+    e->prog = T;
+    return ADDSL_OK;
+}
+
+static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int argc, const ad_list *kw, ad_value *out) {
+    ad_compiled *c = b->ud;
+    *out = ad_none();
+    if (kw && kw->len) return ad_error(S, "compiled function '%s' takes positional arguments only", c->name);
+    ad_buf sig, desc;
+    ad_buf_init(&sig, S);
+    ad_buf_init(&desc, S);
+    sigctx sc = {&sig, &desc, ad_list_new(S, AD_TLIST, 0), NULL, 0, 0};
+    int rc = sc.held ? signature(S, argv, argc, &sc) : ADDSL_ENOMEM;
+    int hit = -1;
+    for (int i = 0; i < c->n && !rc && hit < 0; i++)
+        if (c->e[i].sig.len == sig.len && memcmp(c->e[i].sig.data, sig.data, sig.len) == 0) hit = i;
+    if (!rc && hit >= 0) {
+        ad_centry *e = &c->e[hit];
+        e->hits++;
+        if (!e->prog) rc = ad_vm_call_value(S, c->f, argc, argv, out);
+        else if (ad_trace_guards_hold(S, e->prog)) rc = ad_trace_replay(S, e->prog, sc.inputs, out);
+        else {
+            /* A global or captured tensor that f reads was rebound: trace again. */
+            ad_trace_free(S, e->prog);
+            e->prog = NULL;
+            rc = trace_into(S, c, e, argv, argc, &sc, out);
+        }
+    } else if (!rc && c->n == AD_COMPILE_CACHE) {
+        if (!c->warned_full) {
+            c->warned_full = true;
+            char lim[16];
+            snprintf(lim, sizeof lim, "%d", AD_COMPILE_CACHE);
+            warn(S, "warning: compile(%s): traced for %s signatures, the cache limit; new signatures run eagerly\n",
+                 c->name, lim);
+        }
+        c->eager_calls++;
+        rc = ad_vm_call_value(S, c->f, argc, argv, out);
+    } else if (!rc) {
+        ad_centry *e = &c->e[c->n];
+        memset(e, 0, sizeof *e);
+        e->held = ad_list_value(sc.held, AD_TLIST);
+        sc.held = NULL;
+        e->sig = sig;
+        e->desc = desc;
+        ad_buf_init(&sig, S);
+        ad_buf_init(&desc, S);
+        c->n++;
+        rc = trace_into(S, c, e, argv, argc, &sc, out);
+        if (rc) { c->n--; entry_clear(S, e); }
+    }
+    ad_buf_free(&sig);
+    ad_buf_free(&desc);
+    if (sc.held) ad_value_decref(S, ad_list_value(sc.held, AD_TLIST));
+    ad_free(S, sc.inputs);
+    return rc;
+}
+
+static int stub(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argv; (void)argc; (void)out;
+    return ad_error(S, "a compiled function was called without its record");
+}
+
+/* compile(f, passes=true) */
+static int bi_compile(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_value f = argv[0];
+    if (f.t != AD_TFUNC && f.t != AD_TBUILTIN && f.t != AD_TOP)
+        return ad_error(S, "compile(): argument 'f' must be a function, not %s", ad_type_name(f));
+    bool passes;
+    int rc = ad_arg_bool(S, argv[1], "compile", "passes", &passes);
+    if (rc) return rc;
+    ad_compiled *c = ad_calloc(S, 1, sizeof *c);
+    ad_builtin *b = ad_calloc(S, 1, sizeof *b);
+    if (!c || !b) { ad_free(S, c); ad_free(S, b); return ADDSL_ENOMEM; }
+    c->f = f;
+    ad_value_incref(f);
+    c->passes = passes;
+    const char *fname = f.t == AD_TFUNC ? ad_vm_closure_name(f.u.fn) : f.t == AD_TBUILTIN ? f.u.bi->name : f.u.op->name;
+    snprintf(c->name, sizeof c->name, "%s", fname ? fname : "<fn>");
+    b->hdr.refcount = 1;
+    b->name = c->name;
+    b->fn = stub;
+    b->nparams = -1;
+    b->kid = -1;
+    b->on_device = true;
+    b->ud = c;
+    b->ud_free = compiled_free;
+    b->call = compiled_call;
+    out->t = AD_TBUILTIN;
+    out->u.bi = b;
+    return ADDSL_OK;
+}
+
+static int compiled_arg(ad_state *S, ad_value v, const char *fn, ad_compiled **out) {
+    if (v.t != AD_TBUILTIN || v.u.bi->call != compiled_call)
+        return ad_error(S, "%s(): argument 'cf' must be a function made by compile(), not %s", fn, ad_type_name(v));
+    *out = v.u.bi->ud;
+    return ADDSL_OK;
+}
+
+static int graph_text(ad_state *S, const ad_compiled *c, ad_buf *b) {
+    ad_buf_printf(b, "compiled %s: %d signature%s cached (limit %d)", c->name, c->n, c->n == 1 ? "" : "s", AD_COMPILE_CACHE);
+    if (c->eager_calls) ad_buf_printf(b, ", %llu eager calls past the limit", (unsigned long long)c->eager_calls);
+    ad_buf_puts(b, "\n");
+    for (int i = 0; i < c->n; i++) {
+        const ad_centry *e = &c->e[i];
+        ad_buf_printf(b, "signature %d: %s, %llu replays\n", i, e->desc.data ? e->desc.data : "()", (unsigned long long)e->hits);
+        if (!e->prog) { ad_buf_printf(b, "  runs eagerly: %s\n", e->why); continue; }
+        int rc = ad_trace_print(S, e->prog, b);
+        if (rc) return rc;
+    }
+    return b->failed ? ADDSL_ENOMEM : ADDSL_OK;
+}
+
+/* compiled_graph(cf): the printed programs as a string. */
+static int bi_compiled_graph(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_compiled *c = NULL;
+    int rc = compiled_arg(S, argv[0], "compiled_graph", &c);
+    if (rc) return rc;
+    ad_buf b;
+    ad_buf_init(&b, S);
+    rc = graph_text(S, c, &b);
+    if (!rc) rc = ad_string_value(S, b.data ? b.data : "", b.len, out);
+    ad_buf_free(&b);
+    return rc;
+}
+
+/* print_compiled(cf): prints the same text. */
+static int bi_print_compiled(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_compiled *c = NULL;
+    int rc = compiled_arg(S, argv[0], "print_compiled", &c);
+    if (rc) return rc;
+    ad_buf b;
+    ad_buf_init(&b, S);
+    rc = graph_text(S, c, &b);
+    if (!rc) ad_write(S, b.data ? b.data : "", b.len, 0);
+    ad_buf_free(&b);
+    *out = ad_none();
+    return rc;
+}
+
+const ad_builtin_def ad_compiled_defs[] = {
+    {"compile", bi_compile, "f, passes=true"},
+    {"compiled_graph", bi_compiled_graph, "cf"},
+    {"print_compiled", bi_print_compiled, "cf"},
+    {NULL, NULL, NULL},
+};

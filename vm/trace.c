@@ -1,0 +1,795 @@
+/* trace.c: the tracing mode of the op seam and the program it builds: records
+ * of op and builtin calls over SSA values, the passes over them, and replay.
+ *
+ * A call is recorded at the outermost level only: an op's forward, a VJP
+ * formula run by backward()/grad(), a builtin's own work all happen inside
+ * the recorded call (depth > 0) and run again, whole, when it is replayed.
+ * That keeps the replay exact: it makes the same op calls through the same
+ * seam (ad_op_call), so autograd records the same nodes as the eager run. */
+#include "trace.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../builtins/builtins.h"
+#include "buf.h"
+#include "device.h"
+#include "op.h"
+#include "tensor.h"
+#include "vm.h"
+
+/* ---- values and the tensor map ---- */
+
+static size_t hash_ptr(const void *p) {
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33;
+    return (size_t)x;
+}
+
+static int map_find(const ad_trace *T, const ad_tensor *t) {
+    if (!T->mapcap) return -1;
+    size_t m = (size_t)T->mapcap - 1;
+    for (size_t i = hash_ptr(t) & m;; i = (i + 1) & m) {
+        if (!T->keys[i]) return -1;
+        if (T->keys[i] == t) return T->ids[i];
+    }
+}
+
+static void map_put_raw(const ad_tensor **keys, int *ids, int cap, const ad_tensor *t, int id) {
+    size_t m = (size_t)cap - 1;
+    for (size_t i = hash_ptr(t) & m;; i = (i + 1) & m) {
+        if (!keys[i] || keys[i] == t) { keys[i] = t; ids[i] = id; return; }
+    }
+}
+
+static int map_set(ad_state *S, ad_trace *T, const ad_tensor *t, int id) {
+    if (2 * (T->mapn + 1) > T->mapcap) {
+        int cap = T->mapcap ? 2 * T->mapcap : 64;
+        const ad_tensor **keys = ad_calloc(S, (size_t)cap, sizeof *keys);
+        int *ids = ad_calloc(S, (size_t)cap, sizeof *ids);
+        if (!keys || !ids) { ad_free(S, keys); ad_free(S, ids); return ADDSL_ENOMEM; }
+        for (int i = 0; i < T->mapcap; i++)
+            if (T->keys[i]) map_put_raw(keys, ids, cap, T->keys[i], T->ids[i]);
+        ad_free(S, T->keys); ad_free(S, T->ids);
+        T->keys = keys; T->ids = ids; T->mapcap = cap;
+    }
+    if (map_find(T, t) < 0) T->mapn++;
+    map_put_raw(T->keys, T->ids, T->mapcap, t, id);
+    return ADDSL_OK;
+}
+
+static void describe(ad_value v, char *out, size_t n) {
+    if (v.t != AD_TTENSOR) { snprintf(out, n, "%s", ad_type_name(v)); return; }
+    const ad_tensor *t = v.u.tensor;
+    size_t k = (size_t)snprintf(out, n, "%s[", ad_dtype_name(t->dtype));
+    for (int i = 0; i < t->ndim && k < n; i++)
+        k += (size_t)snprintf(out + k, n - k, i ? ",%lld" : "%lld", (long long)t->shape[i]);
+    if (k < n) k += (size_t)snprintf(out + k, n - k, "]%s", t->requires_grad ? " rg" : "");
+    if (k < n && ad_tensor_device(t)) snprintf(out + k, n - k, " %s", ad_device_name(ad_tensor_device(t)));
+}
+
+/* A new value holding 'v'; returns its id or -1. */
+static int val_new(ad_state *S, ad_trace *T, ad_tval_kind kind, ad_value v, bool dep, int node) {
+    if (T->nvals == T->capvals) {
+        int cap = T->capvals ? 2 * T->capvals : 64;
+        ad_tval *nv = ad_realloc(S, T->vals, (size_t)cap * sizeof *nv);
+        if (!nv) return -1;
+        T->vals = nv; T->capvals = cap;
+    }
+    ad_tval *x = &T->vals[T->nvals];
+    memset(x, 0, sizeof *x);
+    x->kind = kind; x->dep = dep; x->node = node; x->v = v;
+    ad_value_incref(v);
+    describe(v, x->desc, sizeof x->desc);
+    if (v.t == AD_TTENSOR && map_set(S, T, v.u.tensor, T->nvals)) { ad_value_decref(S, v); return -1; }
+    return T->nvals++;
+}
+
+ad_trace *ad_trace_new(ad_state *S) {
+    ad_trace *T = ad_calloc(S, 1, sizeof *T);
+    if (T) T->result.c = ad_none(), T->result.ref = -1;
+    return T;
+}
+
+static void targ_free(ad_state *S, ad_targ *a) {
+    if (a->sub) {
+        for (int i = 0; i < a->nsub; i++) targ_free(S, &a->sub[i]);
+        ad_free(S, a->sub);
+    }
+    ad_value_decref(S, a->c);
+    a->c = ad_none(); a->sub = NULL; a->nsub = 0; a->ref = -1;
+}
+
+static void node_free(ad_state *S, ad_tnode *n) {
+    for (int i = 0; i < n->nargs; i++) targ_free(S, &n->args[i]);
+    ad_free(S, n->args);
+    targ_free(S, &n->out);
+    ad_value_decref(S, n->fn);
+    if (n->kw) ad_value_decref(S, ad_list_value(n->kw, AD_TTUPLE));
+}
+
+void ad_trace_free(ad_state *S, ad_trace *T) {
+    if (!T) return;
+    for (int i = 0; i < T->nnodes; i++) node_free(S, &T->nodes[i]);
+    for (int i = 0; i < T->nvals; i++) ad_value_decref(S, T->vals[i].v);
+    for (int i = 0; i < T->nguards; i++) {
+        ad_tensor_decref(S, T->guards[i].t);
+        if (T->guards[i].cell) ad_value_decref(S, (ad_value){.t = AD_TCELL, .u.cell = T->guards[i].cell});
+    }
+    ad_free(S, T->guards);
+    targ_free(S, &T->result);
+    ad_free(S, T->nodes); ad_free(S, T->vals); ad_free(S, T->keys); ad_free(S, T->ids);
+    ad_free(S, T);
+}
+
+int ad_trace_input(ad_state *S, ad_trace *T, ad_tensor *t) {
+    int id = val_new(S, T, AD_TV_INPUT, ad_tensor_value(t), true, -1);
+    if (id < 0) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    T->ninputs++;
+    return ADDSL_OK;
+}
+
+static void set_fail(ad_trace *T, const char *why) {
+    if (!T->fail[0]) snprintf(T->fail, sizeof T->fail, "%s", why);
+}
+
+static bool holds_tensor(ad_value v) {
+    if (v.t == AD_TTENSOR) return true;
+    if (ad_is_seq(v))
+        for (int64_t i = 0; i < v.u.l->len; i++) if (holds_tensor(v.u.l->items[i])) return true;
+    return false;
+}
+
+static bool is_dep_tensor(const ad_trace *T, const ad_tensor *t) {
+    int id = map_find(T, t);
+    return id >= 0 && T->vals[id].dep;
+}
+
+static bool holds_dep(const ad_trace *T, ad_value v) {
+    if (v.t == AD_TTENSOR) return is_dep_tensor(T, v.u.tensor);
+    if (ad_is_seq(v))
+        for (int64_t i = 0; i < v.u.l->len; i++) if (holds_dep(T, v.u.l->items[i])) return true;
+    return false;
+}
+
+/* A tensor the trace never saw that shares memory with one computed from
+ * the inputs came out of a path outside the seam: its replay would be stale. */
+static void check_alias(ad_trace *T, const ad_tensor *t) {
+    for (int i = 0; i < T->nvals; i++) {
+        const ad_tval *x = &T->vals[i];
+        if (x->dep && x->v.t == AD_TTENSOR && x->v.u.tensor->storage == t->storage) {
+            set_fail(T, "a tensor that shares memory with a traced value was made outside the op seam");
+            return;
+        }
+    }
+}
+
+/* A function value made while f ran may capture traced tensors: the replay
+ * would call it with the trace's values. */
+static void check_closure(ad_trace *T, ad_value v) {
+    if (v.t != AD_TFUNC) return;
+    const ad_closure *f = v.u.fn;
+    for (int i = 0; i < f->nupvals; i++)
+        if (f->upvals[i] && holds_dep(T, f->upvals[i]->v)) {
+            set_fail(T, "a function passed to a builtin captures a traced tensor");
+            return;
+        }
+}
+
+static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep) {
+    a->ref = -1; a->c = ad_none(); a->sub = NULL; a->nsub = 0; a->seqt = AD_TLIST;
+    if (v.t == AD_TTENSOR) {
+        int id = map_find(T, v.u.tensor);
+        if (id < 0) {
+            check_alias(T, v.u.tensor);
+            if ((id = val_new(S, T, AD_TV_CONST, v, false, -1)) < 0) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+        }
+        a->ref = id;
+        if (T->vals[id].dep) *dep = true;
+        return ADDSL_OK;
+    }
+    if (ad_is_seq(v) && holds_tensor(v)) {
+        int n = (int)v.u.l->len;
+        a->sub = ad_calloc(S, (size_t)(n ? n : 1), sizeof *a->sub);
+        if (!a->sub) return ADDSL_ENOMEM;
+        a->seqt = v.t;
+        for (int i = 0; i < n; i++) {
+            a->nsub = i + 1;
+            int rc = make_targ(S, T, v.u.l->items[i], &a->sub[i], dep);
+            if (rc) return rc;
+        }
+        a->nsub = n;
+        return ADDSL_OK;
+    }
+    check_closure(T, v);
+    a->c = v;
+    ad_value_incref(v);
+    return ADDSL_OK;
+}
+
+/* Output 'v' of node 'node': each tensor becomes a new value (an in-place
+ * result, the same tensor as its input, becomes the new version of it). */
+static int bind_out(ad_state *S, ad_trace *T, ad_value v, int node, bool dep, ad_targ *a) {
+    a->ref = -1; a->c = ad_none(); a->sub = NULL; a->nsub = 0; a->seqt = AD_TLIST;
+    if (v.t == AD_TTENSOR) {
+        int id = val_new(S, T, AD_TV_NODE, v, dep, node);
+        if (id < 0) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+        a->ref = id;
+        return ADDSL_OK;
+    }
+    if (ad_is_seq(v) && holds_tensor(v)) {
+        int n = (int)v.u.l->len;
+        a->sub = ad_calloc(S, (size_t)(n ? n : 1), sizeof *a->sub);
+        if (!a->sub) return ADDSL_ENOMEM;
+        a->seqt = v.t;
+        for (int i = 0; i < n; i++) {
+            a->nsub = i + 1;
+            int rc = bind_out(S, T, v.u.l->items[i], node, dep, &a->sub[i]);
+            if (rc) return rc;
+        }
+        return ADDSL_OK;
+    }
+    a->c = v;
+    ad_value_incref(v);
+    return ADDSL_OK;
+}
+
+int ad_trace_set_result(ad_state *S, ad_trace *T, ad_value v) {
+    bool dep = false;
+    targ_free(S, &T->result);
+    return make_targ(S, T, v, &T->result, &dep);
+}
+
+/* ---- recording ---- */
+
+static int run_call(ad_state *S, const ad_tnode *n, const ad_value *args, ad_value *out) {
+    *out = ad_none();
+    switch (n->kind) {
+    case AD_TN_OP: return ad_op_call(S, n->fn.u.op, args, n->nargs, n->kw, out);
+    case AD_TN_BUILTIN: return ad_vm_call_builtin(S, n->fn.u.bi, args, n->nargs, n->kw, out);
+    case AD_TN_GETATTR: return ad_vm_get_attr(S, args[0], n->attr, out);
+    case AD_TN_SETATTR: return ad_vm_set_attr(S, args[0], n->attr, args[1]);
+    case AD_TN_SETINDEX: return ad_vm_set_index(S, args[0], n->nargs - 2, args + 1, args[n->nargs - 1]);
+    case AD_TN_COMPARE: return ad_bi_compare(S, n->attr, args[0], args[1], out);
+    }
+    return ad_error(S, "compiled program: unknown record");
+}
+
+static const char *node_name(const ad_tnode *n) {
+    switch (n->kind) {
+    case AD_TN_OP: return n->fn.u.op->name;
+    case AD_TN_BUILTIN: return n->fn.u.bi->name;
+    case AD_TN_GETATTR: return "getattr";
+    case AD_TN_SETATTR: return "setattr";
+    case AD_TN_SETINDEX: return "setitem";
+    case AD_TN_COMPARE: return "compare";
+    }
+    return "?";
+}
+
+/* Builtins whose result is a fresh tensor computed from their arguments alone:
+ * the passes may merge, fold or remove them. Any other builtin is kept in place. */
+static bool pure_builtin(const char *name) {
+    static const char *const pure[] = {
+        "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange",
+        "linspace", "logspace", "eye", "tensor", "as_tensor", "clone", "contiguous", "to", "double",
+        "float", "long", "type_as", "detach",
+    };
+    for (size_t i = 0; i < sizeof pure / sizeof pure[0]; i++) if (strcmp(name, pure[i]) == 0) return true;
+    return false;
+}
+
+/* Builtins that read a tensor's metadata, not its values: fixed by the signature. */
+static bool metadata_builtin(const char *name) {
+    static const char *const meta[] = {
+        "numel", "size", "stride", "dim", "element_size", "is_contiguous", "is_floating_point", "len",
+        "type", "isinstance", "is_tensor", "nelement", "ndimension", "id", "callable", "hasattr",
+    };
+    for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++) if (strcmp(name, meta[i]) == 0) return true;
+    return false;
+}
+
+static bool trailing_underscore(const char *name) {
+    size_t k = strlen(name);
+    return k > 1 && name[k - 1] == '_' && name[0] != '_';
+}
+
+static int data_dependent(ad_state *S, const char *what) {
+    return ad_error(S, "data-dependent control flow: %s reads the value of a tensor computed from the inputs of a "
+                       "compiled function, which tracing cannot follow (use tensor ops such as where(), or call "
+                       "the function without compile())", what);
+}
+
+static int push_node(ad_state *S, ad_trace *T, const ad_tnode *n) {
+    if (T->nnodes == T->capnodes) {
+        int cap = T->capnodes ? 2 * T->capnodes : 64;
+        ad_tnode *nn = ad_realloc(S, T->nodes, (size_t)cap * sizeof *nn);
+        if (!nn) return ADDSL_ENOMEM;
+        T->nodes = nn; T->capnodes = cap;
+    }
+    T->nodes[T->nnodes++] = *n;
+    return ADDSL_OK;
+}
+
+/* Runs the call one level down (where nothing is recorded), then appends it. */
+static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out) {
+    ad_trace *T = S->trace;
+    const char *chunk;
+    ad_vm_current_pos(S, &n->line, &n->col, &chunk);
+    n->grad_enabled = S->grad_enabled;
+    n->args = ad_calloc(S, (size_t)(n->nargs ? n->nargs : 1), sizeof *n->args);
+    if (!n->args) return ADDSL_ENOMEM;
+    for (int i = 0; i < n->nargs; i++) n->args[i].c = ad_none(), n->args[i].ref = -1;
+    n->out.c = ad_none(); n->out.ref = -1;
+    bool dep = false;
+    int rc = ADDSL_OK;
+    for (int i = 0; i < n->nargs && !rc; i++) rc = make_targ(S, T, args[i], &n->args[i], &dep);
+    ad_value res = ad_none();
+    ad_rng before = S->rng;
+    if (!rc) {
+        T->depth++;
+        rc = run_call(S, n, args, &res);
+        T->depth--;
+    }
+    if (rc) { n->fn = ad_none(); n->kw = NULL; node_free(S, n); return rc; }
+    n->random = memcmp(&before, &S->rng, sizeof before) != 0;
+    const char *name = node_name(n);
+    if ((n->kind == AD_TN_OP || n->kind == AD_TN_BUILTIN) && !holds_tensor(res) && res.t != AD_TNONE) {
+        /* A plain value: fixed by the signature unless it was read from the data. */
+        n->fn = ad_none(); n->kw = NULL; node_free(S, n);
+        if ((dep || n->random) && !metadata_builtin(name)) {
+            ad_value_decref(S, res);
+            char what[96];
+            snprintf(what, sizeof what, "%s()", name);
+            return data_dependent(S, what);
+        }
+        if (out) *out = res; else ad_value_decref(S, res);
+        return ADDSL_OK;
+    }
+    n->effect = n->random || res.t == AD_TNONE || trailing_underscore(name) || n->kind == AD_TN_GETATTR ||
+                n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX ||
+                (n->kind == AD_TN_BUILTIN && !pure_builtin(name));
+    ad_value_incref(n->fn);
+    if (n->kw) ad_value_incref(ad_list_value(n->kw, AD_TTUPLE));
+    rc = bind_out(S, T, res, T->nnodes, dep || n->random, &n->out);
+    if (!rc) rc = push_node(S, T, n);
+    if (rc) { node_free(S, n); ad_value_decref(S, res); return rc; }
+    if (out) *out = res; else ad_value_decref(S, res);
+    return ADDSL_OK;
+}
+
+int ad_trace_op(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    ad_tnode n;
+    memset(&n, 0, sizeof n);
+    n.kind = AD_TN_OP;
+    n.fn.t = AD_TOP; n.fn.u.op = op;
+    n.nargs = nargs;
+    n.kw = (ad_list *)kw;
+    return record(S, &n, args, out);
+}
+
+int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    ad_tnode n;
+    memset(&n, 0, sizeof n);
+    n.kind = AD_TN_BUILTIN;
+    n.fn.t = AD_TBUILTIN; n.fn.u.bi = b;
+    n.nargs = nargs;
+    n.kw = (ad_list *)kw;
+    return record(S, &n, args, out);
+}
+
+int ad_trace_vm(ad_state *S, ad_tnode_kind kind, int attr, const ad_value *args, int nargs, ad_value *out) {
+    ad_tnode n;
+    memset(&n, 0, sizeof n);
+    n.kind = kind;
+    n.fn = ad_none();
+    n.attr = attr;
+    n.nargs = nargs;
+    return record(S, &n, args, out);
+}
+
+int ad_trace_check_truth(ad_state *S, ad_value v, const char *what) {
+    if (!ad_trace_on(S) || !holds_dep(S->trace, v)) return ADDSL_OK;
+    return data_dependent(S, what);
+}
+
+bool ad_trace_depends(const ad_state *S, const ad_tensor *t) {
+    return ad_trace_on(S) && is_dep_tensor(S->trace, t);
+}
+
+void ad_trace_guard(ad_state *S, int slot, ad_cell *cell, ad_tensor *t) {
+    ad_trace *T = S->trace;
+    if (map_find(T, t) >= 0 && T->vals[map_find(T, t)].dep) return;
+    for (int i = 0; i < T->nguards; i++)
+        if (T->guards[i].slot == slot && T->guards[i].cell == cell) return;
+    if (T->nguards == T->capguards) {
+        int cap = T->capguards ? 2 * T->capguards : 8;
+        ad_tguard *g = ad_realloc(S, T->guards, (size_t)cap * sizeof *g);
+        if (!g) { ad_clear_error(S); set_fail(T, "out of memory for a guard"); return; }
+        T->guards = g; T->capguards = cap;
+    }
+    ad_tguard *g = &T->guards[T->nguards++];
+    g->slot = slot; g->cell = cell; g->t = t;
+    ad_tensor_incref(t);
+    if (cell) cell->hdr.refcount++;
+}
+
+bool ad_trace_guards_hold(const ad_state *S, const ad_trace *T) {
+    for (int i = 0; i < T->nguards; i++) {
+        const ad_tguard *g = &T->guards[i];
+        ad_value v = g->cell ? g->cell->v : S->globals->values[g->slot];
+        if (v.t != AD_TTENSOR || v.u.tensor != g->t) return false;
+    }
+    return true;
+}
+
+/* ---- passes ---- */
+
+static int cmp_ptr(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t) * (const void *const *)a, y = (uintptr_t) * (const void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct storages { const void **p; int n, cap; bool failed; } storages;
+
+static void storages_add(ad_state *S, storages *s, const void *p) {
+    if (s->failed) return;
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 32;
+        const void **np = ad_realloc(S, (void *)s->p, (size_t)cap * sizeof *np);
+        if (!np) { ad_clear_error(S); s->failed = true; return; }
+        s->p = np; s->cap = cap;
+    }
+    s->p[s->n++] = p;
+}
+
+static void targ_storages(ad_state *S, const ad_trace *T, const ad_targ *a, storages *s) {
+    if (a->ref >= 0 && T->vals[a->ref].v.t == AD_TTENSOR) storages_add(S, s, T->vals[a->ref].v.u.tensor->storage);
+    for (int i = 0; i < a->nsub; i++) targ_storages(S, T, &a->sub[i], s);
+}
+
+/* Whether an output of 'a' lives in storage that some write of the program
+ * touches (then merging or folding it would share that write). */
+static bool targ_written(const ad_trace *T, const ad_targ *a, const storages *s) {
+    if (s->failed) return true;
+    if (a->ref >= 0) {
+        ad_value v = T->vals[a->ref].v;
+        if (v.t != AD_TTENSOR) return true;
+        const void *key = v.u.tensor->storage;
+        if (bsearch(&key, s->p, (size_t)s->n, sizeof *s->p, cmp_ptr)) return true;
+        if (v.u.tensor->requires_grad && !v.u.tensor->grad_fn) return true; /* a new leaf */
+    }
+    for (int i = 0; i < a->nsub; i++) if (targ_written(T, &a->sub[i], s)) return true;
+    return false;
+}
+
+static bool targ_all(const ad_trace *T, const ad_targ *a, const bool *folded) {
+    if (a->ref >= 0) return folded[a->ref];
+    for (int i = 0; i < a->nsub; i++) if (!targ_all(T, &a->sub[i], folded)) return false;
+    return true;
+}
+
+static void targ_mark(const ad_targ *a, bool *set) {
+    if (a->ref >= 0) set[a->ref] = true;
+    for (int i = 0; i < a->nsub; i++) targ_mark(&a->sub[i], set);
+}
+
+static void targ_replace(ad_targ *a, const int *rep) {
+    if (a->ref >= 0) a->ref = rep[a->ref];
+    for (int i = 0; i < a->nsub; i++) targ_replace(&a->sub[i], rep);
+}
+
+static bool const_equal(ad_value a, ad_value b) {
+    if (a.t != b.t) return false;
+    if (a.t < AD_TSTR || a.t == AD_TSTR || ad_is_seq(a)) return ad_values_equal(a, b);
+    return a.u.o == b.u.o;
+}
+
+static bool targ_equal(const ad_targ *a, const ad_targ *b) {
+    if (a->ref != b->ref || a->nsub != b->nsub) return false;
+    if (a->ref >= 0) return true;
+    if (a->sub) {
+        if (!b->sub || a->seqt != b->seqt) return false;
+        for (int i = 0; i < a->nsub; i++) if (!targ_equal(&a->sub[i], &b->sub[i])) return false;
+        return true;
+    }
+    return !b->sub && const_equal(a->c, b->c);
+}
+
+static bool targ_same_shape(const ad_targ *a, const ad_targ *b) {
+    if ((a->ref >= 0) != (b->ref >= 0) || a->nsub != b->nsub) return false;
+    for (int i = 0; i < a->nsub; i++) if (!targ_same_shape(&a->sub[i], &b->sub[i])) return false;
+    return true;
+}
+
+static void targ_map(const ad_targ *from, const ad_targ *to, int *rep) {
+    if (from->ref >= 0) rep[from->ref] = to->ref;
+    for (int i = 0; i < from->nsub; i++) targ_map(&from->sub[i], &to->sub[i], rep);
+}
+
+static uint64_t targ_hash(const ad_targ *a, uint64_t h) {
+    h = (h ^ (uint64_t)(a->ref + 2)) * 0x100000001b3ULL;
+    if (a->ref < 0 && !a->sub && (a->c.t == AD_TINT || a->c.t == AD_TNUM)) {
+        uint64_t bits;
+        memcpy(&bits, &a->c.u.n, sizeof bits);
+        h = (h ^ bits) * 0x100000001b3ULL;
+    }
+    for (int i = 0; i < a->nsub; i++) h = targ_hash(&a->sub[i], h);
+    return h;
+}
+
+static bool kw_equal(const ad_list *a, const ad_list *b) {
+    if (!a || !b) return a == b;
+    return ad_values_equal(ad_list_value((ad_list *)a, AD_TTUPLE), ad_list_value((ad_list *)b, AD_TTUPLE));
+}
+
+static bool nodes_equal(const ad_tnode *a, const ad_tnode *b) {
+    if (a->kind != b->kind || a->fn.u.o != b->fn.u.o || a->attr != b->attr || a->nargs != b->nargs ||
+        a->grad_enabled != b->grad_enabled || !kw_equal(a->kw, b->kw) || !targ_same_shape(&a->out, &b->out))
+        return false;
+    for (int i = 0; i < a->nargs; i++) if (!targ_equal(&a->args[i], &b->args[i])) return false;
+    return true;
+}
+
+static bool mergeable(const ad_tnode *n) {
+    return !n->effect && !n->random && !n->dead && !n->folded && (n->kind == AD_TN_OP || n->kind == AD_TN_BUILTIN ||
+                                                                  n->kind == AD_TN_COMPARE);
+}
+
+static void fold_constants(const ad_trace *T, ad_tnode *nodes, const storages *w, bool *folded) {
+    for (int i = 0; i < T->nnodes; i++) {
+        ad_tnode *n = &nodes[i];
+        if (!mergeable(n) || targ_written(T, &n->out, w)) continue;
+        bool all = true;
+        for (int k = 0; k < n->nargs && all; k++) all = targ_all(T, &n->args[k], folded);
+        if (!all) continue;
+        n->folded = true;
+        targ_mark(&n->out, folded);
+    }
+}
+
+/* Common subexpressions, within the stretches between two writes. */
+static int eliminate_common(ad_state *S, ad_trace *T, const storages *w, int *rep) {
+    int cap = 16;
+    while (cap < 2 * T->nnodes) cap *= 2;
+    int *table = ad_malloc(S, (size_t)cap * sizeof *table);
+    if (!table) { ad_clear_error(S); return 0; }
+    for (int i = 0; i < cap; i++) table[i] = -1;
+    int merged = 0;
+    for (int i = 0; i < T->nnodes; i++) {
+        ad_tnode *n = &T->nodes[i];
+        for (int k = 0; k < n->nargs; k++) targ_replace(&n->args[k], rep);
+        if (n->effect) { for (int k = 0; k < cap; k++) table[k] = -1; continue; }
+        if (!mergeable(n) || targ_written(T, &n->out, w)) continue;
+        uint64_t h = (uint64_t)(uintptr_t)n->fn.u.o * 31u + (uint64_t)n->kind * 7u + (uint64_t)n->attr;
+        for (int k = 0; k < n->nargs; k++) h = targ_hash(&n->args[k], h);
+        size_t m = (size_t)cap - 1, j = (size_t)(h ^ (h >> 29)) & m;
+        for (; table[j] >= 0; j = (j + 1) & m) {
+            if (nodes_equal(&T->nodes[table[j]], n)) break;
+        }
+        if (table[j] < 0) { table[j] = i; continue; }
+        targ_map(&n->out, &T->nodes[table[j]].out, rep);
+        n->dead = true;
+        merged++;
+    }
+    targ_replace(&T->result, rep);
+    ad_free(S, table);
+    return merged;
+}
+
+static bool targ_any(const ad_targ *a, const bool *set) {
+    if (a->ref >= 0 && set[a->ref]) return true;
+    for (int i = 0; i < a->nsub; i++) if (targ_any(&a->sub[i], set)) return true;
+    return false;
+}
+
+static int eliminate_dead(ad_state *S, ad_trace *T) {
+    bool *live = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *live);
+    if (!live) { ad_clear_error(S); return 0; }
+    targ_mark(&T->result, live);
+    int removed = 0;
+    for (int i = T->nnodes - 1; i >= 0; i--) {
+        ad_tnode *n = &T->nodes[i];
+        if (n->dead) continue;
+        bool needed = n->effect || n->random || targ_any(&n->out, live);
+        if (!needed) { n->dead = true; if (!n->folded) removed++; continue; }
+        if (n->folded) continue;
+        for (int k = 0; k < n->nargs; k++) targ_mark(&n->args[k], live);
+    }
+    ad_free(S, live);
+    return removed;
+}
+
+void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
+    T->traced_nodes = T->nnodes;
+    bool *folded = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *folded);
+    int *rep = ad_malloc(S, (size_t)(T->nvals ? T->nvals : 1) * sizeof *rep);
+    storages w = {0};
+    if (!folded || !rep) { ad_clear_error(S); passes = false; }
+    if (passes) {
+        for (int i = 0; i < T->nvals; i++) rep[i] = i;
+        for (int i = 0; i < T->nnodes; i++)
+            if (T->nodes[i].effect)
+                for (int k = 0; k < T->nodes[i].nargs; k++) targ_storages(S, T, &T->nodes[i].args[k], &w);
+        if (w.n) qsort((void *)w.p, (size_t)w.n, sizeof *w.p, cmp_ptr);
+        fold_constants(T, T->nodes, &w, folded);
+        T->removed_cse = eliminate_common(S, T, &w, rep);
+        T->removed_dce = eliminate_dead(S, T);
+        for (int i = 0; i < T->nnodes; i++) if (T->nodes[i].folded && !T->nodes[i].dead) T->folded++;
+    }
+    /* The replay needs the trace-time values of constants and folded values only. */
+    for (int i = 0; i < T->nvals; i++) {
+        ad_tval *x = &T->vals[i];
+        x->folded = folded && folded[i] && !(x->node >= 0 && T->nodes[x->node].dead && !T->nodes[x->node].folded);
+        if (x->kind == AD_TV_CONST || x->folded) continue;
+        ad_value_decref(S, x->v);
+        x->v = ad_none();
+    }
+    ad_free(S, folded);
+    ad_free(S, rep);
+    ad_free(S, (void *)w.p);
+    /* The map's keys may dangle from now on. */
+    ad_free(S, T->keys); ad_free(S, T->ids);
+    T->keys = NULL; T->ids = NULL; T->mapcap = T->mapn = 0;
+}
+
+/* ---- replay ---- */
+
+static int arg_value(ad_state *S, ad_value *env, const ad_targ *a, ad_value *out) {
+    if (a->ref >= 0) { *out = env[a->ref]; ad_value_incref(*out); return ADDSL_OK; }
+    if (!a->sub) { *out = a->c; ad_value_incref(*out); return ADDSL_OK; }
+    ad_list *l = ad_list_new(S, a->seqt, a->nsub);
+    if (!l) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    for (int i = 0; i < a->nsub; i++) {
+        int rc = arg_value(S, env, &a->sub[i], &l->items[i]);
+        if (rc) { ad_value_decref(S, ad_list_value(l, a->seqt)); return rc; }
+    }
+    *out = ad_list_value(l, a->seqt);
+    return ADDSL_OK;
+}
+
+static int bind_replay(ad_state *S, const ad_tnode *n, ad_value *env, const ad_targ *a, ad_value v) {
+    if (a->ref >= 0) {
+        if (v.t != AD_TTENSOR)
+            return ad_error(S, "compiled program: %s() returned %s where the trace saw a tensor", node_name(n), ad_type_name(v));
+        ad_value_decref(S, env[a->ref]);
+        env[a->ref] = v;
+        ad_value_incref(v);
+        return ADDSL_OK;
+    }
+    if (!a->sub) return ADDSL_OK;
+    if (!ad_is_seq(v) || v.u.l->len != a->nsub)
+        return ad_error(S, "compiled program: %s() returned %s, not the trace's sequence", node_name(n), ad_type_name(v));
+    for (int i = 0; i < a->nsub; i++) {
+        int rc = bind_replay(S, n, env, &a->sub[i], v.u.l->items[i]);
+        if (rc) return rc;
+    }
+    return ADDSL_OK;
+}
+
+/* f's result: a folded value is copied, since f returns a fresh tensor per call. */
+static int result_value(ad_state *S, const ad_trace *T, ad_value *env, const ad_targ *a, ad_value *out) {
+    if (a->ref >= 0 && T->vals[a->ref].folded && env[a->ref].t == AD_TTENSOR) {
+        ad_tensor *c = ad_tensor_clone(S, env[a->ref].u.tensor);
+        if (!c) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+        *out = ad_tensor_value(c);
+        return ADDSL_OK;
+    }
+    if (!a->sub) return arg_value(S, env, a, out);
+    ad_list *l = ad_list_new(S, a->seqt, a->nsub);
+    if (!l) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    for (int i = 0; i < a->nsub; i++) {
+        int rc = result_value(S, T, env, &a->sub[i], &l->items[i]);
+        if (rc) { ad_value_decref(S, ad_list_value(l, a->seqt)); return rc; }
+    }
+    *out = ad_list_value(l, a->seqt);
+    return ADDSL_OK;
+}
+
+static int replay_node(ad_state *S, const ad_tnode *n, ad_value *env) {
+    ad_value argv[AD_MAX_CALL_ARGS];
+    argv[0] = argv[1] = ad_none(); /* compare and setattr read two */
+    int na = 0, rc = ADDSL_OK;
+    while (na < n->nargs) {
+        ad_value v = ad_none();
+        if ((rc = arg_value(S, env, &n->args[na], &v))) break;
+        argv[na++] = v;
+    }
+    ad_value res = ad_none();
+    if (!rc) {
+        S->grad_enabled = n->grad_enabled;
+        rc = run_call(S, n, argv, &res);
+    }
+    for (int i = 0; i < na; i++) ad_value_decref(S, argv[i]);
+    if (!rc) rc = bind_replay(S, n, env, &n->out, res);
+    ad_value_decref(S, res);
+    return rc;
+}
+
+int ad_trace_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_value *out) {
+    *out = ad_none();
+    ad_value *env = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *env);
+    if (!env) return ADDSL_ENOMEM;
+    for (int i = 0; i < T->ninputs; i++) { env[i] = ad_tensor_value(inputs[i]); ad_tensor_incref(inputs[i]); }
+    for (int i = T->ninputs; i < T->nvals; i++) { env[i] = T->vals[i].v; ad_value_incref(env[i]); }
+    bool grad = S->grad_enabled;
+    int rc = ADDSL_OK;
+    for (int i = 0; i < T->nnodes && !rc; i++) {
+        const ad_tnode *n = &T->nodes[i];
+        if (n->dead || n->folded) continue;
+        rc = replay_node(S, n, env);
+    }
+    S->grad_enabled = grad;
+    if (!rc) rc = result_value(S, T, env, &T->result, out);
+    for (int i = 0; i < T->nvals; i++) ad_value_decref(S, env[i]);
+    ad_free(S, env);
+    return rc;
+}
+
+/* ---- printing ---- */
+
+static void print_targ(const ad_trace *T, const ad_targ *a, ad_buf *b) {
+    if (a->ref >= 0) { ad_buf_printf(b, "%%%d", a->ref); return; }
+    if (a->sub) {
+        ad_buf_puts(b, a->seqt == AD_TTUPLE ? "(" : "[");
+        for (int i = 0; i < a->nsub; i++) { if (i) ad_buf_puts(b, ", "); print_targ(T, &a->sub[i], b); }
+        ad_buf_puts(b, a->seqt == AD_TTUPLE ? ")" : "]");
+        return;
+    }
+    if (a->c.t == AD_TFUNC || a->c.t == AD_TBUILTIN || a->c.t == AD_TOP) { ad_buf_printf(b, "<%s>", ad_type_name(a->c)); return; }
+    ad_value_format(b->S, a->c, b, true);
+}
+
+static void print_outs(const ad_trace *T, const ad_targ *a, ad_buf *b) {
+    if (a->ref >= 0) { ad_buf_printf(b, "%%%d %s", a->ref, T->vals[a->ref].desc); return; }
+    if (!a->sub) { ad_buf_puts(b, "_"); return; }
+    ad_buf_puts(b, "(");
+    for (int i = 0; i < a->nsub; i++) { if (i) ad_buf_puts(b, ", "); print_outs(T, &a->sub[i], b); }
+    ad_buf_puts(b, ")");
+}
+
+static const char *attr_label(const ad_tnode *n) {
+    if (n->kind == AD_TN_COMPARE) {
+        static const char *const cmp[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+        return n->attr >= 0 && n->attr < 6 ? cmp[n->attr] : "?";
+    }
+    return ad_attr_name(n->attr);
+}
+
+int ad_trace_print(ad_state *S, const ad_trace *T, ad_buf *b) {
+    (void)S;
+    int live = 0;
+    for (int i = 0; i < T->nnodes; i++) live += !T->nodes[i].dead && !T->nodes[i].folded;
+    ad_buf_printf(b, "  %d ops (traced %d; removed: dead %d, common %d; folded %d)\n", live, T->traced_nodes,
+                  T->removed_dce, T->removed_cse, T->folded);
+    for (int i = 0; i < T->nvals; i++) {
+        const ad_tval *x = &T->vals[i];
+        if (x->kind == AD_TV_INPUT) ad_buf_printf(b, "  %%%d = input %s\n", i, x->desc);
+        else if (x->kind == AD_TV_CONST) ad_buf_printf(b, "  %%%d = const %s\n", i, x->desc);
+        else if (x->folded) ad_buf_printf(b, "  %%%d = const %s (folded)\n", i, x->desc);
+    }
+    for (int i = 0; i < T->nnodes; i++) {
+        const ad_tnode *n = &T->nodes[i];
+        if (n->dead || n->folded) continue;
+        ad_buf_puts(b, "  ");
+        print_outs(T, &n->out, b);
+        ad_buf_puts(b, " = ");
+        int nkw = n->kw ? (int)n->kw->len : 0, npos = n->nargs - nkw;
+        if (n->kind == AD_TN_GETATTR || n->kind == AD_TN_SETATTR || n->kind == AD_TN_COMPARE)
+            ad_buf_printf(b, "%s.%s(", node_name(n), attr_label(n));
+        else ad_buf_printf(b, "%s(", node_name(n));
+        for (int k = 0; k < n->nargs; k++) {
+            if (k) ad_buf_puts(b, ", ");
+            if (k >= npos) ad_buf_printf(b, "%s=", n->kw->items[k - npos].u.s->data);
+            print_targ(T, &n->args[k], b);
+        }
+        ad_buf_printf(b, ")%s%s%s  # %d:%d\n", n->grad_enabled ? "" : " no_grad", n->effect ? " effect" : "",
+                      n->random ? " random" : "", n->line, n->col);
+    }
+    ad_buf_puts(b, "  return ");
+    print_targ(T, &T->result, b);
+    ad_buf_puts(b, "\n");
+    return b->failed ? ADDSL_ENOMEM : ADDSL_OK;
+}

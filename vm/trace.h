@@ -1,0 +1,118 @@
+/* trace.h: the tracing mode of the op seam (compile(), vm/compiled.c): while
+ * a function is traced, op calls, builtin calls and tensor writes append
+ * records to a flat SSA program that can be optimized, printed and replayed. */
+#ifndef AD_TRACE_H
+#define AD_TRACE_H
+
+#include <stdbool.h>
+
+#include "state.h"
+#include "value.h"
+
+struct ad_opdef;
+
+/* An argument as the program sees it: an IR value, a constant, or a list
+ * or tuple some of whose items are IR values. */
+typedef struct ad_targ {
+    ad_value c;            /* the constant (held) when ref < 0 and sub == NULL */
+    int ref;               /* IR value id, or -1 */
+    int nsub;
+    ad_vtype seqt;         /* AD_TLIST or AD_TTUPLE, with sub */
+    struct ad_targ *sub;
+} ad_targ;
+
+typedef enum {
+    AD_TN_OP,       /* ad_op_call(fn, args, kw) */
+    AD_TN_BUILTIN,  /* a builtin (creation, in-place methods, backward, grad, print, ...) */
+    AD_TN_GETATTR,  /* t.grad, t.data */
+    AD_TN_SETATTR,  /* t.grad = v, t.requires_grad = v */
+    AD_TN_SETINDEX, /* t[idx] = v: args t, idx..., v */
+    AD_TN_COMPARE   /* a < b on tensors (attr: the comparison) */
+} ad_tnode_kind;
+
+typedef struct ad_tnode {
+    ad_tnode_kind kind;
+    ad_value fn;           /* the op or builtin (held), else none */
+    int attr;
+    int nargs;
+    ad_targ *args;
+    ad_list *kw;           /* keyword names of the trailing arguments (held), or NULL */
+    ad_targ out;
+    bool grad_enabled;     /* the grad mode it ran under (no_grad inside f) */
+    bool effect;           /* writes or side effects: never removed, merged or folded */
+    bool random;           /* drew from the generator: replayed as a fresh draw */
+    bool dead;             /* removed by a pass */
+    bool folded;           /* replaced by its trace-time outputs */
+    int line, col;         /* where f made the call */
+} ad_tnode;
+
+typedef enum { AD_TV_INPUT, AD_TV_NODE, AD_TV_CONST } ad_tval_kind;
+
+typedef struct ad_tval {
+    ad_tval_kind kind;
+    bool dep;              /* depends on an input or on a random draw */
+    int node;              /* producing node (AD_TV_NODE) */
+    ad_value v;            /* trace-time value: held while tracing, kept for constants */
+    bool folded;           /* a constant computed at trace time by a folded node */
+    char desc[48];         /* "f64[3,4]", for printing */
+} ad_tval;
+
+/* A tensor f read from a global or a captured variable: the program is valid
+ * while that variable still holds it (else the call traces again). */
+typedef struct ad_tguard {
+    int slot;              /* global slot, when cell is NULL */
+    ad_cell *cell;         /* held */
+    ad_tensor *t;          /* held */
+} ad_tguard;
+
+typedef struct ad_trace {
+    int depth;             /* > 0: inside a recorded call, whose inner calls are not recorded */
+    ad_tval *vals;
+    int nvals, capvals;
+    ad_tnode *nodes;
+    int nnodes, capnodes;
+    const ad_tensor **keys;/* tensor -> value id (open addressing; tensors held, so keys stay unique) */
+    int *ids;
+    int mapcap, mapn;
+    int ninputs;
+    ad_tguard *guards;
+    int nguards, capguards;
+    ad_targ result;
+    char fail[200];        /* non-empty: cannot be replayed exactly (the signature runs eagerly) */
+    int traced_nodes;      /* before the passes */
+    int removed_dce, removed_cse, folded;
+} ad_trace;
+
+/* Whether the state is tracing and outside any recorded call. */
+static inline bool ad_trace_on(const ad_state *S) { return S->trace && S->trace->depth == 0; }
+
+ad_trace *ad_trace_new(ad_state *S);
+void ad_trace_free(ad_state *S, ad_trace *T);
+/* Adds tensor 't' (held) as the next input. */
+int ad_trace_input(ad_state *S, ad_trace *T, ad_tensor *t);
+/* Maps f's return value onto the program's values. */
+int ad_trace_set_result(ad_state *S, ad_trace *T, ad_value v);
+/* The passes: constant folding, common subexpressions, dead code. Then the
+ * trace-time values that the replay does not need are released. */
+void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes);
+/* Runs the program on 'inputs' (ninputs tensors) through the op seam. */
+int ad_trace_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_value *out);
+/* Appends the printed program to 'b' (an ad_buf). */
+struct ad_buf;
+int ad_trace_print(ad_state *S, const ad_trace *T, struct ad_buf *b);
+
+/* Hooks of the seam (vm/op.c, vm/vm.c): each runs the call one level down
+ * and records it. */
+int ad_trace_op(ad_state *S, struct ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
+int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
+/* t.grad/t.data (out set), t.attr = v, t[idx] = v, a < b: args as ad_tnode.args. */
+int ad_trace_vm(ad_state *S, ad_tnode_kind kind, int attr, const ad_value *args, int nargs, ad_value *out);
+/* The error for a tensor value steering control flow ('what': "bool()", "if"). */
+int ad_trace_check_truth(ad_state *S, ad_value v, const char *what);
+/* f read tensor 't' from global 'slot' or from 'cell' (GETGLOBAL, GETUPVAL). */
+void ad_trace_guard(ad_state *S, int slot, ad_cell *cell, ad_tensor *t);
+bool ad_trace_guards_hold(const ad_state *S, const ad_trace *T);
+/* Whether 't' depends on the traced inputs (iteration goes through the indexing op then). */
+bool ad_trace_depends(const ad_state *S, const ad_tensor *t);
+
+#endif
