@@ -371,6 +371,15 @@ int ad_trace_op(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, cons
 }
 
 int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    if (strcmp(b->name, "apply") == 0) {
+        /* apply(f, args) is f(args...): the calls f makes are what the program records. */
+        ad_trace *T = S->trace;
+        const ad_builtin *prev = T->through;
+        T->through = b;
+        int rc = ad_vm_call_builtin(S, b, args, nargs, kw, out);
+        T->through = prev;
+        return rc;
+    }
     ad_tnode n;
     memset(&n, 0, sizeof n);
     n.kind = AD_TN_BUILTIN;
@@ -622,7 +631,7 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
     /* The replay needs the trace-time values of constants and folded values only. */
     for (int i = 0; i < T->nvals; i++) {
         ad_tval *x = &T->vals[i];
-        x->folded = folded && folded[i] && !(x->node >= 0 && T->nodes[x->node].dead && !T->nodes[x->node].folded);
+        x->folded = folded && folded[i] && x->node >= 0 && !T->nodes[x->node].dead;
         if (x->kind == AD_TV_CONST || x->folded) continue;
         ad_value_decref(S, x->v);
         x->v = ad_none();

@@ -67,6 +67,7 @@ typedef struct ad_tguard {
 
 typedef struct ad_trace {
     int depth;             /* > 0: inside a recorded call, whose inner calls are not recorded */
+    const ad_builtin *through; /* a builtin that only calls a function (apply): its calls are recorded instead */
     ad_tval *vals;
     int nvals, capvals;
     ad_tnode *nodes;

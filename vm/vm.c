@@ -935,7 +935,7 @@ static int bind_args(ad_state *S, const char *fname, int np, const char *const *
 
 static int call_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     *out = ad_none();
-    if (ad_trace_on(S)) return ad_trace_builtin(S, b, args, nargs, kw, out);
+    if (ad_trace_on(S) && S->trace->through != b) return ad_trace_builtin(S, b, args, nargs, kw, out);
     if (b->call) return b->call(S, b, args, nargs, kw, out);
     /* A builtin that reads tensor memory on the host must never see a GPU
      * tensor; there is none before the CUDA module was asked for. */
