@@ -163,13 +163,13 @@ static int trace_into(ad_state *S, ad_compiled *c, ad_centry *e, const ad_value 
     S->trace = outer;
     if (!rc) rc = ad_trace_set_result(S, T, *out);
     if (rc) { ad_trace_free(S, T); return rc; }
+    if (!T->fail[0]) ad_trace_optimize(S, T, c->passes);
     if (T->fail[0]) {
         snprintf(e->why, sizeof e->why, "%s", T->fail);
         warn(S, "warning: compile(%s): %s; this signature runs eagerly\n", c->name, T->fail);
         ad_trace_free(S, T);
         return ADDSL_OK;
     }
-    ad_trace_optimize(S, T, c->passes);
     e->prog = T;
     return ADDSL_OK;
 }

@@ -611,6 +611,16 @@ static int eliminate_dead(ad_state *S, ad_trace *T) {
     return removed;
 }
 
+static void unfold_shared(ad_state *S, ad_trace *T, const ad_targ *a) {
+    if (a->ref >= 0 && T->vals[a->ref].folded && T->vals[a->ref].v.t == AD_TTENSOR) {
+        ad_tensor *c = ad_tensor_clone(S, T->vals[a->ref].v.u.tensor);
+        if (!c) { ad_clear_error(S); set_fail(T, "out of memory copying a constant"); return; }
+        ad_value_decref(S, T->vals[a->ref].v);
+        T->vals[a->ref].v = ad_tensor_value(c);
+    }
+    for (int i = 0; i < a->nsub; i++) unfold_shared(S, T, &a->sub[i]);
+}
+
 void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
     T->traced_nodes = T->nnodes;
     bool *folded = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *folded);
@@ -636,6 +646,9 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
         ad_value_decref(S, x->v);
         x->v = ad_none();
     }
+    /* The traced run returned the folded results themselves to the caller, who
+     * may write to them: the program keeps copies. */
+    unfold_shared(S, T, &T->result);
     ad_free(S, folded);
     ad_free(S, rep);
     ad_free(S, (void *)w.p);
