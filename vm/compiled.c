@@ -64,10 +64,10 @@ static int sig_tensor(ad_state *S, sigctx *c, ad_tensor *t) {
     ad_buf_add(c->sig, (const char *)head, sizeof head);
     ad_buf_add(c->sig, (const char *)&t->ndim, sizeof t->ndim);
     ad_buf_add(c->sig, (const char *)t->shape, (size_t)t->ndim * sizeof *t->shape);
-    ad_buf_printf(c->desc, "%s[", ad_dtype_name(t->dtype));
-    for (int i = 0; i < t->ndim; i++) ad_buf_printf(c->desc, i ? ",%lld" : "%lld", (long long)t->shape[i]);
-    ad_buf_printf(c->desc, "]%s", t->requires_grad ? " requires_grad" : "");
-    if (ad_tensor_device(t)) ad_buf_printf(c->desc, " %s", ad_device_name(ad_tensor_device(t)));
+    if (c->desc) ad_buf_printf(c->desc, "%s[", ad_dtype_name(t->dtype));
+    for (int i = 0; i < t->ndim && c->desc; i++) ad_buf_printf(c->desc, i ? ",%lld" : "%lld", (long long)t->shape[i]);
+    if (c->desc) ad_buf_printf(c->desc, "]%s", t->requires_grad ? " requires_grad" : "");
+    if (ad_tensor_device(t) && c->desc) ad_buf_printf(c->desc, " %s", ad_device_name(ad_tensor_device(t)));
     return push_input(S, c, t);
 }
 
@@ -77,35 +77,36 @@ static int sig_value(ad_state *S, sigctx *c, ad_value v) {
     case AD_TTENSOR: return sig_tensor(S, c, v.u.tensor);
     case AD_TNONE: case AD_TELLIPSIS:
         ad_buf_add(c->sig, &tag, 1);
-        return ad_value_format(S, v, c->desc, true);
+        return c->desc ? ad_value_format(S, v, c->desc, true) : ADDSL_OK;
     case AD_TBOOL: case AD_TINT: case AD_TNUM: case AD_TDTYPE: {
         ad_buf_add(c->sig, &tag, 1);
         double x = v.t == AD_TBOOL ? (double)v.u.b : v.t == AD_TDTYPE ? (double)v.u.dtype : v.u.n;
         ad_buf_add(c->sig, (const char *)&x, sizeof x);
-        return ad_value_format(S, v, c->desc, true);
+        return c->desc ? ad_value_format(S, v, c->desc, true) : ADDSL_OK;
     }
     case AD_TSTR:
         ad_buf_add(c->sig, &tag, 1);
         ad_buf_add(c->sig, (const char *)&v.u.s->len, sizeof v.u.s->len);
         ad_buf_add(c->sig, v.u.s->data, v.u.s->len);
-        return ad_value_format(S, v, c->desc, true);
+        return c->desc ? ad_value_format(S, v, c->desc, true) : ADDSL_OK;
     case AD_TLIST: case AD_TTUPLE: {
         ad_buf_add(c->sig, &tag, 1);
         ad_buf_add(c->sig, (const char *)&v.u.l->len, sizeof v.u.l->len);
-        ad_buf_puts(c->desc, v.t == AD_TLIST ? "[" : "(");
+        if (c->desc) ad_buf_puts(c->desc, v.t == AD_TLIST ? "[" : "(");
         for (int64_t i = 0; i < v.u.l->len; i++) {
-            if (i) ad_buf_puts(c->desc, ", ");
+            if (i && c->desc) ad_buf_puts(c->desc, ", ");
             int rc = sig_value(S, c, v.u.l->items[i]);
             if (rc) return rc;
         }
-        ad_buf_puts(c->desc, v.t == AD_TLIST ? "]" : ")");
+        if (c->desc) ad_buf_puts(c->desc, v.t == AD_TLIST ? "]" : ")");
         return ADDSL_OK;
     }
     default: {
         /* Other objects by identity, held so that the address is not reused. */
         ad_buf_add(c->sig, &tag, 1);
         ad_buf_add(c->sig, (const char *)&v.u.o, sizeof v.u.o);
-        ad_buf_printf(c->desc, "<%s>", ad_type_name(v));
+        if (c->desc) ad_buf_printf(c->desc, "<%s>", ad_type_name(v));
+        if (!c->held) return ADDSL_OK;
         ad_value_incref(v);
         return ad_list_push(S, c->held, v);
     }
@@ -115,14 +116,14 @@ static int sig_value(ad_state *S, sigctx *c, ad_value v) {
 static int signature(ad_state *S, const ad_value *argv, int argc, sigctx *c) {
     char mode = S->grad_enabled ? 'G' : 'N';
     ad_buf_add(c->sig, &mode, 1);
-    ad_buf_puts(c->desc, "(");
+    if (c->desc) ad_buf_puts(c->desc, "(");
     for (int i = 0; i < argc; i++) {
-        if (i) ad_buf_puts(c->desc, ", ");
+        if (i && c->desc) ad_buf_puts(c->desc, ", ");
         int rc = sig_value(S, c, argv[i]);
         if (rc) return rc;
     }
-    ad_buf_printf(c->desc, ")%s", S->grad_enabled ? "" : " no_grad");
-    return c->sig->failed || c->desc->failed ? ADDSL_ENOMEM : ADDSL_OK;
+    if (c->desc) ad_buf_printf(c->desc, ")%s", S->grad_enabled ? "" : " no_grad");
+    return c->sig->failed || (c->desc && c->desc->failed) ? ADDSL_ENOMEM : ADDSL_OK;
 }
 
 /* ---- the cache ---- */
@@ -178,11 +179,13 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
     ad_compiled *c = b->ud;
     *out = ad_none();
     if (kw && kw->len) return ad_error(S, "compiled function '%s' takes positional arguments only", c->name);
+    /* The signature's bytes only; its text and the objects it names are
+     * kept on a miss, by a second pass. */
     ad_buf sig, desc;
     ad_buf_init(&sig, S);
     ad_buf_init(&desc, S);
-    sigctx sc = {&sig, &desc, ad_list_new(S, AD_TLIST, 0), NULL, 0, 0};
-    int rc = sc.held ? signature(S, argv, argc, &sc) : ADDSL_ENOMEM;
+    sigctx sc = {&sig, NULL, NULL, NULL, 0, 0};
+    int rc = signature(S, argv, argc, &sc);
     int hit = -1;
     for (int i = 0; i < c->n && !rc && hit < 0; i++)
         if (c->e[i].sig.len == sig.len && memcmp(c->e[i].sig.data, sig.data, sig.len) == 0) hit = i;
@@ -208,21 +211,30 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
         c->eager_calls++;
         rc = ad_vm_call_value(S, c->f, argc, argv, out);
     } else if (!rc) {
-        ad_centry *e = &c->e[c->n];
-        memset(e, 0, sizeof *e);
-        e->held = ad_list_value(sc.held, AD_TLIST);
-        sc.held = NULL;
-        e->sig = sig;
-        e->desc = desc;
-        ad_buf_init(&sig, S);
-        ad_buf_init(&desc, S);
-        c->n++;
-        rc = trace_into(S, c, e, argv, argc, &sc, out);
-        if (rc) { c->n--; entry_clear(S, e); }
+        ad_buf scratch;
+        ad_buf_init(&scratch, S);
+        ad_list *held = ad_list_new(S, AD_TLIST, 0);
+        sigctx full = {&scratch, &desc, held, NULL, 0, 0};
+        rc = held ? signature(S, argv, argc, &full) : ADDSL_ENOMEM;
+        ad_buf_free(&scratch);
+        ad_free(S, full.inputs);
+        if (rc) {
+            if (held) ad_value_decref(S, ad_list_value(held, AD_TLIST));
+        } else {
+            ad_centry *e = &c->e[c->n];
+            memset(e, 0, sizeof *e);
+            e->held = ad_list_value(held, AD_TLIST);
+            e->sig = sig;
+            e->desc = desc;
+            ad_buf_init(&sig, S);
+            ad_buf_init(&desc, S);
+            c->n++;
+            rc = trace_into(S, c, e, argv, argc, &sc, out);
+            if (rc) { c->n--; entry_clear(S, e); }
+        }
     }
     ad_buf_free(&sig);
     ad_buf_free(&desc);
-    if (sc.held) ad_value_decref(S, ad_list_value(sc.held, AD_TLIST));
     ad_free(S, sc.inputs);
     return rc;
 }

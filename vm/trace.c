@@ -103,6 +103,7 @@ static void targ_free(ad_state *S, ad_targ *a) {
 }
 
 static void node_free(ad_state *S, ad_tnode *n) {
+    ad_free(S, n->frees);
     for (int i = 0; i < n->nargs; i++) targ_free(S, &n->args[i]);
     ad_free(S, n->args);
     targ_free(S, &n->out);
@@ -621,6 +622,43 @@ static void unfold_shared(ad_state *S, ad_trace *T, const ad_targ *a) {
     for (int i = 0; i < a->nsub; i++) unfold_shared(S, T, &a->sub[i]);
 }
 
+static void targ_last_use(const ad_targ *a, int i, int *last) {
+    if (a->ref >= 0) last[a->ref] = i;
+    for (int k = 0; k < a->nsub; k++) targ_last_use(&a->sub[k], i, last);
+}
+
+static void targ_unused(const ad_targ *a, int i, int *last) {
+    if (a->ref >= 0 && last[a->ref] < 0) last[a->ref] = i;
+    for (int k = 0; k < a->nsub; k++) targ_unused(&a->sub[k], i, last);
+}
+
+/* Liveness: each node lists the values it reads for the last time (or makes
+ * and no one reads), so the replay drops them as eager code drops a variable
+ * it rebinds, and memory is reused while it is hot in the cache. */
+static void plan_frees(ad_state *S, ad_trace *T) {
+    int *last = ad_malloc(S, (size_t)(T->nvals ? T->nvals : 1) * sizeof *last);
+    if (!last) { ad_clear_error(S); return; }
+    for (int i = 0; i < T->nvals; i++) last[i] = -1;
+    for (int i = 0; i < T->nnodes; i++) {
+        const ad_tnode *n = &T->nodes[i];
+        if (n->dead || n->folded) continue;
+        for (int k = 0; k < n->nargs; k++) targ_last_use(&n->args[k], i, last);
+    }
+    for (int i = 0; i < T->nnodes; i++)
+        if (!T->nodes[i].dead && !T->nodes[i].folded) targ_unused(&T->nodes[i].out, i, last);
+    targ_last_use(&T->result, T->nnodes, last);
+    for (int v = 0; v < T->nvals; v++) {
+        int i = last[v];
+        if (i < 0 || i >= T->nnodes) continue;
+        ad_tnode *n = &T->nodes[i];
+        int *f = ad_realloc(S, n->frees, (size_t)(n->nfrees + 1) * sizeof *f);
+        if (!f) { ad_clear_error(S); break; }
+        f[n->nfrees++] = v;
+        n->frees = f;
+    }
+    ad_free(S, last);
+}
+
 void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
     T->traced_nodes = T->nnodes;
     bool *folded = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *folded);
@@ -646,6 +684,7 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
         ad_value_decref(S, x->v);
         x->v = ad_none();
     }
+    plan_frees(S, T);
     /* The traced run returned the folded results themselves to the caller, who
      * may write to them: the program keeps copies. */
     unfold_shared(S, T, &T->result);
@@ -710,23 +749,30 @@ static int result_value(ad_state *S, const ad_trace *T, ad_value *env, const ad_
     return ADDSL_OK;
 }
 
+/* Arguments are borrowed from the environment (no call changes it while it
+ * runs); only lists made for an argument are owned and released. */
 static int replay_node(ad_state *S, const ad_tnode *n, ad_value *env) {
     ad_value argv[AD_MAX_CALL_ARGS];
     argv[0] = argv[1] = ad_none(); /* compare and setattr read two */
     int na = 0, rc = ADDSL_OK;
-    while (na < n->nargs) {
-        ad_value v = ad_none();
-        if ((rc = arg_value(S, env, &n->args[na], &v))) break;
-        argv[na++] = v;
+    for (; na < n->nargs; na++) {
+        const ad_targ *a = &n->args[na];
+        if (a->ref >= 0) argv[na] = env[a->ref];
+        else if (!a->sub) argv[na] = a->c;
+        else if ((rc = arg_value(S, env, a, &argv[na]))) break;
     }
     ad_value res = ad_none();
     if (!rc) {
         S->grad_enabled = n->grad_enabled;
         rc = run_call(S, n, argv, &res);
     }
-    for (int i = 0; i < na; i++) ad_value_decref(S, argv[i]);
+    for (int i = 0; i < na; i++) if (n->args[i].sub) ad_value_decref(S, argv[i]);
     if (!rc) rc = bind_replay(S, n, env, &n->out, res);
     ad_value_decref(S, res);
+    for (int i = 0; i < n->nfrees; i++) {
+        ad_value_decref(S, env[n->frees[i]]);
+        env[n->frees[i]] = ad_none();
+    }
     return rc;
 }
 

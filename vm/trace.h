@@ -44,6 +44,8 @@ typedef struct ad_tnode {
     bool dead;             /* removed by a pass */
     bool folded;           /* replaced by its trace-time outputs */
     int line, col;         /* where f made the call */
+    int *frees;            /* values last read here: released after the call (liveness) */
+    int nfrees;
 } ad_tnode;
 
 typedef enum { AD_TV_INPUT, AD_TV_NODE, AD_TV_CONST } ad_tval_kind;
