@@ -116,10 +116,13 @@ void ad_trace_free(ad_state *S, ad_trace *T) {
     for (int i = 0; i < T->nnodes; i++) node_free(S, &T->nodes[i]);
     for (int i = 0; i < T->nvals; i++) ad_value_decref(S, T->vals[i].v);
     for (int i = 0; i < T->nguards; i++) {
-        ad_tensor_decref(S, T->guards[i].t);
+        ad_value_decref(S, T->guards[i].v);
         if (T->guards[i].cell) ad_value_decref(S, (ad_value){.t = AD_TCELL, .u.cell = T->guards[i].cell});
     }
     ad_free(S, T->guards);
+    for (int i = 0; i < T->capcells; i++)
+        if (T->cells[i]) ad_value_decref(S, (ad_value){.t = AD_TCELL, .u.cell = T->cells[i]});
+    ad_free(S, T->cells);
     targ_free(S, &T->result);
     ad_free(S, T->nodes); ad_free(S, T->vals); ad_free(S, T->keys); ad_free(S, T->ids);
     ad_free(S, T);
@@ -409,9 +412,47 @@ bool ad_trace_depends(const ad_state *S, const ad_tensor *t) {
     return ad_trace_on(S) && is_dep_tensor(S->trace, t);
 }
 
-void ad_trace_guard(ad_state *S, int slot, ad_cell *cell, ad_tensor *t) {
+static bool cell_made_here(const ad_trace *T, const ad_cell *c) {
+    if (!T->capcells) return false;
+    size_t m = (size_t)T->capcells - 1;
+    for (size_t i = hash_ptr(c) & m; T->cells[i]; i = (i + 1) & m)
+        if (T->cells[i] == c) return true;
+    return false;
+}
+
+void ad_trace_new_cell(ad_state *S, ad_cell *c) {
     ad_trace *T = S->trace;
-    if (map_find(T, t) >= 0 && T->vals[map_find(T, t)].dep) return;
+    if (2 * (T->ncells + 1) > T->capcells) {
+        int cap = T->capcells ? 2 * T->capcells : 64;
+        ad_cell **cells = ad_calloc(S, (size_t)cap, sizeof *cells);
+        if (!cells) { ad_clear_error(S); set_fail(T, "out of memory for the trace"); return; }
+        for (int i = 0; i < T->capcells; i++) {
+            if (!T->cells[i]) continue;
+            size_t m = (size_t)cap - 1, j = hash_ptr(T->cells[i]) & m;
+            while (cells[j]) j = (j + 1) & m;
+            cells[j] = T->cells[i];
+        }
+        ad_free(S, T->cells);
+        T->cells = cells; T->capcells = cap;
+    }
+    size_t m = (size_t)T->capcells - 1, j = hash_ptr(c) & m;
+    while (T->cells[j]) j = (j + 1) & m;
+    T->cells[j] = c;
+    c->hdr.refcount++;
+    T->ncells++;
+}
+
+void ad_trace_cell_write(ad_state *S, ad_cell *c) {
+    if (!cell_made_here(S->trace, c)) set_fail(S->trace, "it assigns a variable captured from outside, which a replay would not do");
+}
+
+void ad_trace_guard(ad_state *S, int slot, ad_cell *cell, ad_value v) {
+    ad_trace *T = S->trace;
+    if (cell && cell_made_here(T, cell)) return;
+    if (v.t == AD_TTENSOR) {
+        int id = map_find(T, v.u.tensor);
+        if (id >= 0 && T->vals[id].dep) return;
+    }
     for (int i = 0; i < T->nguards; i++)
         if (T->guards[i].slot == slot && T->guards[i].cell == cell) return;
     if (T->nguards == T->capguards) {
@@ -421,16 +462,23 @@ void ad_trace_guard(ad_state *S, int slot, ad_cell *cell, ad_tensor *t) {
         T->guards = g; T->capguards = cap;
     }
     ad_tguard *g = &T->guards[T->nguards++];
-    g->slot = slot; g->cell = cell; g->t = t;
-    ad_tensor_incref(t);
+    g->slot = slot; g->cell = cell; g->v = v;
+    ad_value_incref(v);
     if (cell) cell->hdr.refcount++;
+}
+
+void ad_trace_global_write(ad_state *S) {
+    set_fail(S->trace, "it assigns a global variable, which a replay would not do");
 }
 
 bool ad_trace_guards_hold(const ad_state *S, const ad_trace *T) {
     for (int i = 0; i < T->nguards; i++) {
         const ad_tguard *g = &T->guards[i];
         ad_value v = g->cell ? g->cell->v : S->globals->values[g->slot];
-        if (v.t != AD_TTENSOR || v.u.tensor != g->t) return false;
+        if (v.t != g->v.t) return false;
+        if (v.t == AD_TSTR || (v.t < AD_TSTR && v.t != AD_TDTYPE)) { if (!ad_values_equal(v, g->v)) return false; }
+        else if (v.t == AD_TDTYPE) { if (v.u.dtype != g->v.u.dtype) return false; }
+        else if (v.u.o != g->v.u.o) return false;
     }
     return true;
 }

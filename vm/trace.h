@@ -59,12 +59,13 @@ typedef struct ad_tval {
     char desc[48];         /* "f64[3,4]", for printing */
 } ad_tval;
 
-/* A tensor f read from a global or a captured variable: the program is valid
- * while that variable still holds it (else the call traces again). */
+/* A value f read from a global or a captured variable: the program is valid
+ * while that variable still holds it (the same tensor or object, an equal
+ * number or string), else the call traces again. */
 typedef struct ad_tguard {
     int slot;              /* global slot, when cell is NULL */
     ad_cell *cell;         /* held */
-    ad_tensor *t;          /* held */
+    ad_value v;            /* held */
 } ad_tguard;
 
 typedef struct ad_trace {
@@ -80,6 +81,8 @@ typedef struct ad_trace {
     int ninputs;
     ad_tguard *guards;
     int nguards, capguards;
+    ad_cell **cells;       /* captured variables made while tracing (held; a set by address) */
+    int ncells, capcells;
     ad_targ result;
     char fail[200];        /* non-empty: cannot be replayed exactly (the signature runs eagerly) */
     int traced_nodes;      /* before the passes */
@@ -112,8 +115,14 @@ int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs
 int ad_trace_vm(ad_state *S, ad_tnode_kind kind, int attr, const ad_value *args, int nargs, ad_value *out);
 /* The error for a tensor value steering control flow ('what': "bool()", "if"). */
 int ad_trace_check_truth(ad_state *S, ad_value v, const char *what);
-/* f read tensor 't' from global 'slot' or from 'cell' (GETGLOBAL, GETUPVAL). */
-void ad_trace_guard(ad_state *S, int slot, ad_cell *cell, ad_tensor *t);
+/* f read 'v' from global 'slot' or from 'cell' (GETGLOBAL, GETUPVAL). */
+void ad_trace_guard(ad_state *S, int slot, ad_cell *cell, ad_value v);
+/* f assigned a global: a replay would not, so this signature runs eagerly. */
+void ad_trace_global_write(ad_state *S);
+/* A captured variable made while tracing (NEWCELL): reads of it are not guarded. */
+void ad_trace_new_cell(ad_state *S, ad_cell *c);
+/* f assigned captured variable 'c' (SETUPVAL): fails the trace unless f made it. */
+void ad_trace_cell_write(ad_state *S, ad_cell *c);
 bool ad_trace_guards_hold(const ad_state *S, const ad_trace *T);
 /* Whether 't' depends on the traced inputs (iteration goes through the indexing op then). */
 bool ad_trace_depends(const ad_state *S, const ad_tensor *t);

@@ -1085,13 +1085,14 @@ static int execute(ad_state *S, int floor, ad_value *result) {
                 if (!G->defined[gslot]) CHECK(ad_error(S, "name '%.*s' is not defined", (int)strcspn(G->names[gslot], "\x01"), G->names[gslot])); /* a module name ends at \x01 */
             }
             ad_value v = G->values[gslot];
-            if (S->trace && v.t == AD_TTENSOR && ad_trace_on(S)) ad_trace_guard(S, gslot, NULL, v.u.tensor);
+            if (S->trace && ad_trace_on(S)) ad_trace_guard(S, gslot, NULL, v);
             ad_value_incref(v);
             setreg(S, RA, v);
             vmbreak;
         }
         vmcase(SETGLOBAL) {
             int slot = AD_BX(ins);
+            if (S->trace && ad_trace_on(S)) ad_trace_global_write(S);
             ad_globals *G = S->globals;
             ad_value v = *RA;
             ad_value_incref(v);
@@ -1102,12 +1103,18 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         /* Opcode: GETUPVAL  Synopsis: R[A] = Upvalue[B] */
         vmcase(GETUPVAL) {
             ad_value v = cl->upvals[AD_B(ins)]->v;
-            if (S->trace && v.t == AD_TTENSOR && ad_trace_on(S)) ad_trace_guard(S, -1, cl->upvals[AD_B(ins)], v.u.tensor);
+            if (S->trace && ad_trace_on(S)) ad_trace_guard(S, -1, cl->upvals[AD_B(ins)], v);
             ad_value_incref(v);
             setreg(S, RA, v);
             vmbreak;
         }
-        vmcase(SETUPVAL) { ad_value v = *RA; ad_value_incref(v); setreg(S, &cl->upvals[AD_B(ins)]->v, v); vmbreak; }
+        vmcase(SETUPVAL) {
+            if (S->trace && ad_trace_on(S)) ad_trace_cell_write(S, cl->upvals[AD_B(ins)]);
+            ad_value v = *RA;
+            ad_value_incref(v);
+            setreg(S, &cl->upvals[AD_B(ins)]->v, v);
+            vmbreak;
+        }
         /* Opcode: NEWCELL  Synopsis: R[A] = cell(R[B]) */
         vmcase(NEWCELL) {
             ad_cell *c = ad_malloc(S, sizeof *c);
@@ -1115,6 +1122,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             c->hdr.refcount = 1;
             c->v = *RB; ad_value_incref(c->v);
             ad_value cv; cv.t = AD_TCELL; cv.u.cell = c;
+            if (S->trace && ad_trace_on(S)) ad_trace_new_cell(S, c);
             setreg(S, RA, cv);
             vmbreak;
         }
