@@ -440,7 +440,7 @@ done:
 const ad_builtin_def ad_bi_lapack_defs[] = {
     {"rs_cholesky", bi_cholesky, "A, upper=false, check_errors=false"},
     {"rs_qr", bi_qr, "A, mode=\"reduced\""},
-    {"rs_svd", bi_svd, "A, full_matrices=true"},
+    {"rs_svd", bi_svd, "A, full_matrices=true, driver=none"},
     {"rs_eigh", bi_eigh, "A, UPLO=\"L\""},
     {"rs_solve_triangular", bi_solve_triangular, "A, B, upper, unitriangular=false"},
     {"rs_lu_factor", bi_lu_factor, "A"},
