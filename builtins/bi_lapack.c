@@ -437,6 +437,32 @@ done:
     return rc;
 }
 
+/* rs_named_tuple(type, fields, values): 'values' as a torch.return_types tuple, for
+ * the library's composites that return one (svd, lu_unpack, lstsq, ...). */
+#define NAMED_FIELDS_MAX 8
+static int bi_named_tuple(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    const char *type, *fields[NAMED_FIELDS_MAX];
+    int rc = ad_arg_str(S, argv[0], "rs_named_tuple", "type", &type);
+    if (rc) return rc;
+    if ((argv[1].t != AD_TLIST && argv[1].t != AD_TTUPLE) || (argv[2].t != AD_TLIST && argv[2].t != AD_TTUPLE))
+        return ad_error(S, "rs_named_tuple(): fields and values must be lists");
+    ad_list *f = argv[1].u.l, *v = argv[2].u.l;
+    if (f->len != v->len || f->len > NAMED_FIELDS_MAX)
+        return ad_error(S, "rs_named_tuple(): %lld fields for %lld values", (long long)f->len, (long long)v->len);
+    for (int64_t i = 0; i < f->len; i++)
+        if ((rc = ad_arg_str(S, f->items[i], "rs_named_tuple", "fields", &fields[i]))) return rc;
+    ad_list *l = ad_list_new(S, AD_TTUPLE, v->len);
+    if (!l) return ad_fail(S);
+    for (int64_t i = 0; i < v->len; i++) {
+        ad_value_incref(v->items[i]);
+        l->items[i] = v->items[i];
+    }
+    *out = ad_list_value(l, AD_TTUPLE);
+    if ((rc = ad_tuple_name(S, l, type, fields))) { ad_value_decref(S, *out); *out = ad_none(); }
+    return rc;
+}
+
 const ad_builtin_def ad_bi_lapack_defs[] = {
     {"rs_cholesky", bi_cholesky, "A, upper=false, check_errors=false"},
     {"rs_qr", bi_qr, "A, mode=\"reduced\""},
@@ -444,5 +470,6 @@ const ad_builtin_def ad_bi_lapack_defs[] = {
     {"rs_eigh", bi_eigh, "A, UPLO=\"L\""},
     {"rs_solve_triangular", bi_solve_triangular, "A, B, upper, unitriangular=false"},
     {"rs_lu_factor", bi_lu_factor, "A"},
+    {"rs_named_tuple", bi_named_tuple, "type, fields, values"},
     {NULL, NULL, NULL}
 };
