@@ -1,5 +1,6 @@
 /* bi_lapack.c: the raw LAPACK factorisations behind lib/linalg_factor.ad
- * (cholesky, qr, svd, eigh, triangular solve, lu), batched, no derivatives. */
+ * (cholesky, qr, svd, eigh, triangular solve, lu), batched, no derivatives;
+ * each is reachable as ad_NAME once the library's op NAME replaces it. */
 #include <math.h>
 #include <string.h>
 
@@ -106,7 +107,7 @@ static void put_all(ad_state *S, int n, ad_tensor **ts) {
 
 /* ---- cholesky ------------------------------------------------------------ */
 
-/* rs_cholesky(A, upper, check_errors) -> (L or U, info): reads A's lower
+/* linalg_cholesky_ex(A, upper, check_errors) -> (L or U, info): reads A's lower
  * triangle, as torch does; info > 0 names the first leading minor that is not
  * positive-definite (an error with check_errors). */
 static int bi_cholesky(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -164,7 +165,7 @@ done:
 
 /* ---- qr ------------------------------------------------------------------- */
 
-/* rs_qr(A, mode) -> (Q, R), mode "reduced", "complete" or "r" (Q empty). */
+/* linalg_qr(A, mode) -> (Q, R), mode "reduced", "complete" or "r" (Q empty). */
 static int bi_qr(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     const char *fn = "linalg.qr", *mode;
@@ -228,7 +229,7 @@ static void set_eye(double *p, int r, int c) {
         for (int j = 0; j < c; j++) p[(int64_t)i * c + j] = i == j;
 }
 
-/* rs_svd(A, full_matrices) -> (U, S, Vh), S descending (LAPACK gesdd). */
+/* linalg_svd(A, full_matrices) -> (U, S, Vh), S descending (LAPACK gesdd). */
 static int bi_svd(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     const char *fn = "linalg.svd";
@@ -294,7 +295,7 @@ done:
 
 /* ---- eigh ----------------------------------------------------------------- */
 
-/* rs_eigh(A, UPLO) -> (eigenvalues ascending, eigenvectors as columns). */
+/* linalg_eigh(A, UPLO) -> (eigenvalues ascending, eigenvectors as columns). */
 static int bi_eigh(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     const char *fn = "linalg.eigh", *uplo;
@@ -347,7 +348,7 @@ done:
 
 /* ---- triangular solve ----------------------------------------------------- */
 
-/* rs_solve_triangular(A, B, upper, unitriangular) -> X with A X = B; A is
+/* linalg_solve_triangular(A, B, upper, unitriangular) -> X with A X = B; A is
  * [..., n, n] and B [..., n, k] with the same batch dims (the library
  * broadcasts them). A zero on the diagonal gives inf/nan, as in torch. */
 static int bi_solve_triangular(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -398,7 +399,7 @@ done:
 
 /* ---- lu ------------------------------------------------------------------- */
 
-/* rs_lu_factor(A) -> (LU, pivots, info): partial pivoting, pivots 1-based as
+/* linalg_lu_factor_ex(A) -> (LU, pivots, info): partial pivoting, pivots 1-based as
  * LAPACK and torch give them; info > 0 marks an exactly zero pivot U[i-1, i-1]. */
 static int bi_lu_factor(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
@@ -464,12 +465,12 @@ static int bi_named_tuple(ad_state *S, ad_value *argv, int argc, ad_value *out) 
 }
 
 const ad_builtin_def ad_bi_lapack_defs[] = {
-    {"rs_cholesky", bi_cholesky, "A, upper=false, check_errors=false"},
-    {"rs_qr", bi_qr, "A, mode=\"reduced\""},
-    {"rs_svd", bi_svd, "A, full_matrices=true, driver=none"},
-    {"rs_eigh", bi_eigh, "A, UPLO=\"L\""},
-    {"rs_solve_triangular", bi_solve_triangular, "A, B, upper, unitriangular=false"},
-    {"rs_lu_factor", bi_lu_factor, "A"},
+    {"linalg_cholesky_ex", bi_cholesky, "A, upper=false, check_errors=false"},
+    {"linalg_qr", bi_qr, "A, mode=\"reduced\""},
+    {"linalg_svd", bi_svd, "A, full_matrices=true, driver=none"},
+    {"linalg_eigh", bi_eigh, "A, UPLO=\"L\""},
+    {"linalg_solve_triangular", bi_solve_triangular, "A, B, upper, unitriangular=false"},
+    {"linalg_lu_factor_ex", bi_lu_factor, "A, pivot=true, check_errors=false"},
     {"rs_named_tuple", bi_named_tuple, "type, fields, values"},
     {NULL, NULL, NULL}
 };
