@@ -438,6 +438,49 @@ done:
     return rc;
 }
 
+/* ---- geqrf ---------------------------------------------------------------- */
+
+/* geqrf(A) -> (a, tau): LAPACK's packed QR, R on and above the diagonal and the
+ * Householder vectors below it (torch.geqrf; householder_product rebuilds Q). */
+static int bi_geqrf(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    const char *fn = "geqrf";
+    ad_tensor *a, *o[2] = {NULL, NULL};
+    int rc = ad_arg_tensor(S, argv[0], fn, "input", &a);
+    if (rc) return rc;
+    double *work = NULL;
+    if ((rc = check_matrix(S, a, fn, false))) goto done;
+    int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = imin(m, n), ld = imax(m, 1);
+    int info = 0, lwork = -1;
+    int64_t nb = batch_of(a, 2), tt[1] = {k};
+    o[0] = colmajor(S, a);
+    o[1] = batch_new(S, a, 2, 1, tt);
+    if (!o[0] || !o[1]) { rc = ad_fail(S); goto done; }
+    double *d = ad_tensor_data(o[0]), *tau = ad_tensor_data(o[1]), q = 0;
+    if (k) {
+        dgeqrf_(&m, &n, d, &ld, tau, &q, &lwork, &info);
+        lwork = imax((int)q, imax(n, 1));
+        if (!(work = ad_malloc(S, sizeof(double) * (size_t)lwork))) { rc = ad_fail(S); goto done; }
+    }
+    for (int64_t b = 0; b < nb && k; b++) {
+        dgeqrf_(&m, &n, d + b * (int64_t)m * n, &ld, tau + b * k, work, &lwork, &info);
+        if (info < 0) { rc = ad_error(S, "LAPACK geqrf failed (argument %d)", -info); goto done; }
+    }
+    ad_tensor *t = ad_tensor_transpose(S, o[0], -1, -2);
+    ad_tensor *r = t ? ad_tensor_clone(S, t) : NULL;
+    ad_tensor_decref(S, t);
+    ad_tensor_decref(S, o[0]);
+    o[0] = r;
+    if (!r) { rc = ad_fail(S); goto done; }
+    rc = ret_tuple(S, 2, o, a->dtype, out);
+    o[0] = o[1] = NULL;
+done:
+    ad_free(S, work);
+    put_all(S, 2, o);
+    ad_tensor_decref(S, a);
+    return rc;
+}
+
 /* rs_named_tuple(type, fields, values): 'values' as a torch.return_types tuple, for
  * the library's composites that return one (svd, lu_unpack, lstsq, ...). */
 #define NAMED_FIELDS_MAX 8
@@ -471,6 +514,7 @@ const ad_builtin_def ad_bi_lapack_defs[] = {
     {"linalg_eigh", bi_eigh, "A, UPLO=\"L\""},
     {"linalg_solve_triangular", bi_solve_triangular, "A, B, upper, unitriangular=false"},
     {"linalg_lu_factor_ex", bi_lu_factor, "A, pivot=true, check_errors=false"},
+    {"geqrf", bi_geqrf, "input"},
     {"rs_named_tuple", bi_named_tuple, "type, fields, values"},
     {NULL, NULL, NULL}
 };
