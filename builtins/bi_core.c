@@ -186,11 +186,80 @@ static int bi_apply(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 /* A list or tuple argument copied as 'kind' (tuple(x), list(x)). */
+/* list(x) / tuple(x) of anything a for loop walks: a dict gives its keys. */
 static int seq_as(ad_state *S, const char *fn, ad_value v, ad_vtype kind, ad_value *out) {
-    if (!ad_is_seq(v)) return ad_error(S, "%s(): argument must be a list or tuple, not %s", fn, ad_type_name(v));
-    ad_list *l = ad_list_copy(S, v.u.l, kind);
+    if (ad_is_seq(v)) {
+        ad_list *l = ad_list_copy(S, v.u.l, kind);
+        if (!l) return S->errcode;
+        *out = ad_list_value(l, kind);
+        return ADDSL_OK;
+    }
+    if (v.t == AD_TDICT) {
+        ad_value keys;
+        int rc = ad_dict_list(S, v.u.d, 0, &keys);
+        if (rc) return rc;
+        rc = seq_as(S, fn, keys, kind, out);
+        ad_value_decref(S, keys);
+        return rc;
+    }
+    int64_t n;
+    if (!ad_vm_seq_len(v, &n)) {
+        if (v.t == AD_TTENSOR) return ad_error(S, "%s(): iteration over a 0-d tensor", fn);
+        return ad_error(S, "%s(): %s is not iterable", fn, ad_type_name(v));
+    }
+    ad_list *l = ad_list_new(S, kind, n);
     if (!l) return S->errcode;
+    for (int64_t i = 0; i < n; i++) {
+        int rc = ad_vm_seq_item(S, v, i, &l->items[i]);
+        if (rc) { ad_value_decref(S, ad_list_value(l, kind)); return rc; }
+    }
     *out = ad_list_value(l, kind);
+    return ADDSL_OK;
+}
+
+/* enumerate(iterable, start=0): a list of (index, item) tuples. */
+static int bi_enumerate(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    int64_t start = 0;
+    int rc = ad_arg_int(S, argv[1], "enumerate", "start", &start);
+    if (rc) return rc;
+    ad_value items;
+    if ((rc = seq_as(S, "enumerate", argv[0], AD_TLIST, &items))) return rc;
+    ad_list *src = items.u.l;
+    for (int64_t i = 0; i < src->len; i++) {
+        ad_list *pair = ad_list_new(S, AD_TTUPLE, 2);
+        if (!pair) { ad_value_decref(S, items); return S->errcode; }
+        pair->items[0] = ad_int((double)(start + i));
+        pair->items[1] = src->items[i];   /* the pair takes the list's reference */
+        src->items[i] = ad_list_value(pair, AD_TTUPLE);
+    }
+    *out = items;
+    return ADDSL_OK;
+}
+
+/* zip(a, b, ...): tuples of the i-th items, as long as the shortest argument. */
+static int bi_zip(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    ad_value *cols = ad_calloc(S, (size_t)(argc ? argc : 1), sizeof *cols);
+    if (!cols) return ADDSL_ENOMEM;
+    int rc = ADDSL_OK, made = 0;
+    int64_t n = argc ? INT64_MAX : 0;
+    for (; made < argc && !rc; made++) {
+        rc = seq_as(S, "zip", argv[made], AD_TLIST, &cols[made]);
+        if (!rc && cols[made].u.l->len < n) n = cols[made].u.l->len;
+        if (rc) break;
+    }
+    ad_list *l = rc ? NULL : ad_list_new(S, AD_TLIST, n);
+    if (!rc && !l) rc = S->errcode;
+    for (int64_t i = 0; !rc && i < n; i++) {
+        ad_list *t = ad_list_new(S, AD_TTUPLE, argc);
+        if (!t) { rc = S->errcode; break; }
+        for (int k = 0; k < argc; k++) { t->items[k] = cols[k].u.l->items[i]; ad_value_incref(t->items[k]); }
+        l->items[i] = ad_list_value(t, AD_TTUPLE);
+    }
+    for (int k = 0; k < made; k++) ad_value_decref(S, cols[k]);
+    ad_free(S, cols);
+    if (rc) { if (l) ad_value_decref(S, ad_list_value(l, AD_TLIST)); return rc; }
+    *out = ad_list_value(l, AD_TLIST);
     return ADDSL_OK;
 }
 
@@ -208,6 +277,8 @@ const ad_builtin_def ad_bi_core_defs[] = {
     {"apply", bi_apply, "f, args"},
     {"tuple", bi_tuple, "x"},
     {"list", bi_list, "x"},
+    {"enumerate", bi_enumerate, "iterable, start=0"},
+    {"zip", bi_zip, "*"},
     {"print", bi_print, "*, sep=none, end=none, flush=false"},
     {"len", bi_len, "x"},
     {"str", bi_str, "x"},
