@@ -128,7 +128,10 @@ def addsl_kinds(addsl):
     names = subprocess.run([addsl, '-e', src], capture_output=True, text=True, check=True).stdout.split()
     script = '\n'.join('print("%s", type(%s))' % (n, n) for n in names if re.match(r'^[A-Za-z_][A-Za-z0-9_]*$', n))
     out = subprocess.run([addsl, '-e', script], capture_output=True, text=True, check=True).stdout
-    kinds = {}
+    # the ops behind operators (t[...] is index_get) are internal names, not in dir()
+    internal = subprocess.run([addsl, '-e', 'for o in all_ops(internal=true) { print(op_name(o)) }'],
+                              capture_output=True, text=True, check=True).stdout.split()
+    kinds = {n: 'op' for n in internal}
     for line in out.splitlines():
         parts = line.split()
         if len(parts) == 2:
