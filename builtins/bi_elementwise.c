@@ -327,6 +327,8 @@ static int check_values(ad_state *S, const ew_binop *op, ad_dtype cdt, const ew_
     return AD_OK;
 }
 
+static bool is_bool_tensor(ad_value v) { return v.t == AD_TTENSOR && v.u.tensor->dtype == AD_BOOL; }
+
 static int ew_binary(ad_state *S, const ew_binop *op, ad_value a, ad_value b, ad_value *out) {
     ew_ops o;
     ad_value in[2] = {a, b};
@@ -336,7 +338,13 @@ static int ew_binary(ad_state *S, const ew_binop *op, ad_value a, ad_value b, ad
     if ((op->flags & EW_NO_BOOL) && rt == AD_BOOL) {
         ew_release(S, &o);
         return ad_error(S, "Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.");
+                           "Use `logical_xor()` instead.");
+    }
+    /* As torch: a bool mask minus a number is a mistake for ~mask, not arithmetic. */
+    if ((op->flags & EW_NO_BOOL) && (is_bool_tensor(o.v[0]) || is_bool_tensor(o.v[1]))) {
+        ew_release(S, &o);
+        return ad_error(S, "Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use `logical_not()` instead.");
     }
     ad_dtype dts[2] = {cdt, cdt};
     rc = ew_prepare(S, &o, dts);
@@ -388,8 +396,10 @@ static int ew_unary_p(ad_state *S, const ew_unop *op, ad_value x, const double *
     if (rt == AD_BOOL && strcmp(op->name, "neg") == 0) {
         ew_release(S, &o);
         return ad_error(S, "Negation, the `-` operator, on a bool tensor is not supported. "
-                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+                           "If you are trying to invert a mask, use `logical_not()` instead.");
     }
+    /* torch's sign keeps a bool tensor as it is (sign(True) is True) */
+    if (rt == AD_BOOL && strcmp(op->name, "sign") == 0) cdt = UNDEF_DT;
     ad_dtype dts[1] = {cdt == UNDEF_DT ? rt : (ad_dtype)cdt};
     rc = ew_prepare(S, &o, dts);
     if (rc) { ew_release(S, &o); return rc; }
@@ -423,6 +433,7 @@ static int ew_unary_p(ad_state *S, const ew_unop *op, ad_value x, const double *
 
 AD_EW_SLEEF_OPS(AD_BI_UN_SLEEF)
 AD_EW_FLOAT_OPS(AD_BI_UN_FLOAT)
+AD_EW_SPECIAL_OPS(AD_BI_UN_FLOAT)
 AD_EW_FLOAT_MODE_OPS(AD_BI_UN_FLOAT)
 AD_EW_SAME_OPS(AD_BI_UN_SAME)
 AD_EW_ROUND_OPS(AD_BI_UN_ROUND)
@@ -617,6 +628,10 @@ static int bi_where(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     static const char *const names[] = {"condition", "input", "other"};
     int k[AD_NDTYPES] = {AD_K_where_f32, AD_K_where_f64, AD_K_where_i64, AD_K_where_b8};
     (void)argc;
+    /* torch reads no truth value into a float or integer condition. */
+    if (argv[0].t == AD_TTENSOR && argv[0].u.tensor->dtype != AD_BOOL)
+        return ad_error(S, "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
+                        ad_torch_dtype_name(argv[0].u.tensor->dtype));
     return ternary(S, "where", names, argv, k, true, NULL, out);
 }
 
@@ -702,6 +717,10 @@ static int bi_div(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     static int bi_##n(ad_state *S, ad_value *argv, int argc, ad_value *out) { \
         (void)argc; return ew_binary(S, &desc, argv[0], argv[1], out); }
 AD_BI_PLAIN_BINARY(AD_BI_BIN_FN)
+#define AD_BI_SPECIAL_BIN(n) \
+    static const ew_binop BIN_##n = {#n, K2(n), EW_FLOAT}; \
+    AD_BI_BIN_FN(n, BIN_##n)
+AD_EW_SPECIAL_BINARY_OPS(AD_BI_SPECIAL_BIN)
 
 int ad_bi_add(ad_state *S, ad_value a, ad_value b, ad_value *out) { return ew_binary(S, &BIN_add, a, b, out); }
 int ad_bi_sub(ad_state *S, ad_value a, ad_value b, ad_value *out) { return ew_binary(S, &BIN_sub, a, b, out); }
@@ -722,10 +741,13 @@ int ad_bi_compare(ad_state *S, int cmp, ad_value a, ad_value b, ad_value *out) {
 #define AD_BI_ROW_SELF(n) {#n, bi_##n, "self"},
 #define AD_BI_ROW_SLEEF(n, ulp) AD_BI_ROW_SELF(n)
 #define AD_BI_ROW_BIN(n, desc) {#n, bi_##n, "self, other"},
+#define AD_BI_ROW_SPECIAL(n) {#n, bi_##n, "self, other"},
 
 const ad_builtin_def ad_bi_elementwise_defs[] = {
     AD_EW_SLEEF_OPS(AD_BI_ROW_SLEEF)
     AD_EW_FLOAT_OPS(AD_BI_ROW_SELF)
+    AD_EW_SPECIAL_OPS(AD_BI_ROW_SELF)
+    AD_EW_SPECIAL_BINARY_OPS(AD_BI_ROW_SPECIAL)
     AD_EW_SAME_OPS(AD_BI_ROW_SELF)
     AD_EW_PRED_OPS(AD_BI_ROW_SELF)
     AD_BI_PLAIN_BINARY(AD_BI_ROW_BIN)

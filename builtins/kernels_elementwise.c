@@ -7,6 +7,7 @@
 
 #include "ad_limits.h"
 #include "scalar_math.h"
+#include "special_math.h"
 
 /* Elements handed to one SLEEF block call: small enough to stay in L1/L2,
  * large enough that the per-block dispatch is free. */
@@ -102,7 +103,39 @@ static ad_ew_blk ad_ew_pick(ad_ew_blk f512, ad_ew_blk f256, ad_ew_blk f128) {
 
 #endif
 
+/* SLEEF's asinh and acosh overflow in x * x past sqrt(max) (asinh(1e200) gave
+ * inf): their generated kernels are renamed and wrapped below. */
+#define ad_k_asinh_f32 ad_k_asinh_sleef_f32
+#define ad_k_asinh_f64 ad_k_asinh_sleef_f64
+#define ad_k_acosh_f32 ad_k_acosh_sleef_f32
+#define ad_k_acosh_f64 ad_k_acosh_sleef_f64
+void ad_k_asinh_sleef_f32(float *out, const float *x, int64_t n);
+void ad_k_asinh_sleef_f64(double *out, const double *x, int64_t n);
+void ad_k_acosh_sleef_f32(float *out, const float *x, int64_t n);
+void ad_k_acosh_sleef_f64(double *out, const double *x, int64_t n);
 AD_EW_SLEEF_OPS(AD_EW_SLEEF_DEF)
+#undef ad_k_asinh_f32
+#undef ad_k_asinh_f64
+#undef ad_k_acosh_f32
+#undef ad_k_acosh_f64
+
+/* Past these |x|, asinh(x) = sign(x) (log|x| + log 2) and acosh(x) = log x + log 2
+ * to double (float) precision, and x * x would overflow. */
+#define AD_EW_HUGE_F64 1e150
+#define AD_EW_HUGE_F32 1e18f
+#define AD_LN2 0.69314718055994530942
+
+#define AD_EW_ARC_HYP(T, sfx, HUGE) \
+    void ad_k_asinh_##sfx(T *out, const T *x, int64_t n) { \
+        ad_k_asinh_sleef_##sfx(out, x, n); \
+        for (int64_t i = 0; i < n; i++) \
+            if (fabs(x[i]) > HUGE) out[i] = copysign(log(fabs(x[i])) + (T)AD_LN2, x[i]); } \
+    void ad_k_acosh_##sfx(T *out, const T *x, int64_t n) { \
+        ad_k_acosh_sleef_##sfx(out, x, n); \
+        for (int64_t i = 0; i < n; i++) \
+            if (x[i] > HUGE) out[i] = log(x[i]) + (T)AD_LN2; }
+AD_EW_ARC_HYP(float, f32, AD_EW_HUGE_F32)
+AD_EW_ARC_HYP(double, f64, AD_EW_HUGE_F64)
 
 /* ---- scalar helpers ---- */
 
@@ -179,6 +212,9 @@ static double ad_erfinv(double y) {
 #define AD_EW_GEN_PRED(name) AD_EW_MAP(name, float, f32, bool, name(v)) AD_EW_MAP(name, double, f64, bool, name(v))
 
 AD_EW_FLOAT_OPS(AD_EW_GEN_F)
+#define AD_EW_GEN_SPECIAL(name) \
+    AD_EW_MAP(name, float, f32, float, ad_sp_##name((double)v)) AD_EW_MAP(name, double, f64, double, ad_sp_##name(v))
+AD_EW_SPECIAL_OPS(AD_EW_GEN_SPECIAL)
 AD_EW_FLOAT_MODE_OPS(AD_EW_GEN_F)
 AD_EW_SAME_OPS(AD_EW_GEN_FI)
 AD_EW_ROUND_OPS(AD_EW_GEN_F)
@@ -194,7 +230,7 @@ AD_EW_MAP(logical_not, bool, b8, bool, !v)
 
 #define P_leaky_relu(T) (v > 0 ? v : v * P)
 #define P_elu(T) (v > 0 ? v : P * expm1(v))
-#define P_celu(T) (fmax(v, (T)0) + fmin((T)0, P * expm1(v / P)))
+#define P_celu(T) (v > 0 ? v : P * expm1(v / P))  /* keeps nan, as torch */
 #define P_softplus(T) (v * P > Q ? v : log1p(exp(v * P)) / P)
 #define P_softshrink(T) (v > P ? v - P : v < -P ? v + P : (T)0)
 #define P_hardshrink(T) (v >= -P && v <= P ? (T)0 : v)
@@ -299,6 +335,9 @@ AD_EW_BINARY_FLOAT_OPS(AD_EW_GEN_BF)
 #undef ad_k_pow_f32
 #undef ad_k_pow_f64
 AD_EW_BIN(pow, int64_t, i64, int64_t, ad_ipow(a, b))
+#define AD_EW_GEN_SPECIAL_BF(name) \
+    AD_EW_BIN(name, float, f32, float, AD_SP_B_##name(float, a, b)) AD_EW_BIN(name, double, f64, double, AD_SP_B_##name(double, a, b))
+AD_EW_SPECIAL_BINARY_OPS(AD_EW_GEN_SPECIAL_BF)
 
 /* x ** 2 and x ** 1 with one scalar exponent (the square in a loss and its backward) get a
  * loop of their own that vectorises; every other case is the general loop. */

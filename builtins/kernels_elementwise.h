@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernels_special.h"
+
 /* Kernel shapes (see kernels_elementwise.def):
  *   unary   (out, x, n)
  *   param   (out, x, n, p, q)                 two scalar parameters
@@ -81,6 +83,7 @@
 #define AD_EW_PROTO_SLEEF(name, ulp) AD_EW_PROTO_F(name)
 AD_EW_SLEEF_OPS(AD_EW_PROTO_SLEEF)
 AD_EW_FLOAT_OPS(AD_EW_PROTO_F)
+AD_EW_SPECIAL_OPS(AD_EW_PROTO_F)
 AD_EW_FLOAT_MODE_OPS(AD_EW_PROTO_F)
 AD_EW_SAME_OPS(AD_EW_PROTO_FI)
 AD_EW_ROUND_OPS(AD_EW_PROTO_F)
@@ -88,6 +91,7 @@ AD_EW_PARAM_OPS(AD_EW_PROTO_P)
 AD_EW_PRED_OPS(AD_EW_PROTO_PRED)
 AD_EW_BINARY_ALL_OPS(AD_EW_PROTO_BFI)
 AD_EW_BINARY_FLOAT_OPS(AD_EW_PROTO_BF)
+AD_EW_SPECIAL_BINARY_OPS(AD_EW_PROTO_BF)
 AD_EW_COMPARE_OPS(AD_EW_PROTO_CMP)
 AD_EW_LOGICAL_OPS(AD_EW_PROTO_LOGIC)
 

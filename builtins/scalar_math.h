@@ -157,7 +157,9 @@ AD_SPECIAL_FN double ad_polygamma(int n, double x) {
         for (int i = 0; i < deg; i++) { p[i] -= d[i]; p[i + 2] -= d[i]; }
         deg += 1;
     }
-    double c = 1 / tan(AD_SPECIAL_PI * x), v = 0;
+    /* cot has period 1: reducing x first (exactly) keeps pi x from losing
+     * the fraction when x is large */
+    double c = 1 / tan(AD_SPECIAL_PI * (x - floor(x))), v = 0;
     for (int i = deg; i >= 0; i--) v = v * c + p[i];
     double reflected = sign * fact * ad_zeta_tail(n + 1.0, 1 - x);
     return ((n & 1) ? -reflected : reflected) - pow(AD_SPECIAL_PI, n + 1) * v;

@@ -13,6 +13,7 @@
 
 #include "../builtins/kernels_elementwise.h"
 #include "../builtins/scalar_math.h"
+#include "../builtins/special_math.h"
 #include "tensor_cuda.h"
 
 namespace {
@@ -87,6 +88,8 @@ U_OP(reciprocal, (T)1 / v)
 U_OP(sinc, v == 0 ? (T)1 : m_sin((T)PI_D * v) / ((T)PI_D * v))
 U_OP(erfinv, erfinv((double)v))
 U_OP(digamma, ad_digamma((double)v))
+#define U_SPECIAL(name) U_OP(name, ad_sp_##name((double)v))
+AD_EW_SPECIAL_OPS(U_SPECIAL)
 U_OP(gelu_erf, (T)0.5 * v * ((T)1 + m_erf(v * (T)SQRT1_2_D)))
 U_OP(gelu_tanh, (T)0.5 * v * ((T)1 + m_tanh((T)SQRT_2_PI_D * (v + (T)0.044715 * v * v * v))))
 U_OP(floor, m_floor(v))
@@ -137,7 +140,7 @@ template <class T> __device__ __forceinline__ T logit(T v, T eps) {
     };
 P_OP(leaky_relu, v > 0 ? v : v * P)
 P_OP(elu, v > 0 ? v : P * m_expm1(v))
-P_OP(celu, m_fmax(v, (T)0) + m_fmin((T)0, P * m_expm1(v / P)))
+P_OP(celu, v > 0 ? v : P * m_expm1(v / P)) // keeps nan, as torch
 P_OP(softplus, v * P > Q ? v : m_log1p(m_exp(v * P)) / P)
 P_OP(softshrink, v > P ? v - P : v < -P ? v + P : (T)0)
 P_OP(hardshrink, v >= -P && v <= P ? (T)0 : v)
@@ -198,6 +201,8 @@ B_OP(atan2, m_atan2(a, b))
 B_OP(hypot, m_hypot(a, b))
 B_OP(copysign, m_copysign(a, b))
 B_OP(xlogy, isnan(b) ? b : a == 0 ? (T)0 : a * m_log(b))
+#define B_SPECIAL(name) B_OP(name, AD_SP_B_##name(T, a, b))
+AD_EW_SPECIAL_BINARY_OPS(B_SPECIAL)
 B_OP(logaddexp, isinf(a) && a == b ? a : m_fmax(a, b) + m_log1p(m_exp(-m_fabs(a - b))))
 B_OP(sigmoid_backward, a * b * ((T)1 - b))
 B_OP(tanh_backward, a * ((T)1 - b * b))
@@ -355,6 +360,7 @@ struct ew_row {
 const ew_row EW_ROWS[] = {
     AD_EW_SLEEF_OPS(ROWS_SLEEF)
     AD_EW_FLOAT_OPS(ROWS_F)
+    AD_EW_SPECIAL_OPS(ROWS_F)
     AD_EW_FLOAT_MODE_OPS(ROWS_F)
     AD_EW_SAME_OPS(ROWS_FI)
     AD_EW_ROUND_OPS(ROWS_F)
@@ -362,6 +368,7 @@ const ew_row EW_ROWS[] = {
     AD_EW_PRED_OPS(ROWS_PRED)
     AD_EW_BINARY_ALL_OPS(ROWS_BFI)
     AD_EW_BINARY_FLOAT_OPS(ROWS_BF)
+    AD_EW_SPECIAL_BINARY_OPS(ROWS_BF)
     AD_EW_COMPARE_OPS(ROWS_CMP)
     AD_EW_LOGICAL_OPS(ROWS_LOGIC)
     ROW(pow, i64, SH_BINARY, (l_binary<op_pow, int64_t, int64_t>))

@@ -101,8 +101,9 @@ const char *ad_torch_dtype_name(ad_dtype dt) {
 /* ---- binding helpers shared by builtins, script functions and ops ---- */
 
 /* torch's spellings that name the same parameter: numpy's 'axis' for 'dim',
- * 'keepdims' for 'keepdim' (torch.sum(x, axis=0) works). */
-static const char *const kw_aliases[][2] = {{"axis", "dim"}, {"keepdims", "keepdim"}};
+ * 'keepdims' for 'keepdim' (torch.sum(x, axis=0) works), and the functional
+ * form's 'input' for the 'self' the formulas name (torch.sum(input=x)). */
+static const char *const kw_aliases[][2] = {{"axis", "dim"}, {"keepdims", "keepdim"}, {"input", "self"}};
 
 int ad_param_find(int np, const char *const *pnames, const char *kw) {
     for (int j = 0; j < np; j++)

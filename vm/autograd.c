@@ -11,6 +11,7 @@
 #include "../builtins/kernels_elementwise.h"
 #include "buf.h"
 #include "device.h"
+#include "dict.h"
 #include "heap.h"
 #include "help.h"
 #include "library.h"
@@ -979,6 +980,71 @@ static int bi_op_differentiable(ad_state *S, ad_value *argv, int argc, ad_value 
     return ADDSL_OK;
 }
 
+/* op_info(op): what docs/ops.md and help() say of an op, read from its
+ * definition so the table cannot drift from the library. */
+static int info_str(ad_state *S, ad_dict *d, const char *key, const char *text) {
+    ad_value v;
+    int rc = ad_string_value(S, text, strlen(text), &v);
+    if (rc) return rc;
+    return ad_dict_set_str(S, d, key, v);
+}
+
+static int info_names(ad_state *S, ad_dict *d, const char *key, const ad_opdef *op, ad_param_kind kind) {
+    ad_list *l = ad_list_new(S, AD_TLIST, 0);
+    if (!l) return S->errcode;
+    int rc = ad_dict_set_str(S, d, key, ad_list_value(l, AD_TLIST));
+    for (int i = 0; !rc && i < op->nparams; i++) {
+        if (op->kind[i] != (uint8_t)kind) continue;
+        ad_value v;
+        rc = ad_string_value(S, op->pnames[i], strlen(op->pnames[i]), &v);
+        if (!rc) rc = ad_list_push(S, l, v);
+    }
+    return rc;
+}
+
+static int info_signature(ad_state *S, const ad_opdef *op, ad_buf *b) {
+    int rc = ad_buf_printf(b, "%s(", op->name);
+    int first_def = op->nparams - op->ndefaults;
+    for (int i = 0; !rc && i < op->nparams; i++) {
+        rc = ad_buf_printf(b, "%s%s%s", i ? ", " : "", op->sizes_param == i + 1 ? "*" : "", op->pnames[i]);
+        if (!rc && i >= first_def) {
+            rc = ad_buf_printf(b, "=");
+            if (!rc) rc = ad_value_format(S, op->defaults[i - first_def], b, true);
+        }
+    }
+    if (!rc) rc = ad_buf_printf(b, ")");
+    return rc;
+}
+
+static int bi_op_info(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_opdef *op = NULL;
+    int rc = arg_op(S, argv[0], "op_info", &op);
+    if (rc) return rc;
+    ad_dict *d = ad_dict_new(S);
+    if (!d) return S->errcode;
+    ad_buf b;
+    ad_buf_init(&b, S);
+    rc = info_signature(S, op, &b);
+    if (!rc) rc = info_str(S, d, "name", op->name);
+    if (!rc) rc = info_str(S, d, "signature", b.data ? b.data : "");
+    ad_buf_free(&b);
+    if (!rc) rc = info_names(S, d, "differentiable", op, AD_PARAM_DIFF);
+    if (!rc) rc = info_names(S, d, "non_differentiable", op, AD_PARAM_NONDIFF);
+    if (!rc) rc = info_names(S, d, "not_implemented", op, AD_PARAM_NOTIMPL);
+    if (!rc) rc = ad_dict_set_str(S, d, "formulas", ad_bool(op->has_formulas));
+    static const char *const jvp_names[] = {"none", "formula", "auto_element_wise", "auto_linear"};
+    if (!rc) rc = info_str(S, d, "jvp", op->has_formulas ? jvp_names[op->jvp_kind] : "body");
+    if (!rc) rc = ad_dict_set_str(S, d, "outputs", ad_int(op->nout));
+    /* A kernel forward states its device support; a composite runs where its parts run. */
+    ad_value gpu = ad_none();
+    if (op->forward.t == AD_TBUILTIN) gpu = ad_bool(op->forward.u.bi->on_device);
+    if (!rc) rc = ad_dict_set_str(S, d, "gpu", gpu);
+    if (rc) { ad_value_decref(S, ad_dict_value(d)); return rc; }
+    *out = ad_dict_value(d);
+    return ADDSL_OK;
+}
+
 static int cmp_op_names(const void *a, const void *b) {
     return strcmp(((const ad_value *)a)->u.op->name, ((const ad_value *)b)->u.op->name);
 }
@@ -1017,6 +1083,7 @@ const ad_builtin_def ad_bi_autograd_defs[] = {
     {"op_name", bi_op_name, "op"},
     {"op_params", bi_op_params, "op"},
     {"op_differentiable", bi_op_differentiable, "op"},
+    {"op_info", bi_op_info, "op"},
     {"all_ops", bi_all_ops, "internal=false"},
     {NULL, NULL, NULL}
 };

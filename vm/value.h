@@ -175,7 +175,8 @@ int ad_arg_dims(ad_state *S, ad_value v, const char *fn, const char *pname, int 
 int ad_arg_str(ad_state *S, ad_value v, const char *fn, const char *pname, const char **out);
 
 /* Binding (vm/args.c). The index of the parameter keyword 'kw' names, also
- * through torch's aliases ('axis' for 'dim', 'keepdims' for 'keepdim'); -1 if none. */
+ * through torch's aliases ('axis' for 'dim', 'keepdims' for 'keepdim', 'input' for
+ * 'self'); -1 if none. */
 int ad_param_find(int np, const char *const *pnames, const char *kw);
 /* A parameter written '*NAME' (index 'star') takes sizes as one list or as
  * separate numbers, as torch's zeros(2, 3) and x.view(3, 2): when the
