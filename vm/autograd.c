@@ -1036,6 +1036,10 @@ static int bi_op_info(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     static const char *const jvp_names[] = {"none", "formula", "auto_element_wise", "auto_linear"};
     if (!rc) rc = info_str(S, d, "jvp", op->has_formulas ? jvp_names[op->jvp_kind] : "body");
     if (!rc) rc = ad_dict_set_str(S, d, "outputs", ad_int(op->nout));
+    const char *file = "";
+    for (size_t i = 0; i < ad_lib_ndefs; i++)
+        if (strcmp(ad_lib_defs[i].name, op->name) == 0) file = ad_lib_names[ad_lib_defs[i].file];
+    if (!rc) rc = info_str(S, d, "file", file);
     /* A kernel forward states its device support; a composite runs where its parts run. */
     ad_value gpu = ad_none();
     if (op->forward.t == AD_TBUILTIN) gpu = ad_bool(op->forward.u.bi->on_device);
