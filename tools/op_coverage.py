@@ -50,7 +50,7 @@ RENAME = {
     'native_dropout': 'dropout', '_fused_dropout': 'dropout',
     'max_pool2d_with_indices': 'max_pool2d', 'max_pool3d_with_indices': 'max_pool3d',
     'nll_loss_forward': 'nll_loss', 'nll_loss2d_forward': 'nll_loss',
-    'multilabel_margin_loss_forward': 'multilabel_margin_loss', 'log_sigmoid_forward': 'logsigmoid',
+    'multilabel_margin_loss_forward': 'multilabel_margin_loss', 'log_sigmoid_forward': 'log_sigmoid',
     'reflection_pad1d': 'pad', 'reflection_pad2d': 'pad', 'reflection_pad3d': 'pad',
     'replication_pad1d': 'pad', 'replication_pad2d': 'pad', 'replication_pad3d': 'pad', 'constant_pad_nd': 'pad',
     'im2col': 'unfold_im2col', 'col2im': 'fold',
