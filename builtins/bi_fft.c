@@ -41,6 +41,21 @@ typedef struct fft_plan {
     cpx *work, *work2;       /* m values each */
 } fft_plan;
 
+/* e^{-2 pi i j/n}, from the nearest quarter turn plus an angle within pi/4, so
+ * the quarter points are exact (sin(pi) is not 0 in floating point) and
+ * symmetric roots are exact conjugates. */
+static cpx unit_root(size_t j, size_t n) {
+    int64_t q = (int64_t)((4 * j + n / 2) / n);
+    double phi = M_PI_2 * (double)((int64_t)(4 * j) - q * (int64_t)n) / (double)n;
+    double c = cos(phi), s = sin(phi);
+    switch (q & 3) {
+    case 0: return (cpx){c, -s};
+    case 1: return (cpx){-s, -c};
+    case 2: return (cpx){-c, s};
+    default: return (cpx){s, c};
+    }
+}
+
 static void plan_free(ad_state *S, fft_plan *p) {
     if (!p) return;
     ad_free(S, p->tw);
@@ -134,8 +149,7 @@ static int bluestein_init(ad_state *S, fft_plan *p) {
     size_t sq = 0;
     for (size_t k = 0; k < n; k++) {
         if (k) sq = (sq + 2 * k - 1) % (2 * n);
-        double a = M_PI * (double)sq / (double)n;
-        p->chirp[k] = (cpx){cos(a), -sin(a)};
+        p->chirp[k] = unit_root(sq, 2 * n);
     }
     cpx *b = p->work;
     for (size_t j = 0; j < m; j++) b[j] = (cpx){0.0, 0.0};
@@ -160,10 +174,7 @@ static fft_plan *plan_new(ad_state *S, size_t n) {
     p->tw = ad_calloc(S, n, sizeof(cpx));
     p->scratch = ad_calloc(S, largest, sizeof(cpx));
     if (!p->tw || !p->scratch) { plan_free(S, p); return NULL; }
-    for (size_t j = 0; j < n; j++) {
-        double a = 2.0 * M_PI * (double)j / (double)n;
-        p->tw[j] = (cpx){cos(a), -sin(a)};
-    }
+    for (size_t j = 0; j < n; j++) p->tw[j] = unit_root(j, n);
     return p;
 }
 
