@@ -96,7 +96,22 @@ static void direct_run(const fft_plan *p, cpx *out, const cpx *in, size_t n, siz
     cpx *t = p->scratch;
     size_t root = m * tws;   /* tw[root * j] = e^{-2 pi i j/r} */
     for (size_t k = 0; k < m; k++) {
-        for (size_t q = 0; q < r; q++) t[q] = cmul(out[q * m + k], p->tw[q * k * tws]);
+        t[0] = out[k];
+        for (size_t q = 1; q < r; q++) t[q] = cmul(out[q * m + k], p->tw[q * k * tws]);
+        if (r == 2) {
+            out[k] = (cpx){t[0].re + t[1].re, t[0].im + t[1].im};
+            out[m + k] = (cpx){t[0].re - t[1].re, t[0].im - t[1].im};
+            continue;
+        }
+        if (r == 4) {   /* e^{-2 pi i/4} = -i, and -i (x + iy) = y - ix */
+            cpx a0 = {t[0].re + t[2].re, t[0].im + t[2].im}, a1 = {t[0].re - t[2].re, t[0].im - t[2].im};
+            cpx a2 = {t[1].re + t[3].re, t[1].im + t[3].im}, a3 = {t[1].im - t[3].im, t[3].re - t[1].re};
+            out[k] = (cpx){a0.re + a2.re, a0.im + a2.im};
+            out[m + k] = (cpx){a1.re + a3.re, a1.im + a3.im};
+            out[2 * m + k] = (cpx){a0.re - a2.re, a0.im - a2.im};
+            out[3 * m + k] = (cpx){a1.re - a3.re, a1.im - a3.im};
+            continue;
+        }
         for (size_t s = 0; s < r; s++) {
             cpx acc = t[0];
             for (size_t q = 1; q < r; q++) {
@@ -258,16 +273,27 @@ static int bi_fft_c2c(FN_ARGS) {
         ad_tensor_decref(S, t);
         return ad_fail(S);
     }
-    for (int64_t j = 0; j < count; j++) buf[j] = (cpx){ad_tensor_get_flat(t, 2 * j), ad_tensor_get_flat(t, 2 * j + 1)};
+    /* t is contiguous (c2c_args) and r fresh, so their data are plain arrays. */
+    const float *tf = ad_tensor_data(t);
+    const double *td = ad_tensor_data(t);
+    for (int64_t j = 0; j < count; j++)
+        buf[j] = t->dtype == AD_FLOAT64 ? (cpx){td[2 * j], td[2 * j + 1]} : (cpx){tf[2 * j], tf[2 * j + 1]};
     double size = 1.0;
     for (int k = 0; k < ndims && !rc; k++) {
         size *= (double)t->shape[dims[k]];
         rc = transform_dim(S, buf, t->ndim - 1, t->shape, dims[k], fwd);
     }
     double scale = norm == NORM_BY_N ? 1.0 / size : norm == NORM_BY_ROOT_N ? 1.0 / sqrt(size) : 1.0;
+    float *rf = ad_tensor_data(r);
+    double *rd = ad_tensor_data(r);
     for (int64_t j = 0; !rc && j < count; j++) {
-        ad_tensor_set_flat(r, 2 * j, buf[j].re * scale);
-        ad_tensor_set_flat(r, 2 * j + 1, buf[j].im * scale);
+        if (r->dtype == AD_FLOAT64) {
+            rd[2 * j] = buf[j].re * scale;
+            rd[2 * j + 1] = buf[j].im * scale;
+        } else {
+            rf[2 * j] = (float)(buf[j].re * scale);
+            rf[2 * j + 1] = (float)(buf[j].im * scale);
+        }
     }
     ad_free(S, buf);
     ad_tensor_decref(S, t);
