@@ -7,7 +7,6 @@
  * float64 tensors float32 accuracy, so addsl computes every dtype in double
  * here and rounds once when it stores the result. */
 #include <math.h>
-#include <string.h>
 
 #include "builtins.h"
 #include "state.h"
@@ -72,7 +71,7 @@ static void plan_free(ad_state *S, fft_plan *p) {
 static size_t factorize(size_t n, size_t *fac, int *nfac) {
     size_t largest = 1;
     *nfac = 0;
-    while (n % 4 == 0 && n > 4) { fac[(*nfac)++] = 4; n /= 4; largest = 4; }
+    while (n >= 4 && n % 4 == 0) { fac[(*nfac)++] = 4; n /= 4; largest = 4; }
     for (size_t p = 2; n > 1; p = p == 2 ? 3 : p + 2) {
         if (p * p > n) p = n;
         while (n % p == 0) {
