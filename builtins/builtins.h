@@ -26,6 +26,7 @@ extern const ad_builtin_def ad_bi_fs_defs[];          /* builtins/bi_fs.c: maked
 extern const ad_builtin_def ad_bi_index_ops_defs[];   /* builtins/bi_index_ops.c: cummax, cummin, logcumsumexp, scatter_reduce */
 extern const ad_builtin_def ad_bi_random_defs[];      /* builtins/bi_random.c: poisson, multinomial */
 extern const ad_builtin_def ad_bi_nn_defs[];          /* builtins/bi_nn.c: im2col, col2im */
+extern const ad_builtin_def ad_bi_fft_defs[];         /* builtins/bi_fft.c: _fft_c2c */
 
 /* float(x) of a number, bool or string (Python's float(); tensors take .float()). */
 int ad_bi_float_value(ad_state *S, ad_value v, ad_value *out);

@@ -60,6 +60,7 @@ static const ad_builtin_def *const builtin_tables[] = {
     ad_bi_progress_defs, ad_bi_plot_defs, ad_bi_fs_defs,
     ad_bi_index_ops_defs, ad_bi_random_defs,
     ad_bi_nn_defs,
+    ad_bi_fft_defs,
 };
 
 extern const char *const ad_lib_names[];
