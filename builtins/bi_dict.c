@@ -128,17 +128,17 @@ const ad_builtin_def ad_bi_dict_defs[] = {
          "\nExample: dict([(\"a\", 1), (\"b\", 2)])"},
     {"keys", bi_keys, "self",
          "The keys of a dict, as a list in insertion order (d.keys())."
-         "\nExample: {\"a\": 1, \"b\": 2}.keys()"},
+         "\nExample: let d = {\"a\": 1, \"b\": 2}; d.keys()"},
     {"values", bi_values, "self",
          "The values of a dict, as a list in insertion order (d.values())."
-         "\nExample: {\"a\": 1, \"b\": 2}.values()"},
+         "\nExample: let d = {\"a\": 1, \"b\": 2}; d.values()"},
     {"items", bi_items, "self",
          "The (key, value) pairs of a dict, as a list of tuples in insertion order (d.items())."
          "\nExample: for (k, v) in {\"a\": 1}.items() { print(k, v) }"},
     {"get", bi_get, "self, key, default=none",
          "d.get(key, default): the value stored under key, or default (none) when the key is "
          "absent."
-         "\nExample: {\"a\": 1}.get(\"b\", 0)   # 0"},
+         "\nExample: let d = {\"a\": 1}; d.get(\"b\", 0)   # 0"},
     {"pop", bi_pop, "*",
          "d.pop(key[, default]) removes key from a dict and returns its value (default when "
          "absent, an error without one); xs.pop([i]) removes and returns a list's item i (default "

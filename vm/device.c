@@ -307,6 +307,6 @@ const ad_builtin_def ad_bi_device_defs[] = {
     {"cuda_synchronize", bi_cuda_synchronize, "",
          "Waits until the GPU has finished the queued work (for timing); does nothing without a "
          "GPU."
-         "\nExample: cuda_synchronize()"},
+         "\nExample: if cuda_is_available() { cuda_synchronize() }"},
     {NULL, NULL, NULL},
 };
