@@ -363,6 +363,28 @@ static void op_derivatives(ad_buf *b, const ad_opdef *op) {
     ad_buf_printf(b, "    JVP (forward mode): %s\n", jvp[op->jvp_kind]);
 }
 
+/* Appends text as lines of at most HELP_WIDTH columns, each indented by two
+ * spaces, broken at spaces (a longer word gets a line of its own), as the
+ * library's doc comments are laid out in their files. */
+#define HELP_WIDTH 100
+static void put_wrapped(ad_buf *b, const char *text, size_t len) {
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        while (p < end && *p == ' ') p++;
+        if (p == end) break;
+        const char *cut = end;
+        if ((size_t)(end - p) > HELP_WIDTH - 2) {
+            cut = p + (HELP_WIDTH - 2);
+            while (cut > p && *cut != ' ') cut--;
+            if (cut == p) { cut = p; while (cut < end && *cut != ' ') cut++; }
+        }
+        ad_buf_puts(b, "  ");
+        ad_buf_add(b, p, (size_t)(cut - p));
+        ad_buf_puts(b, "\n");
+        p = cut;
+    }
+}
+
 /* ---- help() ---- */
 
 static const char tour[] =
@@ -410,11 +432,15 @@ static int help_value(ad_state *S, ad_value v, const char *asked) {
         const char *doc = v.u.bi->doc;
         const char *ex = doc ? strstr(doc, "\nExample: ") : NULL;
         signature(S, &b, "", asked ? asked : v.u.bi->name, v);
-        if (doc) ad_buf_printf(&b, "  %.*s", (int)(ex ? (size_t)(ex - doc) : strlen(doc)), doc);
-        else ad_buf_puts(&b, "  A builtin function (C).");
+        ad_buf para;
+        ad_buf_init(&para, S);
+        if (doc) ad_buf_add(&para, doc, ex ? (size_t)(ex - doc) : strlen(doc));
+        else ad_buf_puts(&para, "A builtin function (C).");
         if (v.u.bi->nparams > 0 && !v.u.bi->varargs && strcmp(v.u.bi->pnames[0], "self") == 0)
-            ad_buf_printf(&b, " Also a method: x.%s(...) is %s(x, ...).", v.u.bi->name, v.u.bi->name);
-        ad_buf_puts(&b, "\n");
+            ad_buf_printf(&para, " Also a method: x.%s(...) is %s(x, ...).", v.u.bi->name, v.u.bi->name);
+        if (para.failed) b.failed = true;
+        else put_wrapped(&b, para.data, para.len);
+        ad_buf_free(&para);
         if (ex) ad_buf_printf(&b, "  %s\n", ex + 1);
         break;
     }
