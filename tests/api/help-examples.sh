@@ -9,11 +9,12 @@ tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/run" || exit 99
 
-"$addsl" -e 'for n in dir() { help(n); print("@@end " + n) }' >"$tmp/help" 2>&1 || {
+"$addsl" -e 'for n in dir() { help(n); print("@@end " + n) }' \
+    -e 'for o in all_ops() { help(o); print("@@end " + op_name(o)) }' >"$tmp/help" 2>&1 || {
     echo "FAIL: help over dir() stopped"; tail -5 "$tmp/help"; exit 1; }
 # NAME<TAB>CODE per example
 awk '/^  Example: / { ex = substr($0, 12); next }
-     /^@@end / { if (ex != "") printf "%s\t%s\n", $2, ex; ex = ""; next }' "$tmp/help" >"$tmp/examples"
+     /^@@end / { if (ex != "" && !seen[$2]++) printf "%s\t%s\n", $2, ex; ex = ""; next }' "$tmp/help" >"$tmp/examples"
 
 to=
 command -v timeout >/dev/null 2>&1 && to="timeout 60"
