@@ -186,12 +186,164 @@ static int bi_apply(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 /* A list or tuple argument copied as 'kind' (tuple(x), list(x)). */
+/* list(x) / tuple(x) of anything a for loop walks: a dict gives its keys. */
 static int seq_as(ad_state *S, const char *fn, ad_value v, ad_vtype kind, ad_value *out) {
-    if (!ad_is_seq(v)) return ad_error(S, "%s(): argument must be a list or tuple, not %s", fn, ad_type_name(v));
-    ad_list *l = ad_list_copy(S, v.u.l, kind);
+    if (ad_is_seq(v)) {
+        ad_list *l = ad_list_copy(S, v.u.l, kind);
+        if (!l) return S->errcode;
+        *out = ad_list_value(l, kind);
+        return ADDSL_OK;
+    }
+    if (v.t == AD_TDICT) {
+        ad_value keys;
+        int rc = ad_dict_list(S, v.u.d, 0, &keys);
+        if (rc) return rc;
+        rc = seq_as(S, fn, keys, kind, out);
+        ad_value_decref(S, keys);
+        return rc;
+    }
+    int64_t n;
+    if (!ad_vm_seq_len(v, &n)) {
+        if (v.t == AD_TTENSOR) return ad_error(S, "%s(): iteration over a 0-d tensor", fn);
+        return ad_error(S, "%s(): %s is not iterable", fn, ad_type_name(v));
+    }
+    ad_list *l = ad_list_new(S, kind, n);
     if (!l) return S->errcode;
+    for (int64_t i = 0; i < n; i++) {
+        int rc = ad_vm_seq_item(S, v, i, &l->items[i]);
+        if (rc) { ad_value_decref(S, ad_list_value(l, kind)); return rc; }
+    }
     *out = ad_list_value(l, kind);
     return ADDSL_OK;
+}
+
+/* enumerate(iterable, start=0): a list of (index, item) tuples. */
+static int bi_enumerate(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    int64_t start = 0;
+    int rc = ad_arg_int(S, argv[1], "enumerate", "start", &start);
+    if (rc) return rc;
+    ad_value items;
+    if ((rc = seq_as(S, "enumerate", argv[0], AD_TLIST, &items))) return rc;
+    ad_list *src = items.u.l;
+    for (int64_t i = 0; i < src->len; i++) {
+        ad_list *pair = ad_list_new(S, AD_TTUPLE, 2);
+        if (!pair) { ad_value_decref(S, items); return S->errcode; }
+        pair->items[0] = ad_int((double)(start + i));
+        pair->items[1] = src->items[i];   /* the pair takes the list's reference */
+        src->items[i] = ad_list_value(pair, AD_TTUPLE);
+    }
+    *out = items;
+    return ADDSL_OK;
+}
+
+/* zip(a, b, ...): tuples of the i-th items, as long as the shortest argument. */
+static int bi_zip(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    ad_value *cols = ad_calloc(S, (size_t)(argc ? argc : 1), sizeof *cols);
+    if (!cols) return ADDSL_ENOMEM;
+    int rc = ADDSL_OK, made = 0;
+    int64_t n = argc ? INT64_MAX : 0;
+    for (; made < argc && !rc; made++) {
+        rc = seq_as(S, "zip", argv[made], AD_TLIST, &cols[made]);
+        if (!rc && cols[made].u.l->len < n) n = cols[made].u.l->len;
+        if (rc) break;
+    }
+    ad_list *l = rc ? NULL : ad_list_new(S, AD_TLIST, n);
+    if (!rc && !l) rc = S->errcode;
+    for (int64_t i = 0; !rc && i < n; i++) {
+        ad_list *t = ad_list_new(S, AD_TTUPLE, argc);
+        if (!t) { rc = S->errcode; break; }
+        for (int k = 0; k < argc; k++) { t->items[k] = cols[k].u.l->items[i]; ad_value_incref(t->items[k]); }
+        l->items[i] = ad_list_value(t, AD_TTUPLE);
+    }
+    for (int k = 0; k < made; k++) ad_value_decref(S, cols[k]);
+    ad_free(S, cols);
+    if (rc) { if (l) ad_value_decref(S, ad_list_value(l, AD_TLIST)); return rc; }
+    *out = ad_list_value(l, AD_TLIST);
+    return ADDSL_OK;
+}
+
+/* ---- sorted ---- */
+
+/* Python's ordering for what sorted() compares: numbers (bools count as 0
+ * and 1), strings by bytes, lists and tuples item by item. *bad is set when
+ * two values have no order. */
+static int order_cmp(ad_value a, ad_value b, bool *bad) {
+    bool an = ad_is_number(a) || a.t == AD_TBOOL, bn = ad_is_number(b) || b.t == AD_TBOOL;
+    if (an && bn) {
+        double x = a.t == AD_TBOOL ? a.u.b : a.u.n, y = b.t == AD_TBOOL ? b.u.b : b.u.n;
+        return x < y ? -1 : x > y ? 1 : 0;
+    }
+    if (a.t == AD_TSTR && b.t == AD_TSTR) {
+        size_t n = a.u.s->len < b.u.s->len ? a.u.s->len : b.u.s->len;
+        int c = memcmp(a.u.s->data, b.u.s->data, n);
+        if (c) return c < 0 ? -1 : 1;
+        return a.u.s->len < b.u.s->len ? -1 : a.u.s->len > b.u.s->len ? 1 : 0;
+    }
+    if (ad_is_seq(a) && a.t == b.t) {
+        int64_t n = a.u.l->len < b.u.l->len ? a.u.l->len : b.u.l->len;
+        for (int64_t i = 0; i < n; i++) {
+            int c = order_cmp(a.u.l->items[i], b.u.l->items[i], bad);
+            if (c || *bad) return c;
+        }
+        return a.u.l->len < b.u.l->len ? -1 : a.u.l->len > b.u.l->len ? 1 : 0;
+    }
+    *bad = true;
+    return 0;
+}
+
+/* Stable merge sort of idx[0..n) by keys[idx[i]]; tmp has room for n. */
+static void merge_sort(const ad_value *keys, int64_t *idx, int64_t *tmp, int64_t n, bool reverse, bool *bad) {
+    if (n < 2 || *bad) return;
+    int64_t h = n / 2;
+    merge_sort(keys, idx, tmp, h, reverse, bad);
+    merge_sort(keys, idx + h, tmp, n - h, reverse, bad);
+    int64_t i = 0, j = h, k = 0;
+    while (i < h && j < n) {
+        int c = order_cmp(keys[idx[j]], keys[idx[i]], bad);
+        /* take the right one first only when strictly before: stability */
+        if (reverse ? c > 0 : c < 0) tmp[k++] = idx[j++]; else tmp[k++] = idx[i++];
+    }
+    while (i < h) tmp[k++] = idx[i++];
+    while (j < n) tmp[k++] = idx[j++];
+    memcpy(idx, tmp, (size_t)n * sizeof *idx);
+}
+
+static int seq_as(ad_state *S, const char *fn, ad_value v, ad_vtype kind, ad_value *out);
+
+/* sorted(iterable, key=none, reverse=false): a new sorted list (stable, as Python's). */
+static int bi_sorted(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    bool reverse = false;
+    int rc = ad_arg_bool(S, argv[2], "sorted", "reverse", &reverse);
+    if (rc) return rc;
+    ad_value items;
+    if ((rc = seq_as(S, "sorted", argv[0], AD_TLIST, &items))) return rc;
+    ad_list *l = items.u.l;
+    int64_t n = l->len;
+    ad_value *keys = NULL;
+    int64_t *idx = ad_calloc(S, (size_t)(2 * n + 1), sizeof *idx);
+    ad_list *res = NULL;
+    if (!idx) { rc = ADDSL_ENOMEM; goto done; }
+    if (argv[1].t != AD_TNONE) {
+        keys = ad_calloc(S, (size_t)(n + 1), sizeof *keys);
+        if (!keys) { rc = ADDSL_ENOMEM; goto done; }
+        for (int64_t i = 0; i < n && !rc; i++) rc = ad_vm_call_value(S, argv[1], 1, &l->items[i], &keys[i]);
+        if (rc) goto done;
+    }
+    for (int64_t i = 0; i < n; i++) idx[i] = i;
+    bool bad = false;
+    merge_sort(keys ? keys : l->items, idx, idx + n, n, reverse, &bad);
+    if (bad) { rc = ad_error(S, "sorted(): the items have no order ('<' is not supported between them)"); goto done; }
+    res = ad_list_new(S, AD_TLIST, n);
+    if (!res) { rc = S->errcode; goto done; }
+    for (int64_t i = 0; i < n; i++) { res->items[i] = l->items[idx[i]]; ad_value_incref(res->items[i]); }
+    *out = ad_list_value(res, AD_TLIST);
+done:
+    if (keys) { for (int64_t i = 0; i < n; i++) ad_value_decref(S, keys[i]); ad_free(S, keys); }
+    ad_free(S, idx);
+    ad_value_decref(S, items);
+    return rc;
 }
 
 static int bi_tuple(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -250,5 +402,17 @@ const ad_builtin_def ad_bi_core_defs[] = {
     {"append", bi_append, "self, x",
          "Adds x at the end of a list, in place (xs.append(x) is the same); returns none."
          "\nExample: let xs = []; xs.append(1); print(xs)"},
+    {"enumerate", bi_enumerate, "iterable, start=0",
+         "The (index, item) pairs of a list, tuple, string, dict or range, as a list of tuples, "
+         "counting from start (Python's enumerate)."
+         "\nExample: for (i, v) in enumerate([\"a\", \"b\"], start=1) { print(i, v) }"},
+    {"zip", bi_zip, "*",
+         "Tuples of the i-th items of each argument, as a list, as long as the shortest argument "
+         "(Python's zip)."
+         "\nExample: zip([1, 2], [\"a\", \"b\"])   # [(1, \"a\"), (2, \"b\")]"},
+    {"sorted", bi_sorted, "iterable, key=none, reverse=false",
+         "A new sorted list of the items of iterable (Python's sorted): key=f sorts by f(item), "
+         "reverse=true in descending order; the sort is stable."
+         "\nExample: sorted([\"bb\", \"a\", \"ccc\"], key=len, reverse=true)"},
     {NULL, NULL, NULL}
 };

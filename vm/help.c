@@ -16,12 +16,6 @@
 #include "vm.h"
 
 extern const ad_builtin_def ad_bi_dict_defs[];
-extern const char *const ad_lib_names[];
-extern const char *const ad_lib_sources[];
-extern const size_t ad_lib_count;
-struct ad_lib_def { const char *name; int file; };
-extern const struct ad_lib_def ad_lib_defs[];
-extern const size_t ad_lib_ndefs;
 
 /* Prefixes of the library's helpers: formulas, test generators and the
  * optimisers' internals, which scripts never call by name. */

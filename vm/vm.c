@@ -532,11 +532,19 @@ static int seq_len(ad_value v, int64_t *n) {
     }
 }
 
+static int get_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_value *out);
+
 static int seq_item(ad_state *S, ad_value v, int64_t i, ad_value *out) {
     switch (v.t) {
     case AD_TLIST: case AD_TTUPLE: *out = v.u.l->items[i]; ad_value_incref(*out); return ADDSL_OK;
     case AD_TSTR: return ad_string_value(S, v.u.s->data + i, 1, out);
     case AD_TTENSOR: {
+        /* A tensor on a graph (or carrying a tangent) yields t[i] through the
+         * indexing op, so `for e in x` keeps the gradient as torch's does. */
+        if (v.u.tensor->requires_grad || v.u.tensor->fw_grad) {
+            ad_value ix = ad_int((double)i);
+            return get_index(S, v, 1, &ix, out);
+        }
         ad_tensor *t = ad_tensor_select(S, v.u.tensor, 0, i);
         if (!t) return S->errcode ? S->errcode : ADDSL_ERUNTIME;
         *out = ad_tensor_value(t);
@@ -544,6 +552,16 @@ static int seq_item(ad_state *S, ad_value v, int64_t i, ad_value *out) {
     }
     default: return ad_error(S, "%s is not iterable", ad_type_name(v));
     }
+}
+
+bool ad_vm_seq_len(ad_value v, int64_t *n) {
+    if (v.t == AD_TITER) v = v.u.it->src;
+    return seq_len(v, n) != 0;
+}
+
+int ad_vm_seq_item(ad_state *S, ad_value v, int64_t i, ad_value *out) {
+    if (v.t == AD_TITER) v = v.u.it->src;
+    return seq_item(S, v, i, out);
 }
 
 static int norm_slice_part(ad_state *S, ad_value v, int64_t dflt, int64_t *out) {

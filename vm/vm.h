@@ -142,4 +142,10 @@ const char *ad_vm_errmsg(ad_state *S);
 /* Sets a fully formatted error message (any length). */
 void ad_vm_set_errmsg(ad_state *S, int code, const char *msg);
 
+/* The length and items of what a for loop walks (list, tuple, string, tensor
+ * rows, an iterator wrapper's source); a tensor on a graph yields t[i] through
+ * the indexing op. ad_vm_seq_len is false for anything else. */
+bool ad_vm_seq_len(ad_value v, int64_t *n);
+int ad_vm_seq_item(ad_state *S, ad_value v, int64_t i, ad_value *out);
+
 #endif
