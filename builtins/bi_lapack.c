@@ -514,11 +514,7 @@ const ad_builtin_def ad_bi_lapack_defs[] = {
     {"linalg_eigh", bi_eigh, "A, UPLO=\"L\""},
     {"linalg_solve_triangular", bi_solve_triangular, "A, B, upper, unitriangular=false"},
     {"linalg_lu_factor_ex", bi_lu_factor, "A, pivot=true, check_errors=false"},
-    {"geqrf", bi_geqrf, "input",
-         "The QR factorisation in LAPACK's compact form, as torch.geqrf: (a, tau), R on and above "
-         "a's diagonal, the Householder reflectors below it with their scales tau; "
-         "householder_product(a, tau) rebuilds Q. Not differentiable."
-         "\nExample: geqrf(tensor([[1.0, 2.0], [3.0, 4.0]]))"},
+    {"geqrf", bi_geqrf, "input"},
     {"rs_named_tuple", bi_named_tuple, "type, fields, values"},
     {NULL, NULL, NULL}
 };

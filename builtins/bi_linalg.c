@@ -829,13 +829,7 @@ const ad_builtin_def ad_bi_linalg_defs[] = {
     {"inverse", bi_linalg_inv, "self"},
     {"linalg_det", bi_det, "A"},
     {"det", bi_det, "self"},
-    {"linalg_slogdet", bi_linalg_slogdet, "A",
-         "torch.linalg.slogdet: (sign, logabsdet) of the determinant of A, a square matrix or a "
-         "batch of them."
-         "\nExample: linalg_slogdet(eye(3) * 2)"},
-    {"slogdet", bi_slogdet, "self",
-         "The sign and the natural log of the absolute determinant of a square matrix (or a "
-         "batch), as a (sign, logabsdet) tuple; more stable than log(det(A))."
-         "\nExample: slogdet(tensor([[2.0, 0.0], [0.0, 3.0]]))"},
+    {"linalg_slogdet", bi_linalg_slogdet, "A"},
+    {"slogdet", bi_slogdet, "self"},
     {NULL, NULL, NULL}
 };

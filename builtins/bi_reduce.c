@@ -962,14 +962,8 @@ const ad_builtin_def ad_bi_reduce_defs[] = {
     {"linalg_vector_norm", bi_vector_norm, "self, ord=2, dim=none, keepdim=false"},
     {"var", bi_var, "self, dim=none, correction=1, keepdim=false, unbiased=none"},
     {"std", bi_std, "self, dim=none, correction=1, keepdim=false, unbiased=none"},
-    {"var_mean", bi_var_mean, "self, dim=none, correction=1, keepdim=false, unbiased=none",
-         "The variance and the mean, as a tuple, over all elements or along dim; correction=1 is "
-         "Bessel's (unbiased=false means correction=0)."
-         "\nExample: var_mean(tensor([[1.0, 2.0], [3.0, 5.0]]), dim=1)"},
-    {"std_mean", bi_std_mean, "self, dim=none, correction=1, keepdim=false, unbiased=none",
-         "The standard deviation and the mean, as a tuple, over all elements or along dim; "
-         "correction=1 is Bessel's (unbiased=false means correction=0)."
-         "\nExample: std_mean(tensor([1.0, 2.0, 3.0, 4.0]))"},
+    {"var_mean", bi_var_mean, "self, dim=none, correction=1, keepdim=false, unbiased=none"},
+    {"std_mean", bi_std_mean, "self, dim=none, correction=1, keepdim=false, unbiased=none"},
     {"softmax", bi_softmax, "self, dim, dtype=none"},
     {"log_softmax", bi_log_softmax, "self, dim, dtype=none"},
     {"cumsum", bi_cumsum, "self, dim, dtype=none"},

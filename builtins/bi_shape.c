@@ -1158,10 +1158,7 @@ const ad_builtin_def ad_bi_shape_defs[] = {
     {"roll", bi_roll, "self, shifts, dims=none"},
     {"repeat", bi_repeat, "self, *repeats"},
     {"tile", bi_tile, "self, *dims"},
-    {"repeat_interleave", bi_repeat_interleave, "self, repeats, dim=none",
-         "Repeats each element repeats times (a number, or a tensor with one count per element) "
-         "along dim; without dim the input is flattened first."
-         "\nExample: repeat_interleave(tensor([1, 2, 3]), 2)"},
+    {"repeat_interleave", bi_repeat_interleave, "self, repeats, dim=none"},
     {"tril", bi_tril, "self, diagonal=0"},
     {"triu", bi_triu, "self, diagonal=0"},
     {"diagonal", bi_diagonal, "self, offset=0, dim1=0, dim2=1"},
@@ -1173,8 +1170,6 @@ const ad_builtin_def ad_bi_shape_defs[] = {
     {"scatter_", bi_scatter_, "self, dim, index, src"},
     {"scatter_add", bi_scatter_add, "self, dim, index, src"},
     {"scatter_add_", bi_scatter_add_, "self, dim, index, src"},
-    {"masked_select", bi_masked_select, "self, mask",
-         "The elements of self where the bool mask (broadcast to self) is true, as a 1-D tensor."
-         "\nExample: let x = tensor([1.0, -2.0, 3.0]); masked_select(x, x > 0)"},
+    {"masked_select", bi_masked_select, "self, mask"},
     {NULL, NULL, NULL},
 };

@@ -507,10 +507,7 @@ const ad_builtin_def ad_bi_tensor_defs[] = {
     {"zero_", bi_zero_, "self"},
     {"masked_fill", bi_masked_fill, "self, mask, value"},
     {"masked_fill_", bi_masked_fill_, "self, mask, value"},
-    {"nonzero", bi_nonzero, "self",
-         "The indices of the non-zero elements as an int64 tensor of shape [count, ndim], one row "
-         "per element in row-major order."
-         "\nExample: nonzero(tensor([0, 3, 0, 5]))"},
+    {"nonzero", bi_nonzero, "self"},
     {"equal", bi_equal, "self, other",
          "True when self and other have the same shape and the same elements."
          "\nExample: equal(tensor([1, 2]), tensor([1, 2]))   # true"},
