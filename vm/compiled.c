@@ -326,8 +326,18 @@ static int bi_print_compiled(ad_state *S, ad_value *argv, int argc, ad_value *ou
 }
 
 const ad_builtin_def ad_compiled_defs[] = {
-    {"compile", bi_compile, "f, passes=true"},
-    {"compiled_graph", bi_compiled_graph, "cf"},
-    {"print_compiled", bi_print_compiled, "cf"},
-    {NULL, NULL, NULL},
+    {"compile", bi_compile, "f, passes=true",
+         "A function equal to f that traces f once per signature of its arguments (shapes, dtypes, "
+         "devices, requires_grad of tensors, values of the rest) and replays the recorded op calls on "
+         "later calls; gradients flow through it. passes=false skips constant folding, common "
+         "subexpressions and dead code. See docs/compile.md."
+         "\nExample: compile(fn(x) => (x * 2).sum())(tensor([1.0, 2.0]))"},
+    {"compiled_graph", bi_compiled_graph, "cf",
+         "The programs a compiled function cached, as the text print_compiled shows."
+         "\nExample: compiled_graph(compile(fn(x) => x + 1))"},
+    {"print_compiled", bi_print_compiled, "cf",
+         "Prints the programs a compiled function cached: per signature its inputs, constants, the "
+         "recorded calls with their refs, shapes and positions, and what the passes removed."
+         "\nExample: print_compiled(compile(fn(x) => x + 1))"},
+    {NULL, NULL, NULL, NULL},
 };

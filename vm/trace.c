@@ -16,6 +16,7 @@
 #include "../builtins/builtins.h"
 #include "buf.h"
 #include "device.h"
+#include "dict.h"
 #include "op.h"
 #include "tensor.h"
 #include "vm.h"
@@ -155,6 +156,14 @@ static bool holds_dep(const ad_trace *T, ad_value v) {
     if (v.t == AD_TTENSOR) return is_dep_tensor(T, v.u.tensor);
     if (ad_is_seq(v))
         for (int64_t i = 0; i < v.u.l->len; i++) if (holds_dep(T, v.u.l->items[i])) return true;
+    if (v.t == AD_TDICT && !v.u.d->busy) {
+        bool found = false;
+        v.u.d->busy = true; /* a dict that holds itself */
+        for (int64_t i = 0; i < v.u.d->n && !found; i++)
+            found = v.u.d->e[i].live && holds_dep(T, v.u.d->e[i].val);
+        v.u.d->busy = false;
+        return found;
+    }
     return false;
 }
 
@@ -208,6 +217,7 @@ static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep
         return ADDSL_OK;
     }
     check_closure(T, v);
+    if (v.t == AD_TDICT && holds_dep(T, v)) set_fail(T, "a dict holding traced tensors is passed to a call or returned");
     a->c = v;
     ad_value_incref(v);
     return ADDSL_OK;
@@ -354,7 +364,7 @@ static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out)
     }
     n->effect = n->random || res.t == AD_TNONE || trailing_underscore(name) || n->kind == AD_TN_GETATTR ||
                 n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX ||
-                (n->kind == AD_TN_BUILTIN && !pure_builtin(name));
+                (n->kind == AD_TN_BUILTIN && (n->fn.u.bi->call || !pure_builtin(name)));
     ad_value_incref(n->fn);
     if (n->kw) ad_value_incref(ad_list_value(n->kw, AD_TTUPLE));
     rc = bind_out(S, T, res, T->nnodes, dep || n->random, &n->out);
@@ -404,7 +414,7 @@ int ad_trace_vm(ad_state *S, ad_tnode_kind kind, int attr, const ad_value *args,
 }
 
 int ad_trace_check_truth(ad_state *S, ad_value v, const char *what) {
-    if (!ad_trace_on(S) || !holds_dep(S->trace, v)) return ADDSL_OK;
+    if (!ad_trace_on(S) || v.t != AD_TTENSOR || !is_dep_tensor(S->trace, v.u.tensor)) return ADDSL_OK;
     return data_dependent(S, what);
 }
 
