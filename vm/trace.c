@@ -618,8 +618,18 @@ static void fold_constants(const ad_trace *T, ad_tnode *nodes, const storages *w
     }
 }
 
-/* Common subexpressions, within the stretches between two writes. */
+static bool targ_any(const ad_targ *a, const bool *set) {
+    if (a->ref >= 0 && set[a->ref]) return true;
+    for (int i = 0; i < a->nsub; i++) if (targ_any(&a->sub[i], set)) return true;
+    return false;
+}
+
+/* Common subexpressions, within the stretches between two writes. A record
+ * whose output f returns is kept: eager returns a tensor of its own there. */
 static int eliminate_common(ad_state *S, ad_trace *T, const storages *w, int *rep) {
+    bool *escapes = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *escapes);
+    if (!escapes) { ad_clear_error(S); return 0; }
+    targ_mark(&T->result, escapes);
     int cap = 16;
     while (cap < 2 * T->nnodes) cap *= 2;
     int *table = ad_malloc(S, (size_t)cap * sizeof *table);
@@ -638,19 +648,15 @@ static int eliminate_common(ad_state *S, ad_trace *T, const storages *w, int *re
             if (nodes_equal(&T->nodes[table[j]], n)) break;
         }
         if (table[j] < 0) { table[j] = i; continue; }
+        if (targ_any(&n->out, escapes)) continue;
         targ_map(&n->out, &T->nodes[table[j]].out, rep);
         n->dead = true;
         merged++;
     }
     targ_replace(&T->result, rep);
     ad_free(S, table);
+    ad_free(S, escapes);
     return merged;
-}
-
-static bool targ_any(const ad_targ *a, const bool *set) {
-    if (a->ref >= 0 && set[a->ref]) return true;
-    for (int i = 0; i < a->nsub; i++) if (targ_any(&a->sub[i], set)) return true;
-    return false;
 }
 
 static int eliminate_dead(ad_state *S, ad_trace *T) {
