@@ -99,6 +99,8 @@ static void targ_free(ad_state *S, ad_targ *a) {
         for (int i = 0; i < a->nsub; i++) targ_free(S, &a->sub[i]);
         ad_free(S, a->sub);
     }
+    if (a->names) ad_value_decref(S, ad_list_value(a->names, AD_TTUPLE));
+    a->names = NULL;
     ad_value_decref(S, a->c);
     a->c = ad_none(); a->sub = NULL; a->nsub = 0; a->ref = -1;
 }
@@ -192,7 +194,7 @@ static void check_closure(ad_trace *T, ad_value v) {
 }
 
 static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep) {
-    a->ref = -1; a->c = ad_none(); a->sub = NULL; a->nsub = 0; a->seqt = AD_TLIST;
+    a->ref = -1; a->c = ad_none(); a->sub = NULL; a->nsub = 0; a->seqt = AD_TLIST; a->names = NULL;
     if (v.t == AD_TTENSOR) {
         int id = map_find(T, v.u.tensor);
         if (id < 0) {
@@ -208,6 +210,7 @@ static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep
         a->sub = ad_calloc(S, (size_t)(n ? n : 1), sizeof *a->sub);
         if (!a->sub) return ADDSL_ENOMEM;
         a->seqt = v.t;
+        if (v.t == AD_TTUPLE && v.u.l->names) { a->names = v.u.l->names; a->names->hdr.refcount++; }
         for (int i = 0; i < n; i++) {
             a->nsub = i + 1;
             int rc = make_targ(S, T, v.u.l->items[i], &a->sub[i], dep);
@@ -226,7 +229,7 @@ static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep
 /* Output 'v' of node 'node': each tensor becomes a new value (an in-place
  * result, the same tensor as its input, becomes the new version of it). */
 static int bind_out(ad_state *S, ad_trace *T, ad_value v, int node, bool dep, ad_targ *a) {
-    a->ref = -1; a->c = ad_none(); a->sub = NULL; a->nsub = 0; a->seqt = AD_TLIST;
+    a->ref = -1; a->c = ad_none(); a->sub = NULL; a->nsub = 0; a->seqt = AD_TLIST; a->names = NULL;
     if (v.t == AD_TTENSOR) {
         int id = val_new(S, T, AD_TV_NODE, v, dep, node);
         if (id < 0) return S->errcode ? S->errcode : ADDSL_ENOMEM;
@@ -238,6 +241,7 @@ static int bind_out(ad_state *S, ad_trace *T, ad_value v, int node, bool dep, ad
         a->sub = ad_calloc(S, (size_t)(n ? n : 1), sizeof *a->sub);
         if (!a->sub) return ADDSL_ENOMEM;
         a->seqt = v.t;
+        if (v.t == AD_TTUPLE && v.u.l->names) { a->names = v.u.l->names; a->names->hdr.refcount++; }
         for (int i = 0; i < n; i++) {
             a->nsub = i + 1;
             int rc = bind_out(S, T, v.u.l->items[i], node, dep, &a->sub[i]);
@@ -771,6 +775,7 @@ static int arg_value(ad_state *S, ad_value *env, const ad_targ *a, ad_value *out
         int rc = arg_value(S, env, &a->sub[i], &l->items[i]);
         if (rc) { ad_value_decref(S, ad_list_value(l, a->seqt)); return rc; }
     }
+    if (a->names) ad_tuple_share_names(l, a->names);
     *out = ad_list_value(l, a->seqt);
     return ADDSL_OK;
 }
@@ -809,6 +814,7 @@ static int result_value(ad_state *S, const ad_trace *T, ad_value *env, const ad_
         int rc = result_value(S, T, env, &a->sub[i], &l->items[i]);
         if (rc) { ad_value_decref(S, ad_list_value(l, a->seqt)); return rc; }
     }
+    if (a->names) ad_tuple_share_names(l, a->names);
     *out = ad_list_value(l, a->seqt);
     return ADDSL_OK;
 }

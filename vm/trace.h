@@ -19,6 +19,7 @@ typedef struct ad_targ {
     int nsub;
     ad_vtype seqt;         /* AD_TLIST or AD_TTUPLE, with sub */
     struct ad_targ *sub;
+    ad_list *names;        /* a named tuple's names (held), or NULL */
 } ad_targ;
 
 typedef enum {
