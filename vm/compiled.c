@@ -152,9 +152,11 @@ static void warn(ad_state *S, const char *fmt, const char *a, const char *b) {
 
 /* Traces f on these arguments into 'e' (a new or stale entry). Returns f's
  * result from the traced run, which is an eager run. */
-static int trace_into(ad_state *S, ad_compiled *c, ad_centry *e, const ad_value *argv, int argc, sigctx *sc, ad_value *out) {
+static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *argv, int argc, sigctx *sc, ad_value *out) {
+    ad_compiled *c = b->ud;
     ad_trace *T = ad_trace_new(S);
     if (!T) return ADDSL_ENOMEM;
+    T->self = b;
     int rc = ADDSL_OK;
     for (int i = 0; i < sc->ninputs && !rc; i++) rc = ad_trace_input(S, T, sc->inputs[i]);
     if (rc) { ad_trace_free(S, T); return rc; }
@@ -198,7 +200,7 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
             /* A global or captured tensor that f reads was rebound: trace again. */
             ad_trace_free(S, e->prog);
             e->prog = NULL;
-            rc = trace_into(S, c, e, argv, argc, &sc, out);
+            rc = trace_into(S, b, e, argv, argc, &sc, out);
         }
     } else if (!rc && c->n == AD_COMPILE_CACHE) {
         if (!c->warned_full) {
@@ -228,9 +230,14 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
             e->desc = desc;
             ad_buf_init(&sig, S);
             ad_buf_init(&desc, S);
-            c->n++;
-            rc = trace_into(S, c, e, argv, argc, &sc, out);
-            if (rc) { c->n--; entry_clear(S, e); }
+            int k = c->n++;
+            rc = trace_into(S, b, e, argv, argc, &sc, out);
+            if (rc) {
+                /* A recursive call of cf may have added entries after this one. */
+                entry_clear(S, e);
+                memmove(&c->e[k], &c->e[k + 1], (size_t)(c->n - k - 1) * sizeof c->e[0]);
+                c->n--;
+            }
         }
     }
     ad_buf_free(&sig);

@@ -110,7 +110,7 @@ static void node_free(ad_state *S, ad_tnode *n) {
     for (int i = 0; i < n->nargs; i++) targ_free(S, &n->args[i]);
     ad_free(S, n->args);
     targ_free(S, &n->out);
-    ad_value_decref(S, n->fn);
+    if (!n->weak_fn) ad_value_decref(S, n->fn);
     if (n->kw) ad_value_decref(S, ad_list_value(n->kw, AD_TTUPLE));
 }
 
@@ -369,7 +369,8 @@ static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out)
     n->effect = n->random || res.t == AD_TNONE || trailing_underscore(name) || n->kind == AD_TN_GETATTR ||
                 n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX ||
                 (n->kind == AD_TN_BUILTIN && (n->fn.u.bi->call || !pure_builtin(name)));
-    ad_value_incref(n->fn);
+    n->weak_fn = n->fn.t == AD_TBUILTIN && n->fn.u.bi == T->self;
+    if (!n->weak_fn) ad_value_incref(n->fn);
     if (n->kw) ad_value_incref(ad_list_value(n->kw, AD_TTUPLE));
     rc = bind_out(S, T, res, T->nnodes, dep || n->random, &n->out);
     if (!rc) rc = push_node(S, T, n);
@@ -463,6 +464,7 @@ void ad_trace_cell_write(ad_state *S, ad_cell *c) {
 void ad_trace_guard(ad_state *S, int slot, ad_cell *cell, ad_value v) {
     ad_trace *T = S->trace;
     if (cell && cell_made_here(T, cell)) return;
+    if (v.t == AD_TBUILTIN && v.u.bi == T->self) return;
     if (v.t == AD_TTENSOR) {
         int id = map_find(T, v.u.tensor);
         if (id >= 0 && T->vals[id].dep) return;

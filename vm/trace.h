@@ -44,6 +44,7 @@ typedef struct ad_tnode {
     bool random;           /* drew from the generator: replayed as a fresh draw */
     bool dead;             /* removed by a pass */
     bool folded;           /* replaced by its trace-time outputs */
+    bool weak_fn;          /* fn is the program's own compiled function: not held */
     int line, col;         /* where f made the call */
     int *frees;            /* values last read here: released after the call (liveness) */
     int nfrees;
@@ -71,6 +72,8 @@ typedef struct ad_tguard {
 
 typedef struct ad_trace {
     int depth;             /* > 0: inside a recorded call, whose inner calls are not recorded */
+    const ad_builtin *self;/* the compiled function being traced: a call of it (recursion) and a
+                            * read of it are not held, which would make a reference cycle */
     const ad_builtin *through; /* a builtin that only calls a function (apply): its calls are recorded instead */
     ad_tval *vals;
     int nvals, capvals;
