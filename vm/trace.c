@@ -532,7 +532,7 @@ static bool targ_written(const ad_trace *T, const ad_targ *a, const storages *s)
         ad_value v = T->vals[a->ref].v;
         if (v.t != AD_TTENSOR) return true;
         const void *key = v.u.tensor->storage;
-        if (bsearch(&key, s->p, (size_t)s->n, sizeof *s->p, cmp_ptr)) return true;
+        if (s->n && bsearch(&key, s->p, (size_t)s->n, sizeof *s->p, cmp_ptr)) return true;
         if (v.u.tensor->requires_grad && !v.u.tensor->grad_fn) return true; /* a new leaf */
     }
     for (int i = 0; i < a->nsub; i++) if (targ_written(T, &a->sub[i], s)) return true;
