@@ -164,7 +164,7 @@ static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *
     S->trace = T;
     rc = ad_vm_call_value(S, c->f, argc, argv, out);
     S->trace = outer;
-    if (!rc) rc = ad_trace_set_result(S, T, *out);
+    if (!rc && (rc = ad_trace_set_result(S, T, *out))) { ad_value_decref(S, *out); *out = ad_none(); }
     if (rc) { ad_trace_free(S, T); return rc; }
     if (!T->fail[0]) ad_trace_optimize(S, T, c->passes);
     if (T->fail[0]) {

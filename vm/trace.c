@@ -639,7 +639,7 @@ static int eliminate_common(ad_state *S, ad_trace *T, const storages *w, int *re
     int cap = 16;
     while (cap < 2 * T->nnodes) cap *= 2;
     int *table = ad_malloc(S, (size_t)cap * sizeof *table);
-    if (!table) { ad_clear_error(S); return 0; }
+    if (!table) { ad_clear_error(S); ad_free(S, escapes); return 0; }
     for (int i = 0; i < cap; i++) table[i] = -1;
     int merged = 0;
     for (int i = 0; i < T->nnodes; i++) {

@@ -1,8 +1,11 @@
 /* test_compile.c: two states in two threads compile and replay the same
  * source at the same time and each gets what a lone state gets (a trace
- * lives in its state); the cache-limit warning is written once, on stderr. */
+ * lives in its state); the cache-limit warning is written once, on stderr;
+ * an allocator failing the N-th allocation, for every N, through tracing,
+ * the passes and replay ends in ENOMEM or OK with nothing leaked. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "addsl.h"
@@ -53,7 +56,75 @@ static void *run(void *arg) {
     return NULL;
 }
 
+typedef struct failing { long count, fail_at, live; int failed; } failing;
+
+static void *failing_alloc(void *ud, void *ptr, size_t size) {
+    failing *f = ud;
+    if (size == 0) {
+        if (ptr) { f->live--; free(ptr); }
+        return NULL;
+    }
+    if (++f->count == f->fail_at) { f->failed = 1; return NULL; }
+    void *q = realloc(ptr, size);
+    if (q && !ptr) f->live++;
+    return q;
+}
+
+static void quiet(void *ud, const char *text, size_t len, int is_err) { (void)ud; (void)text; (void)len; (void)is_err; }
+
+/* The library's ops are loaded first, so that the sweep spends its failures
+ * on compile() rather than on loading them. */
+static const char *const warm =
+    "let w0 = tensor([[0.5], [-0.25]], requires_grad=true)\n"
+    "let g0 = grad(mean((tensor([[1.0, 2.0]]) @ w0 - 1.0) ** 2), [w0])\n"
+    "let d0 = {\"a\": 1}\n";
+static const char *const oom_script =
+    "let K = tensor([[1.0, 0.0], [2.0, 1.0]])\n"
+    "fn f(w, x, n) {\n"
+    "    let k = ones(2) * 3.0\n"
+    "    let a = x @ K\n"
+    "    let b = x @ K\n"
+    "    let l = mean((a + b + k) @ w - 1.0) ** 2\n"
+    "    let g = grad(l, [w])[0]\n"
+    "    return (l * n, w - 0.1 * g, {\"l\": l}[\"l\"])\n"
+    "}\n"
+    "let cf = compile(f)\n"
+    "let w = tensor([[0.5], [-0.25]], requires_grad=true)\n"
+    "let x = tensor([[1.0, 2.0]])\n"
+    "cf(w, x, 2)\n"
+    "let r = cf(w, x, 2)\n"
+    "cf(w, tensor([[1.0, 2.0], [3.0, 4.0]]), 2)\n"
+    "let text = compiled_graph(cf)\n";
+
+static int oom_once(long n, failing *f, int *rc_out) {
+    memset(f, 0, sizeof *f);
+    addsl_config cfg;
+    addsl_config_init(&cfg);
+    cfg.alloc = failing_alloc;
+    cfg.alloc_ud = f;
+    cfg.write = quiet;
+    addsl_state *S = addsl_open(&cfg);
+    if (!S) { *rc_out = ADDSL_ENOMEM; return 0; }
+    int rc = addsl_dostring(S, warm, "warm.ad");
+    if (!rc) {
+        f->fail_at = n ? f->count + n : 0;
+        rc = addsl_dostring(S, oom_script, "oom.ad");
+    }
+    *rc_out = rc;
+    int sane = rc == ADDSL_OK || (rc == ADDSL_ENOMEM && f->failed && strlen(addsl_errmsg(S)) > 0);
+    addsl_close(S);
+    return sane && f->live == 0;
+}
+
 int main(void) {
+    const char *one = getenv("ADDSL_OOM_ONE");   /* debugging: only the sweep's N-th failure */
+    if (one) {
+        failing f;
+        int rc;
+        int good = oom_once(atol(one), &f, &rc);
+        printf("# one: rc %d, %ld leaked, good %d\n", rc, f.live, good);
+        return good ? 0 : 1;
+    }
     job alone[2] = {{.seed = 1}, {.seed = 2}}, both[2] = {{.seed = 1}, {.seed = 2}};
     run(&alone[0]);
     run(&alone[1]);
@@ -72,5 +143,17 @@ int main(void) {
     ok(both[0].result == alone[0].result && both[1].result == alone[1].result,
        "concurrent results equal the lone ones (%.9g, %.9g)", both[0].result, both[1].result);
     ok(both[0].warnings == 1 && both[1].warnings == 1, "each state warned once");
+    failing f;
+    int rc;
+    int clean = oom_once(0, &f, &rc);
+    ok(clean && rc == ADDSL_OK, "the compile script runs with no failure (%ld allocations)", f.count);
+    long bad = 0, n;
+    for (n = 1; n < 1000000; n++) {
+        int good = oom_once(n, &f, &rc);
+        if (!good && bad++ < 10)
+            printf("# failing allocation %ld: rc %d, %ld blocks leaked, failed=%d\n", n, rc, f.live, f.failed);
+        if (rc == ADDSL_OK && !f.failed) break;
+    }
+    ok(bad == 0, "every one of %ld failure points in compile() ends in ENOMEM or OK, with nothing leaked", n - 1);
     return tap_done();
 }
