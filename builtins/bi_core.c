@@ -22,12 +22,14 @@ static int print_text(ad_state *S, ad_value v, const char *pname, const char *df
 
 /* print(*values, sep=" ", end="\n", flush=false): the three keywords follow the values in argv. */
 static int bi_print(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    int n = argc - 3;
+    int n = argc - 4;
     const char *sep = " ", *end = "\n";
     size_t nsep = 1, nend = 1;
     int rc = print_text(S, argv[n], "sep", " ", &sep, &nsep);
     if (!rc) rc = print_text(S, argv[n + 1], "end", "\n", &end, &nend);
     if (rc) return rc;
+    /* Under MPI every rank runs the script: one copy of the output by default. */
+    if (ad_mpi_rank(S) != 0 && !ad_truthy(argv[n + 3])) { *out = ad_none(); return ADDSL_OK; }
     ad_buf b;
     ad_buf_init(&b, S);
     for (int i = 0; i < n; i++) {
@@ -363,7 +365,7 @@ const ad_builtin_def ad_bi_core_defs[] = {
     {"enumerate", bi_enumerate, "iterable, start=0"},
     {"zip", bi_zip, "*"},
     {"sorted", bi_sorted, "iterable, key=none, reverse=false"},
-    {"print", bi_print, "*, sep=none, end=none, flush=false"},
+    {"print", bi_print, "*, sep=none, end=none, flush=false, all_ranks=false"},
     {"len", bi_len, "x"},
     {"str", bi_str, "x"},
     {"range", bi_range, "*"},
