@@ -170,9 +170,11 @@ static void report(addsl_state *S, int rc)
         const char *e = strstr(msg, "error: ");
         const char *nl = strchr(msg, '\n');
         size_t head = (e && (!nl || e < nl)) ? (size_t)(e - msg) + 7 : 0;
-        fprintf(stderr, "%.*srank %d of %d: ", (int)head, msg, addsl_mpi_rank(S), addsl_mpi_size(S));
-        msg += head;
-        n -= head;
+        /* One call, so the line reaches the terminal whole between other ranks' lines. */
+        fprintf(stderr, "%.*srank %d of %d: %s%s", (int)head, msg, addsl_mpi_rank(S), addsl_mpi_size(S), msg + head,
+                msg[n - 1] == '\n' ? "" : "\n");
+        fflush(stderr);
+        return;
     }
     fputs(msg, stderr);
     if (n == 0 || msg[n - 1] != '\n')

@@ -287,9 +287,9 @@ static ad_tensor *allgather_rows(ad_state *S, ad_tensor *h) {
     int64_t rows = 0;
     for (int q = 0; q < size; q++) {
         const int64_t *o = all + (size_t)q * (2 + AD_MAX_DIMS);
-        if (memcmp(o, head, sizeof(int64_t) * (1 + AD_MAX_DIMS)) != 0) {
-            ad_error(S, "all_gather: rank %d's tensor differs from rank %d's in dtype, rank or a size other than the "
-                        "gathered dimension's", q, S->mpi->rank);
+        if (memcmp(o, all, sizeof(int64_t) * (1 + AD_MAX_DIMS)) != 0) {
+            ad_error(S, "all_gather: rank %d's tensor differs from rank 0's in dtype, rank or a size other than the "
+                        "gathered dimension's", q);
             goto done;
         }
         if (o[1 + AD_MAX_DIMS] > INT_MAX) { ad_error(S, "all_gather: more than %d rows on rank %d", INT_MAX, q); goto done; }
