@@ -1,0 +1,16 @@
+#!/bin/sh
+# mpi.sh: MPI scaling of the trajectory loop (bench/mpi_traj.ad) on 1 and 2
+# ranks and the cost of a 1 MB allreduce (bench/mpi_allreduce.ad).
+# Usage: [ADDSL=./addsl] [BATCH=4096] [ITERS=30] bench/mpi.sh
+# One OpenMP thread per rank, so that N ranks use N cores (the 1-rank row is
+# given the same single core: the efficiency is that of the split alone).
+here=$(cd "$(dirname "$0")" && pwd)
+addsl=${ADDSL:-./addsl}
+batch=${BATCH:-4096}
+iters=${ITERS:-30}
+run="mpirun --oversubscribe --allow-run-as-root --bind-to none -x OMP_NUM_THREADS=1"
+t1=$($run -np 1 "$addsl" "$here/mpi_traj.ad" "$batch" "$iters" | awk '{print $3}')
+t2=$($run -np 2 "$addsl" "$here/mpi_traj.ad" "$batch" "$iters" | awk '{print $3}')
+echo "trajectory b=$batch, $iters Adam iterations: 1 rank $t1 s, 2 ranks $t2 s"
+awk -v a="$t1" -v b="$t2" 'BEGIN { printf "speed-up %.2f, scaling efficiency %.0f %%\n", a / b, 100 * a / (2 * b) }'
+$run -np 2 "$addsl" "$here/mpi_allreduce.ad"
