@@ -1,10 +1,10 @@
 #!/bin/sh
 # collectives.sh: mpi_rank, mpi_size, allreduce, broadcast, barrier, shard,
-# all_gather and print on 2 ranks (tests/mpi/collectives.ad), and the errors of
+# all_gather and print on 2 ranks (tests/mpi/scripts/collectives.ad), and the errors of
 # collectives called wrongly: every rank reports the same error, none hangs.
 . "${srcdir:-.}/tests/mpi/common.sh"
 
-mpi_run 2 "$here/collectives.ad"
+mpi_run 2 "$here/scripts/collectives.ad"
 expect_ok collectives.ad
 printf 'once\nrank 0\nrank 1\n' > "$tmp/want"
 sort "$tmp/out" > "$tmp/out.sorted" && mv "$tmp/out.sorted" "$tmp/out"
