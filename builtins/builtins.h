@@ -12,6 +12,7 @@ extern const ad_builtin_def ad_bi_core_defs[];        /* builtins/bi_core.c: pri
 extern const ad_builtin_def ad_bi_elementwise_defs[]; /* builtins/bi_elementwise.c */
 extern const ad_builtin_def ad_bi_reduce_defs[];      /* builtins/bi_reduce.c */
 extern const ad_builtin_def ad_bi_linalg_defs[];      /* builtins/bi_linalg.c */
+extern const ad_builtin_def ad_bi_lapack_defs[];      /* builtins/bi_lapack.c: factorisations */
 extern const ad_builtin_def ad_bi_loss_defs[];        /* builtins/bi_loss.c */
 extern const ad_builtin_def ad_bi_shape_defs[];       /* builtins/bi_shape.c */
 extern const ad_builtin_def ad_bi_create_defs[];      /* builtins/bi_create.c */

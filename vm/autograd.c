@@ -455,7 +455,10 @@ static int formula_args(engine *E, ad_node *n, unsigned uses, ad_value *args, in
     int rc = output_grads(S, n, uses, g);
     if (rc) return rc;
     for (int k = 0; k < no; k++) outs[k] = n->outs[k] ? ad_tensor_value(n->outs[k]) : ad_none();
-    args[np] = g[0]; ad_value_incref(g[0]);                               /* grad */
+    /* 'grad' is the gradient of the one differentiable output, whichever it is. */
+    int gi = 0;
+    while (gi < no - 1 && !n->op->out_diff[gi]) gi++;
+    args[np] = g[gi]; ad_value_incref(g[gi]);                             /* grad */
     if (uses & AD_VJP_USES_GRADS_LIST) rc = list_of(S, AD_TLIST, no, g, &args[np + 1]);
     if (no == 1) { args[np + 2] = outs[0]; ad_value_incref(outs[0]); }      /* result */
     else if (!rc && (uses & AD_VJP_USES_RESULT_TUPLE)) rc = list_of(S, AD_TTUPLE, no, outs, &args[np + 2]);

@@ -30,10 +30,18 @@ PATTERNS = ['x', 'm', 'x, 0', 'm, 0', 'm, m', 'x, x', 'm, 1, 0', 'x, 2.0']
 PRELUDE = '''let x = tensor([0.3, 0.5, 0.7], dtype=float64, requires_grad=true)
 let m = tensor([[0.9, 0.5], [0.1, 0.8]], dtype=float64, requires_grad=true)
 fn cut(v) { return type(v) == "tensor" and is_floating_point(v) and not v.requires_grad }
+# Several outputs: some may carry no gradient by definition (slogdet's sign, lu's
+# permutation, lstsq's residuals), as torch's output_differentiability says; one float
+# output at least must carry the graph.
 fn any_cut(y) {
     if type(y) == "tuple" or type(y) == "list" {
-        for e in y { if cut(e) { return true } }
-        return false
+        let nfloat = 0
+        let ncut = 0
+        for e in y {
+            if type(e) == "tensor" and is_floating_point(e) { nfloat += 1 }
+            if cut(e) { ncut += 1 }
+        }
+        return nfloat > 0 and ncut == nfloat
     }
     return cut(y)
 }
