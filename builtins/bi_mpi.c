@@ -308,7 +308,7 @@ static ad_tensor *allgather_rows(ad_state *S, ad_tensor *h) {
     if (row_elems == 0 || rows == 0) goto done;
     size_t row_bytes = (size_t)row_elems * ad_dtype_size(h->dtype);
     MPI_Datatype row;
-    if ((e = MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &row)) != MPI_SUCCESS || row_bytes > INT_MAX ||
+    if (row_bytes > INT_MAX || (e = MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &row)) != MPI_SUCCESS ||
         (e = MPI_Type_commit(&row)) != MPI_SUCCESS) {
         ad_error(S, "all_gather: a row of %zu bytes is too large for one MPI message", row_bytes);
         ad_tensor_decref(S, r); r = NULL;
