@@ -180,7 +180,7 @@ static int bi_barrier(FN_ARGS) {
     return ADDSL_OK;
 }
 
-/* mpi_allreduce_raw(tensor, op): a new tensor, the element-wise reduction over ranks. */
+/* mpi_allreduce(tensor, op), raw (lib/mpi.ad makes the op): a new tensor, the element-wise reduction over ranks. */
 static int bi_allreduce_raw(FN_ARGS) {
     (void)argc;
     CHECK_BROKEN();
@@ -227,7 +227,7 @@ static int bi_allreduce_raw(FN_ARGS) {
     return rc;
 }
 
-/* mpi_broadcast_raw(tensor, root): a new tensor holding root's values on every rank. */
+/* mpi_broadcast(tensor, root), raw: a new tensor holding root's values on every rank. */
 static int bi_broadcast_raw(FN_ARGS) {
     (void)argc;
     CHECK_BROKEN();
@@ -325,7 +325,7 @@ done:
 }
 #endif
 
-/* mpi_all_gather_raw(tensor, dim): every rank's tensor joined along dim, on every rank. */
+/* all_gather(tensor, dim), raw: every rank's tensor joined along dim, on every rank. */
 static int bi_all_gather_raw(FN_ARGS) {
     (void)argc;
     CHECK_BROKEN();
@@ -388,9 +388,9 @@ const ad_builtin_def ad_bi_mpi_defs[] = {
     {"mpi_size", bi_mpi_size, ""},
     {"mpi_is_available", bi_mpi_is_available, ""},
     {"barrier", bi_barrier, ""},
-    {"mpi_allreduce_raw", bi_allreduce_raw, "tensor, op=\"sum\""},
-    {"mpi_broadcast_raw", bi_broadcast_raw, "tensor, root=0"},
-    {"mpi_all_gather_raw", bi_all_gather_raw, "tensor, dim=0"},
+    {"mpi_allreduce", bi_allreduce_raw, "tensor, op=\"sum\""},
+    {"mpi_broadcast", bi_broadcast_raw, "tensor, root=0"},
+    {"all_gather", bi_all_gather_raw, "tensor, dim=0"},
     {"mpi_offset", bi_mpi_offset, "n"},
     {NULL, NULL, NULL}
 };
