@@ -1,6 +1,7 @@
 #!/bin/sh
 # mpi.sh: MPI scaling of the trajectory loop (bench/mpi_traj.ad) on 1 and 2
-# ranks and the cost of a 1 MB allreduce (bench/mpi_allreduce.ad).
+# ranks and the cost of a 1 MB allreduce (bench/mpi_allreduce.ad, and from C:
+# bench/mpi_allreduce.c).
 # Usage: [ADDSL=./addsl] [BATCH=4096] [ITERS=30] bench/mpi.sh
 # One OpenMP thread per rank, so that N ranks use N cores (the 1-rank row is
 # given the same single core: the efficiency is that of the split alone).
@@ -22,3 +23,8 @@ if [ -x /usr/bin/time ]; then
     awk -v a="$c1" -v b="$c2" 'BEGIN { printf "CPU seconds: 1 rank %.2f, 2 ranks %.2f together: CPU efficiency %.0f %%\n", a, b, 100 * a / b }'
 fi
 $run -np 2 "$addsl" "$here/mpi_allreduce.ad"
+# The same 1 MB allreduce from C (mpicc), what MPI itself costs on this machine.
+if command -v mpicc >/dev/null 2>&1; then
+    tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+    mpicc -O2 "$here/mpi_allreduce.c" -o "$tmp/mpi_allreduce" && $run -np 2 "$tmp/mpi_allreduce"
+fi
