@@ -119,15 +119,26 @@ static MPI_Datatype mpi_type(ad_dtype dt) {
     return dt == AD_FLOAT32 ? MPI_FLOAT : dt == AD_FLOAT64 ? MPI_DOUBLE : MPI_INT64_T;
 }
 
-/* Every rank passes the same 'n' values or every rank gets the error: one
+enum { KIND_ALLREDUCE = 1, KIND_BROADCAST, KIND_ALL_GATHER, KIND_BARRIER, KIND_OFFSET };
+static const char *const kind_names[] = {"?", "allreduce", "broadcast", "all_gather", "barrier", "all_gather's backward"};
+
+/* Every collective starts here, with the same message whatever it is, so that
+ * ranks in different collectives, or in one with different sizes or
+ * arguments, all get the same error instead of a hang or a crash: one
  * allreduce of (v, -v) under MAX gives both the largest and the smallest. */
-static int agree(ad_state *S, const char *fn, int n, const int64_t *v, bool *same) {
-    int64_t buf[2 * 8];
-    for (int i = 0; i < n; i++) { buf[i] = v[i]; buf[n + i] = -v[i]; }
-    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, 2 * n, MPI_INT64_T, MPI_MAX, S->mpi->comm);
+static int agree(ad_state *S, int kind, int64_t a, int64_t b, int64_t c, bool *same) {
+    int64_t buf[8] = {kind, a, b, c, -kind, -a, -b, -c};
+    const char *fn = kind_names[kind];
+    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, 8, MPI_INT64_T, MPI_MAX, S->mpi->comm);
     if (rc != MPI_SUCCESS) return mpi_fail(S, rc, fn);
+    if (buf[0] != -buf[4]) {
+        int hi = (int)buf[0], lo = (int)-buf[4];
+        if (lo < 1 || hi > KIND_OFFSET) return ad_error(S, "%s: the ranks are not all in the same collective", fn);
+        return ad_error(S, "%s: the ranks are not all in the same collective (one is in %s, another in %s)", fn,
+                        kind_names[lo], kind_names[hi]);
+    }
     *same = true;
-    for (int i = 0; i < n; i++) if (buf[i] != -buf[n + i]) *same = false;
+    for (int i = 1; i < 4; i++) if (buf[i] != -buf[4 + i]) *same = false;
     return ADDSL_OK;
 }
 #endif
@@ -172,8 +183,10 @@ static int bi_barrier(FN_ARGS) {
     CHECK_BROKEN();
 #ifdef HAVE_MPI
     if (active(S)) {
-        int rc = MPI_Barrier(S->mpi->comm);
-        if (rc != MPI_SUCCESS) return mpi_fail(S, rc, "barrier");
+        /* An allreduce lets no rank out before every rank is in: a barrier. */
+        bool same;
+        int rc = agree(S, KIND_BARRIER, 0, 0, 0, &same);
+        if (rc) return rc;
     }
 #endif
     *out = ad_none();
@@ -199,9 +212,8 @@ static int bi_allreduce_raw(FN_ARGS) {
     ad_tensor *r = host_copy(S, t);
 #ifdef HAVE_MPI
     if (r && active(S)) {
-        int64_t head[3] = {r->numel, r->dtype, red};
         bool same;
-        rc = agree(S, "allreduce", 3, head, &same);
+        rc = agree(S, KIND_ALLREDUCE, r->numel, r->dtype, red, &same);
         if (!rc && !same)
             rc = ad_error(S, "allreduce: the ranks passed tensors of different sizes or dtypes, or different ops");
         static const MPI_Op ops[] = {[RED_SUM] = MPI_SUM, [RED_MAX] = MPI_MAX, [RED_MIN] = MPI_MIN, [RED_MEAN] = MPI_SUM};
@@ -241,9 +253,8 @@ static int bi_broadcast_raw(FN_ARGS) {
     ad_tensor *r = host_copy(S, t);
 #ifdef HAVE_MPI
     if (r && active(S)) {
-        int64_t head[3] = {r->numel, r->dtype, root};
         bool same;
-        rc = agree(S, "broadcast", 3, head, &same);
+        rc = agree(S, KIND_BROADCAST, r->numel, r->dtype, root, &same);
         if (!rc && !same)
             rc = ad_error(S, "broadcast: the ranks passed tensors of different sizes or dtypes, or different roots");
         char *p = ad_tensor_data(r);
@@ -336,6 +347,10 @@ static int bi_all_gather_raw(FN_ARGS) {
     if ((rc = norm_dim(S, "all_gather", dim, t->ndim, &dim))) { ad_tensor_decref(S, t); return rc; }
     ad_tensor *r = NULL;
 #ifdef HAVE_MPI
+    bool same = true;
+    if (active(S) && !(rc = agree(S, KIND_ALL_GATHER, t->ndim, t->dtype, dim, &same)) && !same)
+        rc = ad_error(S, "all_gather: the ranks passed tensors of different dtypes or numbers of dimensions, or different dims");
+    if (rc) { ad_tensor_decref(S, t); return rc; }
     if (active(S)) {
         /* Gathered along dim 0 of a copy with dim moved to the front, then moved back. */
         ad_tensor *h = host_copy(S, t), *moved = NULL, *hc = NULL, *g = NULL, *back = NULL;
@@ -363,6 +378,8 @@ static int bi_mpi_offset(FN_ARGS) {
     if (rc) return rc;
 #ifdef HAVE_MPI
     if (active(S)) {
+        bool same;
+        if ((rc = agree(S, KIND_OFFSET, 0, 0, 0, &same))) return rc;
         int e = MPI_Exscan(&n, &before, 1, MPI_INT64_T, MPI_SUM, S->mpi->comm);
         if (e != MPI_SUCCESS) return mpi_fail(S, e, "mpi_offset");
         if (S->mpi->rank == 0) before = 0; /* MPI leaves rank 0's result undefined */

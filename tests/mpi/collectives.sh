@@ -34,5 +34,8 @@ expect_error 'broadcast(tensor([1.0]), root=2)' 'broadcast: root 2 is not a rank
 expect_error 'broadcast(tensor([1.0]), root=mpi_rank())' 'different roots'
 expect_error 'all_gather(zeros(2, mpi_rank() + 1), dim=0)' 'all_gather: rank 1'"'"'s tensor differs from rank 0'"'"'s in dtype'
 expect_error 'all_gather(tensor(1.0))' 'all_gather: a 0-d tensor has no dimension to split or join'
+expect_error 'all_gather(zeros(2, 2), dim=mpi_rank())' 'all_gather: the ranks passed tensors of different dtypes or numbers of dimensions, or different dims'
+expect_error 'if mpi_rank() == 0 { allreduce(zeros(2)) } else { broadcast(zeros(2)) }' 'the ranks are not all in the same collective (one is in allreduce, another in broadcast)'
+expect_error 'if mpi_rank() == 0 { barrier() } else { all_gather(zeros(2)) }' 'the ranks are not all in the same collective (one is in all_gather, another in barrier)'
 expect_error 'shard(tensor(1.0))' 'shard: a 0-d tensor has no dimension to split'
 exit $fail
