@@ -20,7 +20,7 @@ static int print_text(ad_state *S, ad_value v, const char *pname, const char *df
     return ADDSL_OK;
 }
 
-/* print(*values, sep=" ", end="\n", flush=false): the three keywords follow the values in argv. */
+/* print(*values, sep=" ", end="\n", flush=false, all_ranks=false): the four keywords follow the values in argv. */
 static int bi_print(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     int n = argc - 4;
     const char *sep = " ", *end = "\n";
