@@ -810,6 +810,45 @@ static ad_tensor *jvp_alias(ad_state *S, ad_tensor *t, uint64_t below) {
     return a;
 }
 
+/* Whether no two indices of t reach the same element (no expanded dim, no
+ * overlapping as_strided windows): the layout a copy can take. */
+static bool layout_non_overlapping(const ad_tensor *t) {
+    int order[AD_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] > 1) order[n++] = d;
+    for (int i = 1; i < n; i++)   /* by increasing stride */
+        for (int j = i; j > 0 && t->strides[order[j]] < t->strides[order[j - 1]]; j--) {
+            int k = order[j]; order[j] = order[j - 1]; order[j - 1] = k;
+        }
+    int64_t span = 1;   /* elements a block of the smaller dims covers */
+    for (int i = 0; i < n; i++) {
+        int64_t st = t->strides[order[i]];
+        if (st < span) return false;
+        span = st * (t->shape[order[i]] - 1) + span;
+    }
+    return true;
+}
+
+/* The tangent in its primal's layout, as torch's set_fw_grad makes it: a
+ * view op (view, as_strided) then applies to the tangent as to the primal;
+ * a tangent in another layout made view() fail on a transposed tangent. An
+ * overlapping primal (expanded) gets a contiguous tangent. */
+static ad_tensor *tangent_like(ad_state *S, ad_tensor *tan, const ad_tensor *p) {
+    bool same = tan->ndim == p->ndim && ad_tensor_device(tan) == ad_tensor_device(p);
+    for (int d = 0; same && d < p->ndim; d++)
+        if (p->shape[d] > 1 && tan->strides[d] != p->strides[d]) same = false;
+    if (same || ad_tensor_device(tan) != ad_tensor_device(p) || tan->numel == 0) { ad_tensor_incref(tan); return tan; }
+    if (ad_tensor_is_contiguous(p) || !layout_non_overlapping(p)) return ad_tensor_contiguous(S, tan);
+    int64_t span = 1;
+    for (int d = 0; d < p->ndim; d++) span += (p->shape[d] - 1) * p->strides[d];
+    ad_tensor *buf = ad_tensor_full_on(S, tan->dtype, 1, &span, 0.0, ad_tensor_device(p));
+    ad_tensor *v = buf ? ad_tensor_as_strided(S, buf, p->ndim, p->shape, p->strides, 0) : NULL;
+    ad_tensor_decref(S, buf);
+    if (v && ad_tensor_copy_into(S, v, tan)) { ad_tensor_decref(S, v); v = NULL; }
+    return v;
+}
+
 /* The dual of primal p at a new level: p to reverse mode and to the outer
  * levels, 'tan' at this one. A leaf requiring grad is seen through the
  * view_as op, so that gradients reach it through the jvp (reverse over
@@ -825,7 +864,9 @@ static int jvp_dual(ad_state *S, ad_tensor *p, ad_tensor *tan, uint64_t level, a
     } else if (!(d = jvp_alias(S, p, level))) {
         return S->errcode;
     }
-    ad_tensor *tc = ad_tensor_to(S, tan, p->dtype);
+    ad_tensor *tc0 = ad_tensor_to(S, tan, p->dtype);
+    ad_tensor *tc = tc0 ? tangent_like(S, tc0, p) : NULL;
+    ad_tensor_decref(S, tc0);
     int rc = tc ? ad_tensor_set_tangent(S, d, level, tc) : S->errcode;
     ad_tensor_decref(S, tc);
     if (rc) { ad_tensor_decref(S, d); return rc; }
