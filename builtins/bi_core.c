@@ -263,6 +263,89 @@ static int bi_zip(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return ADDSL_OK;
 }
 
+/* ---- sorted ---- */
+
+/* Python's ordering for what sorted() compares: numbers (bools count as 0
+ * and 1), strings by bytes, lists and tuples item by item. *bad is set when
+ * two values have no order. */
+static int order_cmp(ad_value a, ad_value b, bool *bad) {
+    bool an = ad_is_number(a) || a.t == AD_TBOOL, bn = ad_is_number(b) || b.t == AD_TBOOL;
+    if (an && bn) {
+        double x = a.t == AD_TBOOL ? a.u.b : a.u.n, y = b.t == AD_TBOOL ? b.u.b : b.u.n;
+        return x < y ? -1 : x > y ? 1 : 0;
+    }
+    if (a.t == AD_TSTR && b.t == AD_TSTR) {
+        size_t n = a.u.s->len < b.u.s->len ? a.u.s->len : b.u.s->len;
+        int c = memcmp(a.u.s->data, b.u.s->data, n);
+        if (c) return c < 0 ? -1 : 1;
+        return a.u.s->len < b.u.s->len ? -1 : a.u.s->len > b.u.s->len ? 1 : 0;
+    }
+    if (ad_is_seq(a) && a.t == b.t) {
+        int64_t n = a.u.l->len < b.u.l->len ? a.u.l->len : b.u.l->len;
+        for (int64_t i = 0; i < n; i++) {
+            int c = order_cmp(a.u.l->items[i], b.u.l->items[i], bad);
+            if (c || *bad) return c;
+        }
+        return a.u.l->len < b.u.l->len ? -1 : a.u.l->len > b.u.l->len ? 1 : 0;
+    }
+    *bad = true;
+    return 0;
+}
+
+/* Stable merge sort of idx[0..n) by keys[idx[i]]; tmp has room for n. */
+static void merge_sort(const ad_value *keys, int64_t *idx, int64_t *tmp, int64_t n, bool reverse, bool *bad) {
+    if (n < 2 || *bad) return;
+    int64_t h = n / 2;
+    merge_sort(keys, idx, tmp, h, reverse, bad);
+    merge_sort(keys, idx + h, tmp, n - h, reverse, bad);
+    int64_t i = 0, j = h, k = 0;
+    while (i < h && j < n) {
+        int c = order_cmp(keys[idx[j]], keys[idx[i]], bad);
+        /* take the right one first only when strictly before: stability */
+        if (reverse ? c > 0 : c < 0) tmp[k++] = idx[j++]; else tmp[k++] = idx[i++];
+    }
+    while (i < h) tmp[k++] = idx[i++];
+    while (j < n) tmp[k++] = idx[j++];
+    memcpy(idx, tmp, (size_t)n * sizeof *idx);
+}
+
+static int seq_as(ad_state *S, const char *fn, ad_value v, ad_vtype kind, ad_value *out);
+
+/* sorted(iterable, key=none, reverse=false): a new sorted list (stable, as Python's). */
+static int bi_sorted(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    bool reverse = false;
+    int rc = ad_arg_bool(S, argv[2], "sorted", "reverse", &reverse);
+    if (rc) return rc;
+    ad_value items;
+    if ((rc = seq_as(S, "sorted", argv[0], AD_TLIST, &items))) return rc;
+    ad_list *l = items.u.l;
+    int64_t n = l->len;
+    ad_value *keys = NULL;
+    int64_t *idx = ad_calloc(S, (size_t)(2 * n + 1), sizeof *idx);
+    ad_list *res = NULL;
+    if (!idx) { rc = ADDSL_ENOMEM; goto done; }
+    if (argv[1].t != AD_TNONE) {
+        keys = ad_calloc(S, (size_t)(n + 1), sizeof *keys);
+        if (!keys) { rc = ADDSL_ENOMEM; goto done; }
+        for (int64_t i = 0; i < n && !rc; i++) rc = ad_vm_call_value(S, argv[1], 1, &l->items[i], &keys[i]);
+        if (rc) goto done;
+    }
+    for (int64_t i = 0; i < n; i++) idx[i] = i;
+    bool bad = false;
+    merge_sort(keys ? keys : l->items, idx, idx + n, n, reverse, &bad);
+    if (bad) { rc = ad_error(S, "sorted(): the items have no order ('<' is not supported between them)"); goto done; }
+    res = ad_list_new(S, AD_TLIST, n);
+    if (!res) { rc = S->errcode; goto done; }
+    for (int64_t i = 0; i < n; i++) { res->items[i] = l->items[idx[i]]; ad_value_incref(res->items[i]); }
+    *out = ad_list_value(res, AD_TLIST);
+done:
+    if (keys) { for (int64_t i = 0; i < n; i++) ad_value_decref(S, keys[i]); ad_free(S, keys); }
+    ad_free(S, idx);
+    ad_value_decref(S, items);
+    return rc;
+}
+
 static int bi_tuple(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     return seq_as(S, "tuple", argv[0], AD_TTUPLE, out);
@@ -279,6 +362,7 @@ const ad_builtin_def ad_bi_core_defs[] = {
     {"list", bi_list, "x"},
     {"enumerate", bi_enumerate, "iterable, start=0"},
     {"zip", bi_zip, "*"},
+    {"sorted", bi_sorted, "iterable, key=none, reverse=false"},
     {"print", bi_print, "*, sep=none, end=none, flush=false"},
     {"len", bi_len, "x"},
     {"str", bi_str, "x"},

@@ -12,6 +12,7 @@ extern const ad_builtin_def ad_bi_core_defs[];        /* builtins/bi_core.c: pri
 extern const ad_builtin_def ad_bi_elementwise_defs[]; /* builtins/bi_elementwise.c */
 extern const ad_builtin_def ad_bi_reduce_defs[];      /* builtins/bi_reduce.c */
 extern const ad_builtin_def ad_bi_linalg_defs[];      /* builtins/bi_linalg.c */
+extern const ad_builtin_def ad_bi_lapack_defs[];      /* builtins/bi_lapack.c: factorisations */
 extern const ad_builtin_def ad_bi_loss_defs[];        /* builtins/bi_loss.c */
 extern const ad_builtin_def ad_bi_shape_defs[];       /* builtins/bi_shape.c */
 extern const ad_builtin_def ad_bi_create_defs[];      /* builtins/bi_create.c */
@@ -24,6 +25,8 @@ extern const ad_builtin_def ad_bi_plot_defs[];        /* builtins/plot.c: plot, 
 extern const ad_builtin_def ad_bi_fs_defs[];          /* builtins/bi_fs.c: makedirs */
 extern const ad_builtin_def ad_bi_index_ops_defs[];   /* builtins/bi_index_ops.c: cummax, cummin, logcumsumexp, scatter_reduce */
 extern const ad_builtin_def ad_bi_random_defs[];      /* builtins/bi_random.c: poisson, multinomial */
+extern const ad_builtin_def ad_bi_nn_defs[];          /* builtins/bi_nn.c: im2col, col2im */
+extern const ad_builtin_def ad_bi_fft_defs[];         /* builtins/bi_fft.c: _fft_c2c */
 
 /* float(x) of a number, bool or string (Python's float(); tensors take .float()). */
 int ad_bi_float_value(ad_state *S, ad_value v, ad_value *out);

@@ -50,7 +50,7 @@ RENAME = {
     'native_dropout': 'dropout', '_fused_dropout': 'dropout',
     'max_pool2d_with_indices': 'max_pool2d', 'max_pool3d_with_indices': 'max_pool3d',
     'nll_loss_forward': 'nll_loss', 'nll_loss2d_forward': 'nll_loss',
-    'multilabel_margin_loss_forward': 'multilabel_margin_loss', 'log_sigmoid_forward': 'logsigmoid',
+    'multilabel_margin_loss_forward': 'multilabel_margin_loss', 'log_sigmoid_forward': 'log_sigmoid',
     'reflection_pad1d': 'pad', 'reflection_pad2d': 'pad', 'reflection_pad3d': 'pad',
     'replication_pad1d': 'pad', 'replication_pad2d': 'pad', 'replication_pad3d': 'pad', 'constant_pad_nd': 'pad',
     'im2col': 'unfold_im2col', 'col2im': 'fold',
@@ -128,7 +128,10 @@ def addsl_kinds(addsl):
     names = subprocess.run([addsl, '-e', src], capture_output=True, text=True, check=True).stdout.split()
     script = '\n'.join('print("%s", type(%s))' % (n, n) for n in names if re.match(r'^[A-Za-z_][A-Za-z0-9_]*$', n))
     out = subprocess.run([addsl, '-e', script], capture_output=True, text=True, check=True).stdout
-    kinds = {}
+    # the ops behind operators (t[...] is index_get) are internal names, not in dir()
+    internal = subprocess.run([addsl, '-e', 'for o in all_ops(internal=true) { print(op_name(o)) }'],
+                              capture_output=True, text=True, check=True).stdout.split()
+    kinds = {n: 'op' for n in internal}
     for line in out.splitlines():
         parts = line.split()
         if len(parts) == 2:

@@ -455,7 +455,10 @@ static int formula_args(engine *E, ad_node *n, unsigned uses, ad_value *args, in
     int rc = output_grads(S, n, uses, g);
     if (rc) return rc;
     for (int k = 0; k < no; k++) outs[k] = n->outs[k] ? ad_tensor_value(n->outs[k]) : ad_none();
-    args[np] = g[0]; ad_value_incref(g[0]);                               /* grad */
+    /* 'grad' is the gradient of the one differentiable output, whichever it is. */
+    int gi = 0;
+    while (gi < no - 1 && !n->op->out_diff[gi]) gi++;
+    args[np] = g[gi]; ad_value_incref(g[gi]);                             /* grad */
     if (uses & AD_VJP_USES_GRADS_LIST) rc = list_of(S, AD_TLIST, no, g, &args[np + 1]);
     if (no == 1) { args[np + 2] = outs[0]; ad_value_incref(outs[0]); }      /* result */
     else if (!rc && (uses & AD_VJP_USES_RESULT_TUPLE)) rc = list_of(S, AD_TTUPLE, no, outs, &args[np + 2]);
@@ -1077,6 +1080,10 @@ static int bi_op_info(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     static const char *const jvp_names[] = {"none", "formula", "auto_element_wise", "auto_linear"};
     if (!rc) rc = info_str(S, d, "jvp", op->has_formulas ? jvp_names[op->jvp_kind] : "body");
     if (!rc) rc = ad_dict_set_str(S, d, "outputs", ad_int(op->nout));
+    const char *file = "";
+    for (size_t i = 0; i < ad_lib_ndefs; i++)
+        if (strcmp(ad_lib_defs[i].name, op->name) == 0) file = ad_lib_names[ad_lib_defs[i].file];
+    if (!rc) rc = info_str(S, d, "file", file);
     /* A kernel forward states its device support; a composite runs where its parts run. */
     ad_value gpu = ad_none();
     if (op->forward.t == AD_TBUILTIN) gpu = ad_bool(op->forward.u.bi->on_device);

@@ -16,18 +16,13 @@
 #include "vm.h"
 
 extern const ad_builtin_def ad_bi_dict_defs[];
-extern const char *const ad_lib_names[];
-extern const char *const ad_lib_sources[];
-extern const size_t ad_lib_count;
-struct ad_lib_def { const char *name; int file; };
-extern const struct ad_lib_def ad_lib_defs[];
-extern const size_t ad_lib_ndefs;
 
 /* Prefixes of the library's helpers: formulas, test generators and the
  * optimisers' internals, which scripts never call by name. */
-static const char *const internal_prefixes[] = {"rs_", "ew_", "EW_", "optim_", "fx_", "ad_", "traj_", "inplace_", "build_"};
+static const char *const internal_prefixes[] = {"rs_", "ew_", "EW_", "optim_", "fx_", "ad_", "traj_", "inplace_", "build_", "sp_"};
 /* Operators' ops and the accumulation their gradients use. */
-static const char *const internal_names[] = {"index_get", "index_add_at", "test_inputs", "op_test_inputs", "reduce_loss_"};
+static const char *const internal_names[] = {"index_get", "index_add_at", "test_inputs", "op_test_inputs", "reduce_loss_",
+                                             "frexp_mantissa", "frexp_exponent"};
 
 /* Attributes that tensors answer (vm/vm.c get_attr). */
 static const char *const tensor_attrs[] = {"shape", "dtype", "ndim", "device", "grad", "requires_grad", "T",

@@ -10,12 +10,6 @@
 #include "state.h"
 #include "vm.h"
 
-struct ad_lib_def { const char *name; int file; };
-extern const char *const ad_lib_names[];
-extern const char *const ad_lib_sources[];
-extern const size_t ad_lib_count;
-extern const struct ad_lib_def ad_lib_defs[];
-extern const size_t ad_lib_ndefs;
 
 static const char *const operator_names[] = {"add", "sub", "mul", "div", "remainder", "pow", "neg", "matmul", "index_get", "sum"};
 

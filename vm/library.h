@@ -5,6 +5,7 @@
 #define AD_LIBRARY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef struct addsl_state ad_state;
 
@@ -21,5 +22,14 @@ int ad_global_resolve(ad_state *S, int *slot);
 /* Loads the files defining the ops behind operators (+, -, *, t[...], ...). */
 int ad_library_ensure_operators(ad_state *S);
 int ad_library_load_all(ad_state *S);
+
+/* The embedded sources (vm/lib_sources.c, made by tools/embed_lib.sh): file
+ * names and texts, and which file defines each top-level name. */
+struct ad_lib_def { const char *name; int file; };
+extern const char *const ad_lib_names[];
+extern const char *const ad_lib_sources[];
+extern const size_t ad_lib_count;
+extern const struct ad_lib_def ad_lib_defs[];
+extern const size_t ad_lib_ndefs;
 
 #endif
