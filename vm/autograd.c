@@ -520,6 +520,53 @@ static int route_to(engine *E, ad_node *n, int param, ad_edge *e, ad_value arg, 
     return accumulate(E, &e->node->gbuf[e->nr], fitted);
 }
 
+/* Whether a gradient sent along edge e can reach one of grad()'s inputs: a
+ * not_implemented parameter is an error only then, as in torch, where
+ * grad(loss, [x]) works with a class weight that requires grad. A depth-first
+ * walk with a visited list; it runs only for a live not_implemented edge. On
+ * an allocation failure it answers true (the error is raised, as before). */
+static bool edge_reaches_inputs(engine *E, const ad_edge *e) {
+    ad_state *S = E->S;
+    for (int j = 0; j < e->nsub; j++)
+        if (edge_reaches_inputs(E, &e->sub[j])) return true;
+    if (e->leaf)
+        for (int i = 0; i < E->ninputs; i++)
+            if (E->inputs[i] == e->leaf) return true;
+    if (!e->node) return false;
+    ad_node **stack = NULL, **seen = NULL;
+    int nstack = 0, capstack = 0, nseen = 0, capseen = 0;
+    bool found = false, oom = false;
+    if (!grow_arr(S, (void **)&stack, &capstack, nstack, sizeof *stack)) return true;
+    stack[nstack++] = e->node;
+    while (nstack > 0 && !found && !oom) {
+        ad_node *n = stack[--nstack];
+        bool visited = false;
+        for (int k = 0; k < nseen && !visited; k++) visited = seen[k] == n;
+        if (visited) continue;
+        if (!grow_arr(S, (void **)&seen, &capseen, nseen, sizeof *seen)) { oom = true; break; }
+        seen[nseen++] = n;
+        for (int i = 0; i < E->ninputs && !found; i++)
+            if (E->inputs[i]->grad_fn == n) found = true;
+        for (int a = 0; a < n->nargs && !found && !oom; a++) {
+            const ad_edge *x = &n->edges[a];
+            int nx = x->nsub ? x->nsub : 1;
+            for (int j = 0; j < nx && !found; j++) {
+                const ad_edge *y = x->nsub ? &x->sub[j] : x;
+                if (y->leaf)
+                    for (int i = 0; i < E->ninputs; i++)
+                        if (E->inputs[i] == y->leaf) found = true;
+                if (y->node && !found) {
+                    if (!grow_arr(S, (void **)&stack, &capstack, nstack, sizeof *stack)) { oom = true; break; }
+                    stack[nstack++] = y->node;
+                }
+            }
+        }
+    }
+    ad_free(S, stack);
+    ad_free(S, seen);
+    return found || oom;
+}
+
 static int apply_node(engine *E, ad_node *n) {
     ad_state *S = E->S;
     ad_opdef *op = n->op;
@@ -535,7 +582,8 @@ static int apply_node(engine *E, ad_node *n) {
     }
     if (!any) return ADDSL_OK;
     for (int i = 0; i < n->nargs; i++)
-        if (op->kind[i] == AD_PARAM_NOTIMPL && edge_live(&n->edges[i]))
+        if (op->kind[i] == AD_PARAM_NOTIMPL && edge_live(&n->edges[i]) &&
+            (!E->only_inputs || edge_reaches_inputs(E, &n->edges[i])))
             return ad_error(S, "the derivative of op '%s' for input '%s' is not implemented: %s", op->name,
                             op->pnames[i], op->notimpl[i] ? op->notimpl[i] : "");
     /* The formulas whose inputs want a gradient, and what they read. */
