@@ -357,21 +357,62 @@ static int bi_list(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 const ad_builtin_def ad_bi_core_defs[] = {
-    {"apply", bi_apply, "f, args"},
-    {"tuple", bi_tuple, "x"},
-    {"list", bi_list, "x"},
-    {"enumerate", bi_enumerate, "iterable, start=0"},
-    {"zip", bi_zip, "*"},
-    {"sorted", bi_sorted, "iterable, key=none, reverse=false"},
-    {"print", bi_print, "*, sep=none, end=none, flush=false"},
-    {"len", bi_len, "x"},
-    {"str", bi_str, "x"},
-    {"range", bi_range, "*"},
-    {"assert", bi_assert, "cond, msg=none"},
-    {"error", bi_error, "msg"},
-    {"clock", bi_clock, ""},
-    {"exit", bi_exit, "code=0"},
-    {"type", bi_type, "x, dtype=none"},
-    {"append", bi_append, "self, x"},
+    {"apply", bi_apply, "f, args",
+         "Calls f with the items of the list or tuple args as its positional arguments (Python's "
+         "f(*args))."
+         "\nExample: apply(fn(a, b) => a + b, [2, 5])   # 7"},
+    {"tuple", bi_tuple, "x",
+         "A tuple of the items of a list or tuple (Python's tuple())."
+         "\nExample: tuple([1, 2, 3])"},
+    {"list", bi_list, "x",
+         "A new list of the items of a list or tuple (Python's list(); tensors have tolist())."
+         "\nExample: list((1, 2))"},
+    {"print", bi_print, "*, sep=none, end=none, flush=false",
+         "Writes its arguments separated by sep (default a space) and then end (default a "
+         "newline); flush=true flushes the output at once."
+         "\nExample: print(\"loss\", 0.5, sep=\": \")"},
+    {"len", bi_len, "x",
+         "The number of items of a list, tuple, dict or string, or the size of a tensor's first "
+         "dimension."
+         "\nExample: len([1, 2, 3])   # 3"},
+    {"str", bi_str, "x",
+         "The text print() shows for a value."
+         "\nExample: str(1.5) + \"!\""},
+    {"range", bi_range, "*",
+         "The integers from start (default 0) up to, not including, stop, by step: range(n), "
+         "range(a, b), range(a, b, step)."
+         "\nExample: for i in range(3) { print(i) }"},
+    {"assert", bi_assert, "cond, msg=none",
+         "Raises an error with msg when cond is false."
+         "\nExample: assert(1 + 1 == 2, \"arithmetic\")"},
+    {"error", bi_error, "msg",
+         "Raises a runtime error with the message msg (Python's raise); the script stops with a "
+         "traceback unless the host catches it."
+         "\nExample: fn check(x) { if x < 0 { error(\"negative\") } ; return x }; check(1)"},
+    {"clock", bi_clock, "",
+         "Seconds of a monotonic clock, for timing."
+         "\nExample: let t = clock(); randn(1000); print(clock() - t >= 0)"},
+    {"exit", bi_exit, "code=0",
+         "Ends the script (or the REPL) with status code."
+         "\nExample: exit(0)"},
+    {"type", bi_type, "x, dtype=none",
+         "The kind of a value as a string (\"tensor\", \"list\", \"number\", ...); type(x, dtype) "
+         "converts a tensor to that dtype, as torch's Tensor.type."
+         "\nExample: type([1])   # \"list\""},
+    {"append", bi_append, "self, x",
+         "Adds x at the end of a list, in place (xs.append(x) is the same); returns none."
+         "\nExample: let xs = []; xs.append(1); print(xs)"},
+    {"enumerate", bi_enumerate, "iterable, start=0",
+         "The (index, item) pairs of a list, tuple, string, dict or range, as a list of tuples, "
+         "counting from start (Python's enumerate)."
+         "\nExample: for (i, v) in enumerate([\"a\", \"b\"], start=1) { print(i, v) }"},
+    {"zip", bi_zip, "*",
+         "Tuples of the i-th items of each argument, as a list, as long as the shortest argument "
+         "(Python's zip)."
+         "\nExample: zip([1, 2], [\"a\", \"b\"])   # [(1, \"a\"), (2, \"b\")]"},
+    {"sorted", bi_sorted, "iterable, key=none, reverse=false",
+         "A new sorted list of the items of iterable (Python's sorted): key=f sorts by f(item), "
+         "reverse=true in descending order; the sort is stable."
+         "\nExample: sorted([\"bb\", \"a\", \"ccc\"], key=len, reverse=true)"},
     {NULL, NULL, NULL}
 };

@@ -481,23 +481,65 @@ static int bi_randn_like(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 const ad_builtin_def ad_bi_create_defs[] = {
-    {"tensor", bi_tensor, "data, dtype=none, requires_grad=false, device=none"},
-    {"zeros", bi_zeros, "*size, dtype=none, requires_grad=false, device=none"},
-    {"ones", bi_ones, "*size, dtype=none, requires_grad=false, device=none"},
-    {"empty", bi_empty, "*size, dtype=none, requires_grad=false, device=none"},
-    {"full", bi_full, "size, fill_value, dtype=none, requires_grad=false, device=none"},
-    {"arange", bi_arange, "start, end=none, step=1, dtype=none, requires_grad=false, device=none"},
-    {"linspace", bi_linspace, "start, end, steps, dtype=none, requires_grad=false, device=none"},
-    {"eye", bi_eye, "n, m=none, dtype=none, requires_grad=false, device=none"},
-    {"rand", bi_rand, "*size, dtype=none, requires_grad=false, device=none"},
-    {"randn", bi_randn, "*size, dtype=none, requires_grad=false, device=none"},
-    {"randint", bi_randint, "low, high, size=none, dtype=none, requires_grad=false, device=none"},
-    {"manual_seed", bi_manual_seed, "seed"},
-    {"zeros_like", bi_zeros_like, "self, dtype=none, requires_grad=false, device=none"},
-    {"ones_like", bi_ones_like, "self, dtype=none, requires_grad=false, device=none"},
-    {"empty_like", bi_empty_like, "self, dtype=none, requires_grad=false, device=none"},
-    {"full_like", bi_full_like, "self, fill_value, dtype=none, requires_grad=false, device=none"},
-    {"rand_like", bi_rand_like, "self, dtype=none, requires_grad=false, device=none"},
-    {"randn_like", bi_randn_like, "self, dtype=none, requires_grad=false, device=none"},
+    {"tensor", bi_tensor, "data, dtype=none, requires_grad=false, device=none",
+         "A new tensor from a number or a nested list (ints give int64, floats float32, bools "
+         "bool, unless dtype says); requires_grad=true makes it a leaf that collects gradients."
+         "\nExample: tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=true)"},
+    {"zeros", bi_zeros, "*size, dtype=none, requires_grad=false, device=none",
+         "A tensor of zeros of the given size (as a list or as separate numbers)."
+         "\nExample: zeros(2, 3, dtype=float64)"},
+    {"ones", bi_ones, "*size, dtype=none, requires_grad=false, device=none",
+         "A tensor of ones of the given size (as a list or as separate numbers)."
+         "\nExample: ones([2, 3])"},
+    {"empty", bi_empty, "*size, dtype=none, requires_grad=false, device=none",
+         "A tensor of the given size whose values are not to be relied on (addsl fills it with "
+         "zeros), as torch.empty."
+         "\nExample: empty(2, 2)"},
+    {"full", bi_full, "size, fill_value, dtype=none, requires_grad=false, device=none",
+         "A tensor of the given size filled with fill_value (its dtype follows the value: int64 "
+         "for an int, float32 for a float, unless dtype says)."
+         "\nExample: full([2, 3], 7.0)"},
+    {"arange", bi_arange, "start, end=none, step=1, dtype=none, requires_grad=false, device=none",
+         "Evenly spaced values in [start, end) by step; arange(n) counts from 0. Integer arguments "
+         "give int64, any float float32."
+         "\nExample: arange(0, 1, 0.25)"},
+    {"linspace", bi_linspace, "start, end, steps, dtype=none, requires_grad=false, device=none",
+         "steps values evenly spaced from start to end, both included."
+         "\nExample: linspace(0, 1, 5)"},
+    {"eye", bi_eye, "n, m=none, dtype=none, requires_grad=false, device=none",
+         "The n x m identity matrix (m defaults to n): ones on the diagonal, zeros elsewhere."
+         "\nExample: eye(3)"},
+    {"rand", bi_rand, "*size, dtype=none, requires_grad=false, device=none",
+         "A tensor of samples uniform in [0, 1)."
+         "\nExample: rand(5)"},
+    {"randn", bi_randn, "*size, dtype=none, requires_grad=false, device=none",
+         "A tensor of samples of the standard normal distribution (manual_seed makes them "
+         "repeatable)."
+         "\nExample: randn(3, 4)"},
+    {"randint", bi_randint, "low, high, size=none, dtype=none, requires_grad=false, device=none",
+         "A tensor of the given size of random integers in [low, high) (int64 unless dtype says)."
+         "\nExample: randint(0, 10, [5])"},
+    {"manual_seed", bi_manual_seed, "seed",
+         "Seeds the random number generator, so randn, rand and randint repeat."
+         "\nExample: manual_seed(0)"},
+    {"zeros_like", bi_zeros_like, "self, dtype=none, requires_grad=false, device=none",
+         "A tensor of zeros with the shape (and, unless given, the dtype and device) of self."
+         "\nExample: zeros_like(randn(2, 3))"},
+    {"ones_like", bi_ones_like, "self, dtype=none, requires_grad=false, device=none",
+         "A tensor of ones with the shape (and, unless given, the dtype and device) of self."
+         "\nExample: ones_like(randn(2, 3))"},
+    {"empty_like", bi_empty_like, "self, dtype=none, requires_grad=false, device=none",
+         "An uninitialised tensor (zeros in addsl) with the shape, dtype and device of self, as "
+         "torch.empty_like."
+         "\nExample: empty_like(randn(4))"},
+    {"full_like", bi_full_like, "self, fill_value, dtype=none, requires_grad=false, device=none",
+         "A tensor with the shape of self filled with fill_value."
+         "\nExample: full_like(zeros(2, 2), 3.5)"},
+    {"rand_like", bi_rand_like, "self, dtype=none, requires_grad=false, device=none",
+         "Uniform samples in [0, 1) with the shape of self."
+         "\nExample: rand_like(zeros(3))"},
+    {"randn_like", bi_randn_like, "self, dtype=none, requires_grad=false, device=none",
+         "Standard normal samples with the shape of self."
+         "\nExample: randn_like(zeros(3))"},
     {NULL, NULL, NULL},
 };

@@ -122,13 +122,33 @@ static int bi_dict(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 const ad_builtin_def ad_bi_dict_defs[] = {
-    {"dict", bi_dict, "x=none"},
-    {"keys", bi_keys, "self"},
-    {"values", bi_values, "self"},
-    {"items", bi_items, "self"},
-    {"get", bi_get, "self, key, default=none"},
-    {"pop", bi_pop, "*"},
-    {"update", bi_update, "self, other"},
-    {"copy", bi_copy, "self"},
+    {"dict", bi_dict, "x=none",
+         "A new dict: empty, a copy of a dict, or built from a list of (key, value) pairs. "
+         "Literals {\"a\": 1} make dicts too."
+         "\nExample: dict([(\"a\", 1), (\"b\", 2)])"},
+    {"keys", bi_keys, "self",
+         "The keys of a dict, as a list in insertion order (d.keys())."
+         "\nExample: let d = {\"a\": 1, \"b\": 2}; d.keys()"},
+    {"values", bi_values, "self",
+         "The values of a dict, as a list in insertion order (d.values())."
+         "\nExample: let d = {\"a\": 1, \"b\": 2}; d.values()"},
+    {"items", bi_items, "self",
+         "The (key, value) pairs of a dict, as a list of tuples in insertion order (d.items())."
+         "\nExample: for (k, v) in {\"a\": 1}.items() { print(k, v) }"},
+    {"get", bi_get, "self, key, default=none",
+         "d.get(key, default): the value stored under key, or default (none) when the key is "
+         "absent."
+         "\nExample: let d = {\"a\": 1}; d.get(\"b\", 0)   # 0"},
+    {"pop", bi_pop, "*",
+         "d.pop(key[, default]) removes key from a dict and returns its value (default when "
+         "absent, an error without one); xs.pop([i]) removes and returns a list's item i (default "
+         "the last)."
+         "\nExample: let xs = [1, 2, 3]; xs.pop()   # 3"},
+    {"update", bi_update, "self, other",
+         "d.update(other): copies every key and value of the dict other into d, in place."
+         "\nExample: let d = {\"a\": 1}; d.update({\"b\": 2}); d"},
+    {"copy", bi_copy, "self",
+         "A shallow copy of a dict or list (d.copy()); the values themselves are shared."
+         "\nExample: let d = {\"a\": 1}; let e = d.copy(); e[\"a\"] = 2; d[\"a\"]   # 1"},
     {NULL, NULL, NULL}
 };

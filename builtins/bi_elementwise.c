@@ -704,22 +704,55 @@ static int bi_div(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 /* Plain two-operand builtins, one per descriptor. */
+/* X(name, descriptor, doc): doc is the builtin row's help text (vm/value.h),
+ * NULL where an op of the library replaces the name. */
 #define AD_BI_PLAIN_BINARY(X) \
-    X(mul, BIN_mul) X(floor_divide, BIN_div_floor) X(true_divide, BIN_div) X(pow, BIN_pow) \
-    X(remainder, BIN_remainder) X(fmod, BIN_fmod) X(atan2, BIN_atan2) X(hypot, BIN_hypot) \
-    X(copysign, BIN_copysign) X(xlogy, BIN_xlogy) X(logaddexp, BIN_logaddexp) \
-    X(sigmoid_backward, BIN_sigmoid_backward) X(tanh_backward, BIN_tanh_backward) \
-    X(maximum, BIN_maximum) X(minimum, BIN_minimum) X(eq, BIN_eq) X(ne, BIN_ne) X(lt, BIN_lt) \
-    X(le, BIN_le) X(gt, BIN_gt) X(ge, BIN_ge) X(logical_and, BIN_logical_and) \
-    X(logical_or, BIN_logical_or) X(logical_xor, BIN_logical_xor)
+    X(mul, BIN_mul, NULL) \
+    X(floor_divide, BIN_div_floor, "Element-wise floor(self / other), as torch.floor_divide and the // operator (ints stay " \
+      "ints). Not differentiable." \
+      "\nExample: floor_divide(tensor([7, -7]), 2)") \
+    X(true_divide, BIN_div, NULL) \
+    X(pow, BIN_pow, NULL) \
+    X(remainder, BIN_remainder, NULL) \
+    X(fmod, BIN_fmod, NULL) \
+    X(atan2, BIN_atan2, NULL) \
+    X(hypot, BIN_hypot, NULL) \
+    X(copysign, BIN_copysign, NULL) \
+    X(xlogy, BIN_xlogy, NULL) \
+    X(logaddexp, BIN_logaddexp, NULL) \
+    X(sigmoid_backward, BIN_sigmoid_backward, NULL) \
+    X(tanh_backward, BIN_tanh_backward, NULL) \
+    X(maximum, BIN_maximum, NULL) \
+    X(minimum, BIN_minimum, NULL) \
+    X(eq, BIN_eq, "Element-wise self == other (broadcast) as a bool tensor; the == operator." \
+      "\nExample: eq(tensor([1, 2]), 2)") \
+    X(ne, BIN_ne, "Element-wise self != other (broadcast) as a bool tensor; the != operator." \
+      "\nExample: ne(tensor([1, 2]), 2)") \
+    X(lt, BIN_lt, "Element-wise self < other (broadcast) as a bool tensor; the < operator." \
+      "\nExample: lt(tensor([1, 2]), 2)") \
+    X(le, BIN_le, "Element-wise self <= other (broadcast) as a bool tensor; the <= operator." \
+      "\nExample: le(tensor([1, 2]), 2)") \
+    X(gt, BIN_gt, "Element-wise self > other (broadcast) as a bool tensor; the > operator." \
+      "\nExample: gt(tensor([1, 2]), 1)") \
+    X(ge, BIN_ge, "Element-wise self >= other (broadcast) as a bool tensor; the >= operator." \
+      "\nExample: ge(tensor([1, 2]), 2)") \
+    X(logical_and, BIN_logical_and, "Element-wise logical and of the truth values of self and other (non-zero is true), as a " \
+      "bool tensor." \
+      "\nExample: logical_and(tensor([true, false]), tensor([true, true]))") \
+    X(logical_or, BIN_logical_or, "Element-wise logical or of the truth values of self and other (non-zero is true), as a " \
+      "bool tensor." \
+      "\nExample: logical_or(tensor([true, false]), tensor([false, false]))") \
+    X(logical_xor, BIN_logical_xor, "Element-wise exclusive or of the truth values of self and other (non-zero is true), as a " \
+      "bool tensor." \
+      "\nExample: logical_xor(tensor([true, false]), tensor([true, true]))")
 
-#define AD_BI_BIN_FN(n, desc) \
+#define AD_BI_BIN_FN(n, desc, doc) \
     static int bi_##n(ad_state *S, ad_value *argv, int argc, ad_value *out) { \
         (void)argc; return ew_binary(S, &desc, argv[0], argv[1], out); }
 AD_BI_PLAIN_BINARY(AD_BI_BIN_FN)
 #define AD_BI_SPECIAL_BIN(n) \
     static const ew_binop BIN_##n = {#n, K2(n), EW_FLOAT}; \
-    AD_BI_BIN_FN(n, BIN_##n)
+    AD_BI_BIN_FN(n, BIN_##n, NULL)
 AD_EW_SPECIAL_BINARY_OPS(AD_BI_SPECIAL_BIN)
 
 int ad_bi_add(ad_state *S, ad_value a, ad_value b, ad_value *out) { return ew_binary(S, &BIN_add, a, b, out); }
@@ -740,8 +773,12 @@ int ad_bi_compare(ad_state *S, int cmp, ad_value a, ad_value b, ad_value *out) {
 
 #define AD_BI_ROW_SELF(n) {#n, bi_##n, "self"},
 #define AD_BI_ROW_SLEEF(n, ulp) AD_BI_ROW_SELF(n)
-#define AD_BI_ROW_BIN(n, desc) {#n, bi_##n, "self, other"},
+#define AD_BI_ROW_BIN(n, desc, doc) {#n, bi_##n, "self, other", doc},
 #define AD_BI_ROW_SPECIAL(n) {#n, bi_##n, "self, other"},
+
+/* The predicates' rows are written out below, with their docs. */
+#define AD_BI_COUNT(n) + 1
+_Static_assert(0 AD_EW_PRED_OPS(AD_BI_COUNT) == 3, "a new AD_EW_PRED_OPS entry needs its row (and doc) in ad_bi_elementwise_defs");
 
 const ad_builtin_def ad_bi_elementwise_defs[] = {
     AD_EW_SLEEF_OPS(AD_BI_ROW_SLEEF)
@@ -749,7 +786,15 @@ const ad_builtin_def ad_bi_elementwise_defs[] = {
     AD_EW_SPECIAL_OPS(AD_BI_ROW_SELF)
     AD_EW_SPECIAL_BINARY_OPS(AD_BI_ROW_SPECIAL)
     AD_EW_SAME_OPS(AD_BI_ROW_SELF)
-    AD_EW_PRED_OPS(AD_BI_ROW_SELF)
+    {"isnan", bi_isnan, "self",
+         "A bool tensor, true where self is nan."
+         "\nExample: isnan(tensor([1.0, nan]))"},
+    {"isinf", bi_isinf, "self",
+         "A bool tensor, true where self is +inf or -inf."
+         "\nExample: isinf(tensor([1.0, inf, -inf]))"},
+    {"isfinite", bi_isfinite, "self",
+         "A bool tensor, true where self is neither nan nor infinite."
+         "\nExample: isfinite(tensor([1.0, inf, nan]))"},
     AD_BI_PLAIN_BINARY(AD_BI_ROW_BIN)
     {"floor", bi_floor, "self"},
     {"ceil", bi_ceil, "self"},
@@ -760,7 +805,9 @@ const ad_builtin_def ad_bi_elementwise_defs[] = {
     {"sgn", bi_sign, "self"},
     {"absolute", bi_abs, "self"},
     {"negative", bi_neg, "self"},
-    {"logical_not", bi_logical_not, "self"},
+    {"logical_not", bi_logical_not, "self",
+         "Element-wise logical not (zero becomes true), as a bool tensor."
+         "\nExample: logical_not(tensor([0, 1]))"},
     {"multiply", bi_mul, "self, other"},
     {"divide", bi_div, "self, other, rounding_mode=none"},
     {"div", bi_div, "self, other, rounding_mode=none"},

@@ -303,8 +303,14 @@ int ad_bi_truth(ad_state *S, const ad_value *args, int nargs, const ad_list *kw,
 }
 
 const ad_builtin_def ad_bi_format_defs[] = {
-    {"format", bi_format, "value, spec=\"\""},
-    {"int", bi_int, "x=0, base=none"},
+    {"format", bi_format, "value, spec=\"\"",
+         "The text of value under a format spec, as Python's format() and f-strings (\".2f\", \">8\", "
+         "\"e\", \",\", ...)."
+         "\nExample: format(3.14159, \".2f\")"},
+    {"int", bi_int, "x=0, base=none",
+         "An int from a number (truncated toward zero), a bool, a one-element tensor or a string "
+         "(in base, default 10), as Python's int()."
+         "\nExample: int(\"ff\", 16)   # 255"},
     {"$format", bi_fstring_field, "value, spec, conv"},
     {"$concat", bi_concat, "*"},
     {"$str_format", bi_str_format, "*"},

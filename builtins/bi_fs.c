@@ -56,6 +56,9 @@ static int bi_makedirs(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 const ad_builtin_def ad_bi_fs_defs[] = {
-    {"makedirs", bi_makedirs, "path, exist_ok=false"},
+    {"makedirs", bi_makedirs, "path, exist_ok=false",
+         "Creates the directory path and any missing parents (os.makedirs); with exist_ok=false an "
+         "existing directory is an error."
+         "\nExample: makedirs(\"out/run1\", exist_ok=true)"},
     {NULL, NULL, NULL}
 };

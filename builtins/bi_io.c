@@ -113,7 +113,13 @@ static int bi_save(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 const ad_builtin_def ad_bi_io_defs[] = {
-    {"load", bi_load, "path, delimiter=none, skip_header=0, dtype=none"},
-    {"save", bi_save, "path, obj"},
+    {"load", bi_load, "path, delimiter=none, skip_header=0, dtype=none",
+         "Reads a .npy, .npz (a dict), .csv or .txt (a 2-D tensor) file; the extension decides the "
+         "format. For text, delimiter (default , for .csv, whitespace for .txt), skip_header lines "
+         "and dtype (default float32) apply."
+         "\nExample: save(\"w.npy\", ones(3)); load(\"w.npy\")"},
+    {"save", bi_save, "path, obj",
+         "Writes a tensor to .npy, or a dict of tensors to .npz, replacing the file atomically."
+         "\nExample: save(\"w.npy\", randn(3))"},
     {NULL, NULL, NULL},
 };

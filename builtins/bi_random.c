@@ -137,6 +137,9 @@ static int bi_multinomial(FN_ARGS) {
 
 const ad_builtin_def ad_bi_random_defs[] = {
     {"poisson", bi_poisson, "self"},
-    {"multinomial", bi_multinomial, "self, num_samples, replacement=false"},
+    {"multinomial", bi_multinomial, "self, num_samples, replacement=false",
+         "num_samples indices drawn from the categories whose (unnormalised) probabilities are the "
+         "last dim of self, with or without replacement (torch.multinomial); int64."
+         "\nExample: manual_seed(0); multinomial(tensor([0.2, 0.8]), 4, replacement=true)"},
     {NULL, NULL, NULL},
 };

@@ -939,15 +939,24 @@ const ad_builtin_def ad_bi_reduce_defs[] = {
     {"sum", bi_sum, "self, dim=none, keepdim=false, dtype=none"},
     {"mean", bi_mean, "self, dim=none, keepdim=false, dtype=none"},
     {"prod", bi_prod, "self, dim=none, keepdim=false, dtype=none"},
-    {"all", bi_all, "self, dim=none, keepdim=false"},
-    {"any", bi_any, "self, dim=none, keepdim=false"},
+    {"all", bi_all, "self, dim=none, keepdim=false",
+         "True where every element is non-zero, over all elements or along dim (keepdim keeps it "
+         "as size 1); a bool tensor."
+         "\nExample: all(tensor([true, false]))"},
+    {"any", bi_any, "self, dim=none, keepdim=false",
+         "True where some element is non-zero, over all elements or along dim; a bool tensor."
+         "\nExample: any(tensor([0, 0, 1]))"},
     {"trace", bi_trace, "self"},
     {"amax", bi_amax, "self, dim=none, keepdim=false"},
     {"amin", bi_amin, "self, dim=none, keepdim=false"},
     {"max", bi_max, "self, dim=none, keepdim=false"},
     {"min", bi_min, "self, dim=none, keepdim=false"},
-    {"argmax", bi_argmax, "self, dim=none, keepdim=false"},
-    {"argmin", bi_argmin, "self, dim=none, keepdim=false"},
+    {"argmax", bi_argmax, "self, dim=none, keepdim=false",
+         "The index of the largest element: over the flattened tensor, or along dim (int64)."
+         "\nExample: argmax(tensor([1.0, 5.0, 2.0]))   # 1"},
+    {"argmin", bi_argmin, "self, dim=none, keepdim=false",
+         "The index of the smallest element: over the flattened tensor, or along dim (int64)."
+         "\nExample: argmin(tensor([[3.0, 1.0], [0.0, 4.0]]), dim=1)"},
     {"logsumexp", bi_logsumexp, "self, dim, keepdim=false"},
     {"norm", bi_norm, "self, p=2, dim=none, keepdim=false"},
     {"linalg_vector_norm", bi_vector_norm, "self, ord=2, dim=none, keepdim=false"},
@@ -960,7 +969,10 @@ const ad_builtin_def ad_bi_reduce_defs[] = {
     {"cumsum", bi_cumsum, "self, dim, dtype=none"},
     {"cumprod", bi_cumprod, "self, dim, dtype=none"},
     {"sort", bi_sort, "self, dim=-1, descending=false, stable=false"},
-    {"argsort", bi_argsort, "self, dim=-1, descending=false, stable=false"},
+    {"argsort", bi_argsort, "self, dim=-1, descending=false, stable=false",
+         "The indices that sort self along dim (ascending unless descending=true; stable=true "
+         "keeps equal elements in order)."
+         "\nExample: argsort(tensor([3.0, 1.0, 2.0]))"},
     {"topk", bi_topk, "self, k, dim=-1, largest=true, sorted=true"},
     {"median", bi_median, "self, dim=none, keepdim=false"},
     {"kthvalue", bi_kthvalue, "self, k, dim=-1, keepdim=false"},

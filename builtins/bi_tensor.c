@@ -455,32 +455,69 @@ static int bi_allclose(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 const ad_builtin_def ad_bi_tensor_defs[] = {
-    {"numel", bi_numel, "self"},
-    {"item", bi_item, "self"},
-    {"tolist", bi_tolist, "self"},
-    {"size", bi_size, "self, dim=none"},
-    {"stride", bi_stride, "self, dim=none"},
-    {"dim", bi_dim, "self"},
-    {"element_size", bi_element_size, "self"},
-    {"is_contiguous", bi_is_contiguous, "self"},
-    {"is_floating_point", bi_is_floating_point, "self"},
+    {"numel", bi_numel, "self",
+         "The number of elements of a tensor (the product of its sizes)."
+         "\nExample: numel(zeros(2, 3))   # 6"},
+    {"item", bi_item, "self",
+         "The value of a one-element tensor as a number (or bool)."
+         "\nExample: tensor([2.5]).item()"},
+    {"tolist", bi_tolist, "self",
+         "The elements of a tensor as nested lists of numbers (a number for a 0-d tensor)."
+         "\nExample: tensor([[1, 2], [3, 4]]).tolist()"},
+    {"size", bi_size, "self, dim=none",
+         "The sizes of a tensor as a list, or the size of dimension dim (negative counts from the "
+         "end)."
+         "\nExample: zeros(2, 3).size(-1)   # 3"},
+    {"stride", bi_stride, "self, dim=none",
+         "The strides of a tensor in elements, as a list, or the stride of dimension dim."
+         "\nExample: zeros(2, 3).stride()   # [3, 1]"},
+    {"dim", bi_dim, "self",
+         "The number of dimensions of a tensor (x.ndim)."
+         "\nExample: zeros(2, 3).dim()   # 2"},
+    {"element_size", bi_element_size, "self",
+         "The size of one element in bytes (4 for float32, 8 for float64 and int64, 1 for bool)."
+         "\nExample: zeros(2, dtype=float64).element_size()   # 8"},
+    {"is_contiguous", bi_is_contiguous, "self",
+         "True when the tensor's elements lie in memory in row-major order without gaps (a "
+         "transposed view is not)."
+         "\nExample: zeros(2, 3).t().is_contiguous()   # false"},
+    {"is_floating_point", bi_is_floating_point, "self",
+         "True for float32 and float64 tensors."
+         "\nExample: zeros(2).is_floating_point()   # true"},
     {"to", bi_to, "self, dtype"},
     {"double", bi_double, "self"},
     {"float", bi_float, "self"},
-    {"long", bi_long, "self"},
+    {"long", bi_long, "self",
+         "self converted to int64 (Tensor.long()); floats are truncated toward zero. Not "
+         "differentiable."
+         "\nExample: tensor([1.7, -1.7]).long()"},
     {"type_as", bi_type_as, "self, other"},
     {"contiguous", bi_contiguous, "self"},
     {"clone", bi_clone, "self"},
-    {"detach", bi_detach, "self"},
-    {"requires_grad_", bi_requires_grad_, "self, requires_grad=true"},
+    {"detach", bi_detach, "self",
+         "A tensor sharing self's data but outside the autograd graph (requires_grad false): "
+         "gradients do not flow through it."
+         "\nExample: let w = randn(3, requires_grad=true); w.detach().requires_grad"},
+    {"requires_grad_", bi_requires_grad_, "self, requires_grad=true",
+         "Sets self.requires_grad in place (only on leaves) and returns self, as torch's "
+         "Tensor.requires_grad_."
+         "\nExample: let w = zeros(3).requires_grad_(); w.requires_grad"},
     {"copy_", bi_copy_, "self, src"},
     {"fill_", bi_fill_, "self, value"},
     {"zero_", bi_zero_, "self"},
     {"masked_fill", bi_masked_fill, "self, mask, value"},
     {"masked_fill_", bi_masked_fill_, "self, mask, value"},
     {"nonzero", bi_nonzero, "self"},
-    {"equal", bi_equal, "self, other"},
-    {"isclose", bi_isclose, "self, other, rtol=1e-05, atol=1e-08, equal_nan=false"},
-    {"allclose", bi_allclose, "self, other, rtol=1e-05, atol=1e-08, equal_nan=false"},
+    {"equal", bi_equal, "self, other",
+         "True when self and other have the same shape and the same elements."
+         "\nExample: equal(tensor([1, 2]), tensor([1, 2]))   # true"},
+    {"isclose", bi_isclose, "self, other, rtol=1e-05, atol=1e-08, equal_nan=false",
+         "Element-wise closeness |self - other| <= atol + rtol * |other| as a bool tensor (nan "
+         "equal to nan only with equal_nan=true)."
+         "\nExample: isclose(tensor([1.0, 2.0]), tensor([1.0, 2.1]))"},
+    {"allclose", bi_allclose, "self, other, rtol=1e-05, atol=1e-08, equal_nan=false",
+         "True when every element of self is close to other: |self - other| <= atol + rtol * "
+         "|other| (nan equal to nan only with equal_nan=true)."
+         "\nExample: allclose(tensor([1.0, 2.0]), tensor([1.0, 2.0000001]))"},
     {NULL, NULL, NULL},
 };

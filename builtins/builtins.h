@@ -7,7 +7,15 @@
 #include "../vm/value.h"
 #include "../vm/tensor.h"
 
-/* Each table ends with a {NULL, NULL, NULL} row. */
+/* Each table ends with a {NULL, NULL, NULL} row. A row is
+ *     {"name", bi_name, "params", "One paragraph.\nExample: code"},
+ * where the doc string (ad_builtin_def.doc, vm/value.h) is what help(name)
+ * prints: the paragraph, then one line of code that runs in a fresh state
+ * (tests/api/help-examples.sh runs every example, in a scratch directory).
+ * A row may leave doc out (the build allows it: -Wno-missing-field-initializers)
+ * only when its public name is an op of the library (lib/NAME.ad), whose '#' comment is then the
+ * doc, or when help treats the name as internal (vm/help.c ad_help_internal);
+ * tests/api/help-coverage.sh fails for any other public name without a doc. */
 extern const ad_builtin_def ad_bi_core_defs[];        /* builtins/bi_core.c: print, len, str, range, assert, clock, exit, ... (VM side) */
 extern const ad_builtin_def ad_bi_elementwise_defs[]; /* builtins/bi_elementwise.c */
 extern const ad_builtin_def ad_bi_reduce_defs[];      /* builtins/bi_reduce.c */

@@ -303,8 +303,17 @@ static int bi_call_kernel(ad_state *S, ad_value *argv, int argc, ad_value *out) 
 }
 
 const ad_builtin_def ad_bi_extern_defs[] = {
-    {"extern_fn", bi_extern_fn, "lib, name, sig"},
-    {"kernel", bi_kernel, "name"},
-    {"call_kernel", bi_call_kernel, "*"},
+    {"extern_fn", bi_extern_fn, "lib, name, sig",
+         "Binds the C function name from the shared library lib with the signature sig "
+         "(\"RET(ARGS)\" of f32, f64, i32, i64, p, v) and returns it as a callable kernel; the "
+         "extern declaration compiles to it. Hosts may forbid it (ADDSL_DENY_EXTERN)."
+         "\nExample: let cbrt = extern_fn(\"libm.so.6\", \"cbrt\", \"f64(f64)\"); cbrt(27.0)"},
+    {"kernel", bi_kernel, "name",
+         "The registered kernel name (shipped, registered by the host, or bound by extern) as a "
+         "callable value; an op's forward: kernel(\"name\") uses it."
+         "\nExample: extern_fn(\"libm.so.6\", \"cbrt\", \"f64(f64)\"); kernel(\"cbrt\")(8.0)"},
+    {"call_kernel", bi_call_kernel, "*",
+         "call_kernel(name, args...) calls the registered kernel name with args."
+         "\nExample: extern_fn(\"libm.so.6\", \"cbrt\", \"f64(f64)\"); call_kernel(\"cbrt\", 8.0)"},
     {NULL, NULL, NULL}
 };

@@ -507,7 +507,14 @@ static int bi_plot_is_available(ad_state *S, ad_value *argv, int argc, ad_value 
 
 const ad_builtin_def ad_bi_plot_defs[] = {
     {"plot", bi_plot, "*, path=\"out.png\", labels=none, title=none, xlabel=none, ylabel=none, "
-                      "logy=false, x=none, subplots=none, titles=none, size=none"},
-    {"plot_is_available", bi_plot_is_available, ""},
+                      "logy=false, x=none, subplots=none, titles=none, size=none",
+         "Line plots of 1-D tensors (one series each) written to path as PNG or SVG (the extension "
+         "decides): labels names the series (one list per panel with subplots), x gives the x "
+         "values, logy a log y axis, subplots=[rows, cols] a grid of panels with titles, size=[w, "
+         "h] in pixels. Needs the build with cairo (plot_is_available())."
+         "\nExample: if plot_is_available() { plot(sin(linspace(0, 6, 50)), path=\"sin.svg\", title=\"sin\") }"},
+    {"plot_is_available", bi_plot_is_available, "",
+         "True when addsl was built with cairo, so plot() can write PNG and SVG files."
+         "\nExample: plot_is_available()"},
     {NULL, NULL, NULL}
 };

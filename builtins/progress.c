@@ -170,6 +170,10 @@ static int bi_progress(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 const ad_builtin_def ad_bi_progress_defs[] = {
-    {"progress", bi_progress, "iterable, desc=\"\", disable=none"},
+    {"progress", bi_progress, "iterable, desc=\"\", disable=none",
+         "Iterates over iterable (a list, tuple, range, dict or tensor) while drawing a progress "
+         "bar with count, rate and ETA on stderr when stderr is a terminal (quiet otherwise, like "
+         "tqdm); desc prefixes the bar, disable=true turns it off."
+         "\nExample: for i in progress(range(3), desc=\"epochs\") { }"},
     {NULL, NULL, NULL}
 };

@@ -115,6 +115,8 @@ def skip_reason(name):
 def addsl_name(name):
     if name in RENAME:
         return RENAME[name]
+    if UPSAMPLE.match(name) and name.endswith('_aa'):
+        return 'interpolate(antialias=true)'   # interpolate refuses antialias: counted absent
     if UPSAMPLE.match(name):
         return 'interpolate'
     if name.startswith('special_'):

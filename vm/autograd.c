@@ -1171,16 +1171,39 @@ static int bi_all_ops(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 const ad_builtin_def ad_bi_autograd_defs[] = {
-    {"backward", bi_backward, "tensors, grad_tensors=none, retain_graph=none, create_graph=false, inputs=none"},
-    {"grad", bi_grad, "outputs, inputs, grad_outputs=none, retain_graph=none, create_graph=false, allow_unused=false, materialize_grads=false"},
-    {"jvp", bi_jvp, "func, primals, tangents"},
+    {"backward", bi_backward, "tensors, grad_tensors=none, retain_graph=none, create_graph=false, inputs=none",
+         "Accumulates the gradient of tensors into the .grad of the leaves it depends on "
+         "(x.backward() for one). grad_tensors weights non-scalar outputs; retain_graph keeps the "
+         "graph for a second call; create_graph records the backward pass for higher derivatives."
+         "\nExample: let x = tensor(2.0, requires_grad=true); (x * x).backward(); x.grad"},
+    {"grad", bi_grad, "outputs, inputs, grad_outputs=none, retain_graph=none, create_graph=false, allow_unused=false, materialize_grads=false",
+         "The gradients of outputs with respect to inputs, returned as a list instead of "
+         "accumulated (torch.autograd.grad); create_graph=true makes them differentiable again."
+         "\nExample: let x = tensor(3.0, requires_grad=true); grad(x * x, [x])"},
+    {"jvp", bi_jvp, "func, primals, tangents",
+         "Forward mode: calls func(*primals) and returns (outputs, the Jacobian-vector product "
+         "with tangents), through the ops' JVP formulas."
+         "\nExample: jvp(fn(x) => x * x, [tensor(3.0)], [tensor(1.0)])"},
     {"test_inputs", bi_test_inputs, "op, fn"},
     {"op_test_inputs", bi_op_test_inputs, "op"},
-    {"op_name", bi_op_name, "op"},
-    {"op_params", bi_op_params, "op"},
-    {"op_differentiable", bi_op_differentiable, "op"},
-    {"op_info", bi_op_info, "op"},
-    {"all_ops", bi_all_ops, "internal=false"},
+    {"op_name", bi_op_name, "op",
+         "The name of an op value."
+         "\nExample: op_name(relu)   # \"relu\""},
+    {"op_params", bi_op_params, "op",
+         "The parameter names of an op, as a list."
+         "\nExample: op_params(add)"},
+    {"op_differentiable", bi_op_differentiable, "op",
+         "True when some input of the op has a derivative (a VJP formula or a differentiable "
+         "body)."
+         "\nExample: op_differentiable(relu)"},
+    {"op_info", bi_op_info, "op",
+         "What addsl knows of an op as a dict: signature, differentiable inputs, JVP kind, "
+         "formulas or body, outputs, GPU support."
+         "\nExample: op_info(relu)[\"jvp\"]"},
+    {"all_ops", bi_all_ops, "internal=false",
+         "Every differentiable op, sorted by name; internal=true adds the library's internal "
+         "helper ops (formula helpers such as sigmoid_backward)."
+         "\nExample: len(all_ops())"},
     {NULL, NULL, NULL}
 };
 

@@ -298,8 +298,15 @@ static int bi_cuda_synchronize(ad_state *S, ad_value *argv, int argc, ad_value *
 }
 
 const ad_builtin_def ad_bi_device_defs[] = {
-    {"cuda_is_available", bi_cuda_is_available, ""},
-    {"cuda_device_count", bi_cuda_device_count, ""},
-    {"cuda_synchronize", bi_cuda_synchronize, ""},
+    {"cuda_is_available", bi_cuda_is_available, "",
+         "True when the CUDA module is built in and a GPU is usable; x.to(\"cuda\") needs it."
+         "\nExample: cuda_is_available()"},
+    {"cuda_device_count", bi_cuda_device_count, "",
+         "The number of usable GPUs (0 without the CUDA module)."
+         "\nExample: cuda_device_count()"},
+    {"cuda_synchronize", bi_cuda_synchronize, "",
+         "Waits until the GPU has finished the queued work (for timing); does nothing without a "
+         "GPU."
+         "\nExample: if cuda_is_available() { cuda_synchronize() }"},
     {NULL, NULL, NULL},
 };

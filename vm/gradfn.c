@@ -130,6 +130,8 @@ static int bi_name(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 const ad_builtin_def ad_bi_gradfn_defs[] = {
-    {"name", bi_name, "self"},
+    {"name", bi_name, "self",
+         "The name of a grad_fn node (as torch's grad_fn.name()), e.g. MulBackward0."
+         "\nExample: (tensor(2.0, requires_grad=true) * 3).grad_fn.name()"},
     {NULL, NULL, NULL}
 };

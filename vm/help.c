@@ -20,7 +20,8 @@ extern const ad_builtin_def ad_bi_dict_defs[];
 /* Prefixes of the library's helpers: formulas, test generators and the
  * optimisers' internals, which scripts never call by name. */
 static const char *const internal_prefixes[] = {"rs_", "ew_", "EW_", "optim_", "fx_", "ad_", "traj_", "inplace_", "build_", "sp_"};
-/* Operators' ops and the accumulation their gradients use. */
+/* Operators' ops and the accumulation their gradients use; frexp's two
+ * kernels (frexp(x) is the public name). */
 static const char *const internal_names[] = {"index_get", "index_add_at", "test_inputs", "op_test_inputs", "reduce_loss_",
                                              "frexp_mantissa", "frexp_exponent"};
 
@@ -206,41 +207,6 @@ int ad_help_attrs(ad_state *S, ad_value v, ad_names *l) {
     return ADDSL_OK;
 }
 
-/* ---- builtin paragraphs ---- */
-
-/* What help() says of the most used C builtins; their signatures come from
- * the builtin tables themselves, so only the prose lives here. */
-typedef struct bi_doc { const char *name, *text, *example; } bi_doc;
-static const bi_doc builtin_docs[] = {
-    {"print", "Writes its arguments separated by sep (default a space) and then end (default a newline).", "print(\"loss\", 0.5, sep=\": \")"},
-    {"len", "The number of items of a list, tuple, dict or string, or the size of a tensor's first dimension.", "len([1, 2, 3])   # 3"},
-    {"range", "The integers from start (default 0) up to, not including, stop, by step: range(n), range(a, b), range(a, b, step).", "for i in range(3) { print(i) }"},
-    {"tensor", "A new tensor from a number or a nested list (ints give int64, floats float32 unless dtype says).", "tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=true)"},
-    {"zeros", "A tensor of zeros of the given size (as a list or as separate numbers).", "zeros(2, 3, dtype=float64)"},
-    {"ones", "A tensor of ones of the given size (as a list or as separate numbers).", "ones([2, 3])"},
-    {"randn", "A tensor of samples of the standard normal distribution (manual_seed makes them repeatable).", "randn(3, 4)"},
-    {"rand", "A tensor of samples uniform in [0, 1).", "rand(5)"},
-    {"arange", "Evenly spaced values in [start, end) by step; arange(n) counts from 0.", "arange(0, 1, 0.25)"},
-    {"linspace", "steps values evenly spaced from start to end, both included.", "linspace(0, 1, 5)"},
-    {"load", "Reads a .npy, .npz (a dict), .csv or .txt (a 2-D tensor) file; the extension decides the format.", "load(\"data.npy\")"},
-    {"save", "Writes a tensor to .npy, or a dict of tensors to .npz, replacing the file atomically.", "save(\"w.npy\", randn(3))"},
-    {"backward", "Accumulates the gradient of tensors into the .grad of the leaves it depends on (x.backward() for one).", "let x = tensor(2.0, requires_grad=true); (x * x).backward(); x.grad"},
-    {"grad", "The gradients of outputs with respect to inputs, returned as a list instead of accumulated.", "let x = tensor(3.0, requires_grad=true); grad(x * x, [x])"},
-    {"jvp", "Forward mode: calls func(*primals) and returns (outputs, the Jacobian-vector product with tangents).", "jvp(fn(x) => x * x, [tensor(3.0)], [tensor(1.0)])"},
-    {"manual_seed", "Seeds the random number generator, so randn, rand and randint repeat.", "manual_seed(0)"},
-    {"type", "The kind of a value as a string (\"tensor\", \"list\", ...); with a dtype it converts a tensor.", "type([1])   # \"list\""},
-    {"str", "The text print() shows for a value.", "str(1.5) + \"!\""},
-    {"assert", "Raises an error with msg when cond is false.", "assert(len(xs) > 0, \"no data\")"},
-    {"clock", "Seconds of a monotonic clock, for timing.", "let t = clock(); randn(1000); print(clock() - t)"},
-    {"exit", "Ends the script (or the REPL) with status code.", "exit(0)"},
-    {"quit", "The same as exit(code), for the REPL.", "quit()"},
-    {"help", "help() gives a short tour; help(x) or help(\"name\") describes a builtin, op or function: its signature with defaults, what it does, an example, and for an op which derivatives exist.", "help(relu)"},
-    {"dir", "dir() lists the names in scope; dir(x) the attributes and methods of x (a tensor, module, dict, ...), sorted, without the library's internal helpers.", "dir(zeros(1))"},
-    {"all_ops", "Every differentiable op, sorted by name; internal=true adds the library's internal helper ops (formula helpers such as sigmoid_backward).", "len(all_ops())"},
-    {"append", "Adds x at the end of a list (xs.append(x) is the same).", "let xs = []; xs.append(1)"},
-    {"format", "The text of value under a format spec, as Python's format() and f-strings.", "format(3.14159, \".2f\")"},
-};
-
 /* ---- doc comments ---- */
 
 /* Start of 1-based line 'line' in src, or NULL. */
@@ -279,15 +245,15 @@ static int def_line(const char *src, size_t len, const char *name, int before) {
     return found;
 }
 
-/* Appends the '#' lines directly above line 'line', without the '# '. */
+/* Appends the '#' lines directly above line 'line', without the '# ', up to
+ * and including the first "# Example:" line: what follows it in the block is
+ * for maintainers (formulas, torch's quirks) and help leaves it out. */
 static void doc_above(ad_buf *b, const char *src, size_t len, int line) {
-    const char *first = NULL;
     int nlines = 0;
     for (int l = line - 1; l >= 1; l--) {
         const char *s = line_start(src, len, l);
         while (s && (*s == ' ' || *s == '\t')) s++;
         if (!s || *s != '#') break;
-        first = s;
         nlines++;
     }
     for (int l = line - nlines; nlines > 0 && l < line; l++) {
@@ -300,8 +266,8 @@ static void doc_above(ad_buf *b, const char *src, size_t len, int line) {
         ad_buf_puts(b, "  ");
         ad_buf_add(b, s, n);
         ad_buf_puts(b, "\n");
+        if (n >= 8 && strncmp(s, "Example:", 8) == 0) break;
     }
-    (void)first;
 }
 
 /* Doc comment of 'name' defined in chunk text src (near line 'near'), or in the library. */
@@ -391,6 +357,28 @@ static void op_derivatives(ad_buf *b, const ad_opdef *op) {
     ad_buf_printf(b, "    JVP (forward mode): %s\n", jvp[op->jvp_kind]);
 }
 
+/* Appends text as lines of at most HELP_WIDTH columns, each indented by two
+ * spaces, broken at spaces (a longer word gets a line of its own), as the
+ * library's doc comments are laid out in their files. */
+#define HELP_WIDTH 100
+static void put_wrapped(ad_buf *b, const char *text, size_t len) {
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        while (p < end && *p == ' ') p++;
+        if (p == end) break;
+        const char *cut = end;
+        if ((size_t)(end - p) > HELP_WIDTH - 2) {
+            cut = p + (HELP_WIDTH - 2);
+            while (cut > p && *cut != ' ') cut--;
+            if (cut == p) { cut = p; while (cut < end && *cut != ' ') cut++; }
+        }
+        ad_buf_puts(b, "  ");
+        ad_buf_add(b, p, (size_t)(cut - p));
+        ad_buf_puts(b, "\n");
+        p = cut;
+    }
+}
+
 /* ---- help() ---- */
 
 static const char tour[] =
@@ -433,17 +421,21 @@ static int help_value(ad_state *S, ad_value v, const char *asked) {
     ad_buf b;
     ad_buf_init(&b, S);
     switch (v.t) {
-    case AD_TBUILTIN:
-    {
-        const bi_doc *doc = NULL;
-        for (size_t i = 0; i < sizeof builtin_docs / sizeof builtin_docs[0]; i++)
-            if (strcmp(builtin_docs[i].name, v.u.bi->name) == 0) doc = &builtin_docs[i];
+    case AD_TBUILTIN: {
+        /* doc is "paragraph\nExample: code" (vm/value.h) */
+        const char *doc = v.u.bi->doc;
+        const char *ex = doc ? strstr(doc, "\nExample: ") : NULL;
         signature(S, &b, "", asked ? asked : v.u.bi->name, v);
-        ad_buf_printf(&b, "  %s", doc ? doc->text : "A builtin function (C).");
+        ad_buf para;
+        ad_buf_init(&para, S);
+        if (doc) ad_buf_add(&para, doc, ex ? (size_t)(ex - doc) : strlen(doc));
+        else ad_buf_puts(&para, "A builtin function (C).");
         if (v.u.bi->nparams > 0 && !v.u.bi->varargs && strcmp(v.u.bi->pnames[0], "self") == 0)
-            ad_buf_printf(&b, " Also a method: x.%s(...) is %s(x, ...).", v.u.bi->name, v.u.bi->name);
-        ad_buf_puts(&b, "\n");
-        if (doc) ad_buf_printf(&b, "  Example: %s\n", doc->example);
+            ad_buf_printf(&para, " Also a method: x.%s(...) is %s(x, ...).", v.u.bi->name, v.u.bi->name);
+        if (para.failed) b.failed = true;
+        else put_wrapped(&b, para.data, para.len);
+        ad_buf_free(&para);
+        if (ex) ad_buf_printf(&b, "  %s\n", ex + 1);
         break;
     }
     case AD_TOP: {
@@ -539,9 +531,18 @@ static int bi_quit(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 const ad_builtin_def ad_help_defs[] = {
-    {"help", bi_help, "*"},
-    {"dir", bi_dir, "*"},
-    {"quit", bi_quit, "code=0"},
+    {"help", bi_help, "*",
+         "help() gives a short tour; help(x) or help(\"name\") describes a builtin, op or function: "
+         "its signature with defaults, what it does, an example, and for an op which derivatives "
+         "exist."
+         "\nExample: help(relu)"},
+    {"dir", bi_dir, "*",
+         "dir() lists the names in scope; dir(x) the attributes and methods of x (a tensor, "
+         "module, dict, ...), sorted, without the library's internal helpers."
+         "\nExample: dir(zeros(1))"},
+    {"quit", bi_quit, "code=0",
+         "The same as exit(code), for the REPL."
+         "\nExample: quit()"},
     {NULL, NULL, NULL}
 };
 

@@ -98,12 +98,18 @@ typedef struct ad_builtin_def {
      * "*size, dtype=none": 'size' also takes the sizes as separate numbers;
      * "*, k=v, ...": variadic with keyword-only parameters after the values. */
     const char *params;
+    /* What help(name) prints under the signature: one paragraph, then
+     * "\nExample: CODE" (one line of the language that runs in a fresh
+     * state). NULL for a row whose public name is an op of the library that
+     * wraps it (help shows the op's doc comment) or for internal rows. */
+    const char *doc;
 } ad_builtin_def;
 
 typedef struct ad_builtin {
     ad_obj hdr;
     const char *name;
     ad_cfunc fn;
+    const char *doc;      /* ad_builtin_def.doc (static), or NULL */
     int nparams;          /* -1: variadic; with 'varargs', the keyword-only parameters */
     bool varargs;         /* "*, k=v": positional arguments, then nparams keyword-only slots */
     const char **pnames;  /* nparams names */

@@ -136,6 +136,7 @@ static int builtin_new(ad_state *S, const ad_builtin_def *d, ad_builtin **out) {
     b->hdr.refcount = 1;
     b->name = d->name;
     b->fn = d->fn;
+    b->doc = d->doc;
     b->kid = -1;
     const char *p = d->params ? d->params : "";
     while (*p == ' ') p++;

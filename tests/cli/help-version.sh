@@ -1,5 +1,5 @@
 #!/bin/sh
-# help-version.sh: --help lists every option and exits 0; --version prints "addsl 0.1.0".
+# help-version.sh: --help lists every option and environment variable and exits 0; --version prints "addsl 0.1.0".
 # Usage: help-version.sh PATH-TO-ADDSL
 addsl=${1:?usage: $0 PATH-TO-ADDSL}
 fail=0
@@ -10,7 +10,7 @@ if [ $rc -ne 0 ]; then
     echo "FAIL: --help exited $rc"
     fail=1
 fi
-for opt in -e -i -u --disasm --memory-limit --max-depth --sandbox --help --version; do
+for opt in -e -i -u --disasm --memory-limit --max-depth --sandbox --help --version ADDSL_HISTORY ADDSL_CUDA_MODULE; do
     case $out in
         *"$opt"*) ;;
         *) echo "FAIL: --help does not mention $opt"; fail=1 ;;
