@@ -17,6 +17,10 @@
 #include <unistd.h>
 #include <wchar.h>
 
+#ifdef HAVE_MPI
+#include <mpi.h>
+#endif
+
 #define EXIT_USAGE 2
 #define HISTORY_SIZE 1000
 #define HISTORY_FILE ".addsl_history"
@@ -164,6 +168,18 @@ static void report(addsl_state *S, int rc)
         msg = default_message(rc);
     n = strlen(msg);
     fflush(stdout);
+    if (addsl_mpi_size(S) > 1) {
+        /* Several ranks share the terminal: the message names its rank,
+         * after "FILE:LINE:COL: error: " when it starts so. */
+        const char *e = strstr(msg, "error: ");
+        const char *nl = strchr(msg, '\n');
+        size_t head = (e && (!nl || e < nl)) ? (size_t)(e - msg) + 7 : 0;
+        /* One call, so the line reaches the terminal whole between other ranks' lines. */
+        fprintf(stderr, "%.*srank %d of %d: %s%s", (int)head, msg, addsl_mpi_rank(S), addsl_mpi_size(S), msg + head,
+                msg[n - 1] == '\n' ? "" : "\n");
+        fflush(stderr);
+        return;
+    }
     fputs(msg, stderr);
     if (n == 0 || msg[n - 1] != '\n')
         fputc('\n', stderr);
@@ -919,6 +935,30 @@ static void setup_stdout(const options *o, output *out)
         setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
+/* A rank that fails while others wait in a collective would leave them
+ * hanging: the command (not the library, which never exits) aborts the job,
+ * and mpirun then stops every rank with a message. */
+static void stop_other_ranks(addsl_state *S, int status)
+{
+#ifdef HAVE_MPI
+    int inited = 0, finalized = 0;
+    if (status == 0 || addsl_mpi_size(S) < 2)
+        return;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (!inited || finalized)
+        return;
+    fflush(stdout);
+    fprintf(stderr, "addsl: rank %d of %d failed (exit status %d): stopping the other ranks\n",
+            addsl_mpi_rank(S), addsl_mpi_size(S), status);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, status);
+#else
+    (void)S;
+    (void)status;
+#endif
+}
+
 static int run_main(addsl_state *S, const options *o, output *out)
 {
     int rc, status;
@@ -929,6 +969,7 @@ static int run_main(addsl_state *S, const options *o, output *out)
         return 1;
     report(S, rc);
     status = exit_status(S, rc);
+    stop_other_ranks(S, status);
     if (o->interactive && rc != ADDSL_EXIT && !o->disasm)
         status = repl_loop(S, out);
     return status;

@@ -7,6 +7,9 @@
 %token_type { ad_token }
 %extra_context { ad_parse *P }
 %stack_size 2000
+/* 'op' starts an op definition only at the head of a statement; elsewhere it
+ * is a plain name, so allreduce(t, op="max") reads as in PyTorch. */
+%fallback NAME OP.
 
 %include {
 #include <stddef.h>

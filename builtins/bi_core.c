@@ -20,14 +20,16 @@ static int print_text(ad_state *S, ad_value v, const char *pname, const char *df
     return ADDSL_OK;
 }
 
-/* print(*values, sep=" ", end="\n", flush=false): the three keywords follow the values in argv. */
+/* print(*values, sep=" ", end="\n", flush=false, all_ranks=false): the four keywords follow the values in argv. */
 static int bi_print(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    int n = argc - 3;
+    int n = argc - 4;
     const char *sep = " ", *end = "\n";
     size_t nsep = 1, nend = 1;
     int rc = print_text(S, argv[n], "sep", " ", &sep, &nsep);
     if (!rc) rc = print_text(S, argv[n + 1], "end", "\n", &end, &nend);
     if (rc) return rc;
+    /* Under MPI every rank runs the script: one copy of the output by default. */
+    if (ad_mpi_rank(S) != 0 && !ad_truthy(argv[n + 3])) { *out = ad_none(); return ADDSL_OK; }
     ad_buf b;
     ad_buf_init(&b, S);
     for (int i = 0; i < n; i++) {
@@ -367,9 +369,10 @@ const ad_builtin_def ad_bi_core_defs[] = {
     {"list", bi_list, "x",
          "A new list of the items of a list or tuple (Python's list(); tensors have tolist())."
          "\nExample: list((1, 2))"},
-    {"print", bi_print, "*, sep=none, end=none, flush=false",
+    {"print", bi_print, "*, sep=none, end=none, flush=false, all_ranks=false",
          "Writes its arguments separated by sep (default a space) and then end (default a "
-         "newline); flush=true flushes the output at once."
+         "newline); flush=true flushes the output at once. Under MPI only rank 0 prints unless "
+         "all_ranks=true."
          "\nExample: print(\"loss\", 0.5, sep=\": \")"},
     {"len", bi_len, "x",
          "The number of items of a list, tuple, dict or string, or the size of a tensor's first "

@@ -66,7 +66,7 @@ static ad_tensor *batch_new(ad_state *S, const ad_tensor *a, int core, int nd, c
     int64_t shp[AD_MAX_DIMS];
     int nb = a->ndim - core;
     memcpy(shp, a->shape, sizeof(int64_t) * (size_t)nb);
-    memcpy(shp + nb, tail, sizeof(int64_t) * (size_t)nd);
+    if (nd) memcpy(shp + nb, tail, sizeof(int64_t) * (size_t)nd);   /* tail may be NULL for none */
     return ad_tensor_zeros(S, AD_FLOAT64, nb + nd, shp);
 }
 
@@ -74,7 +74,7 @@ static ad_tensor *int_batch_new(ad_state *S, const ad_tensor *a, int core, int n
     int64_t shp[AD_MAX_DIMS];
     int nb = a->ndim - core;
     memcpy(shp, a->shape, sizeof(int64_t) * (size_t)nb);
-    memcpy(shp + nb, tail, sizeof(int64_t) * (size_t)nd);
+    if (nd) memcpy(shp + nb, tail, sizeof(int64_t) * (size_t)nd);   /* tail may be NULL for none */
     return ad_tensor_zeros(S, AD_INT64, nb + nd, shp);
 }
 

@@ -35,6 +35,14 @@ extern const ad_builtin_def ad_bi_index_ops_defs[];   /* builtins/bi_index_ops.c
 extern const ad_builtin_def ad_bi_random_defs[];      /* builtins/bi_random.c: poisson, multinomial */
 extern const ad_builtin_def ad_bi_nn_defs[];          /* builtins/bi_nn.c: im2col, col2im */
 extern const ad_builtin_def ad_bi_fft_defs[];         /* builtins/bi_fft.c: _fft_c2c */
+extern const ad_builtin_def ad_bi_mpi_defs[];         /* builtins/bi_mpi.c: mpi_rank, mpi_size, barrier, raw collectives */
+
+/* MPI (builtins/bi_mpi.c): the communicator at open, finalised at close when
+ * the state initialised MPI; this process's rank and the number of ranks. */
+int ad_mpi_open(ad_state *S);
+void ad_mpi_close(ad_state *S);
+int ad_mpi_rank(const ad_state *S);
+int ad_mpi_size(const ad_state *S);
 
 /* float(x) of a number, bool or string (Python's float(); tensors take .float()). */
 int ad_bi_float_value(ad_state *S, ad_value v, ad_value *out);

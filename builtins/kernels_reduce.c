@@ -237,7 +237,11 @@ DEF_SOFTMAX(f64, double)
 DEF_NORM(f32, float)
 DEF_NORM(f64, double)
 
-/* Two passes in double: the textbook one-pass formula cancels badly. */
+/* Welford's update in double, as torch: the textbook one-pass formula cancels
+ * badly, and a two-pass one leaves the rounding error of sum/n in every
+ * deviation, so a constant line (an expanded input) got a variance of 1e-32
+ * instead of 0 and std's gradient there was O(1) garbage instead of 0. The
+ * mean output stays sum/n, the value mean() gives. */
 #define DEF_VAR(SUF, T)                                                            \
     void ad_red_var_##SUF(const void *xp, void *vp, void *mp, int64_t outer,       \
                           int64_t n, int64_t inner, double correction,             \
@@ -248,16 +252,17 @@ DEF_NORM(f64, double)
         if (dof < 0) dof = 0;                                                      \
         PAR_LINES({                                                                \
             const T *xl = x + LINE_BASE(line);                                     \
-            double mean = 0, ss = 0;                                               \
-            for (int64_t k = 0; k < n; k++) mean += xl[k * inner];                 \
-            mean /= (double)n;                                                     \
+            double wm = 0, ss = 0, sum = 0;                                        \
             for (int64_t k = 0; k < n; k++) {                                      \
-                double d = xl[k * inner] - mean;                                   \
-                ss += d * d;                                                       \
+                double xk = xl[k * inner];                                         \
+                double d = xk - wm;                                                \
+                wm += d / (double)(k + 1);                                         \
+                ss += d * (xk - wm);                                               \
+                sum += xk;                                                         \
             }                                                                      \
             double r = ss / dof;                                                   \
             v[line] = (T)(take_sqrt ? sqrt(r) : r);                                \
-            if (mo) mo[line] = (T)mean;                                            \
+            if (mo) mo[line] = (T)(sum / (double)n);                               \
         });                                                                        \
     }
 DEF_VAR(f32, float)

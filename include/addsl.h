@@ -76,6 +76,8 @@ typedef struct addsl_config {
     void *interrupt_ud;       /* default: NULL */
     uint64_t interrupt_every; /* loop iterations and calls between interrupt polls; default 4096 */
     unsigned deny;            /* ADDSL_DENY_* bits; default 0 (every door open) */
+    const void *mpi_comm;     /* address of the host's MPI_Comm (docs/mpi.md): the scripts' ranks;
+                               * the library then never initialises nor finalises MPI. Default NULL */
 } addsl_config;
 
 ADDSL_API void addsl_config_init(addsl_config *cfg);
@@ -83,6 +85,9 @@ ADDSL_API void addsl_config_init(addsl_config *cfg);
 /* Returns NULL only when memory for the state cannot be had. */
 ADDSL_API addsl_state *addsl_open(const addsl_config *cfg);
 ADDSL_API void addsl_close(addsl_state *S);
+/* This process's rank and the number of ranks of the state's communicator (0 and 1 without MPI). */
+ADDSL_API int addsl_mpi_rank(addsl_state *S);
+ADDSL_API int addsl_mpi_size(addsl_state *S);
 
 /* Compiles then runs; 'name' labels errors ("<string>", a file name). */
 ADDSL_API int addsl_dostring(addsl_state *S, const char *code, const char *name);

@@ -62,6 +62,7 @@ static const ad_builtin_def *const builtin_tables[] = {
     ad_bi_index_ops_defs, ad_bi_random_defs,
     ad_bi_nn_defs,
     ad_bi_fft_defs,
+    ad_bi_mpi_defs,
     ad_compiled_defs,
 };
 
@@ -102,7 +103,7 @@ addsl_state *addsl_open(const addsl_config *cfg) {
     S->grad_enabled = true;
     ad_rng_seed(&S->rng, 0);
     S->heap = ad_heap_new(S);
-    if (!S->heap || ad_globals_init(S) || ad_vm_open(S)) goto fail;
+    if (!S->heap || ad_globals_init(S) || ad_vm_open(S) || ad_mpi_open(S)) goto fail;
     S->kernels = ad_kreg_new(S);
     if (!S->kernels || ad_kernels_register_builtin(S)) goto fail;
     for (size_t i = 0; i < sizeof builtin_tables / sizeof builtin_tables[0]; i++)
@@ -127,6 +128,7 @@ void addsl_close(addsl_state *S) {
     ad_vm_close(S);
     ad_globals_free(S);
     ad_device_close(S);
+    ad_mpi_close(S);
     if (S->kernels) ad_kreg_free(S, S->kernels);
     if (S->heap) ad_heap_free(S, S->heap);
     S->cfg.alloc(S->cfg.alloc_ud, S, 0);

@@ -520,6 +520,53 @@ static int route_to(engine *E, ad_node *n, int param, ad_edge *e, ad_value arg, 
     return accumulate(E, &e->node->gbuf[e->nr], fitted);
 }
 
+/* Whether a gradient sent along edge e can reach one of grad()'s inputs: a
+ * not_implemented parameter is an error only then, as in torch, where
+ * grad(loss, [x]) works with a class weight that requires grad. A depth-first
+ * walk with a visited list; it runs only for a live not_implemented edge. On
+ * an allocation failure it answers true (the error is raised, as before). */
+static bool edge_reaches_inputs(engine *E, const ad_edge *e) {
+    ad_state *S = E->S;
+    for (int j = 0; j < e->nsub; j++)
+        if (edge_reaches_inputs(E, &e->sub[j])) return true;
+    if (e->leaf)
+        for (int i = 0; i < E->ninputs; i++)
+            if (E->inputs[i] == e->leaf) return true;
+    if (!e->node) return false;
+    ad_node **stack = NULL, **seen = NULL;
+    int nstack = 0, capstack = 0, nseen = 0, capseen = 0;
+    bool found = false, oom = false;
+    if (!grow_arr(S, (void **)&stack, &capstack, nstack, sizeof *stack)) return true;
+    stack[nstack++] = e->node;
+    while (nstack > 0 && !found && !oom) {
+        ad_node *n = stack[--nstack];
+        bool visited = false;
+        for (int k = 0; k < nseen && !visited; k++) visited = seen[k] == n;
+        if (visited) continue;
+        if (!grow_arr(S, (void **)&seen, &capseen, nseen, sizeof *seen)) { oom = true; break; }
+        seen[nseen++] = n;
+        for (int i = 0; i < E->ninputs && !found; i++)
+            if (E->inputs[i]->grad_fn == n) found = true;
+        for (int a = 0; a < n->nargs && !found && !oom; a++) {
+            const ad_edge *x = &n->edges[a];
+            int nx = x->nsub ? x->nsub : 1;
+            for (int j = 0; j < nx && !found; j++) {
+                const ad_edge *y = x->nsub ? &x->sub[j] : x;
+                if (y->leaf)
+                    for (int i = 0; i < E->ninputs; i++)
+                        if (E->inputs[i] == y->leaf) found = true;
+                if (y->node && !found) {
+                    if (!grow_arr(S, (void **)&stack, &capstack, nstack, sizeof *stack)) { oom = true; break; }
+                    stack[nstack++] = y->node;
+                }
+            }
+        }
+    }
+    ad_free(S, stack);
+    ad_free(S, seen);
+    return found || oom;
+}
+
 static int apply_node(engine *E, ad_node *n) {
     ad_state *S = E->S;
     ad_opdef *op = n->op;
@@ -535,7 +582,8 @@ static int apply_node(engine *E, ad_node *n) {
     }
     if (!any) return ADDSL_OK;
     for (int i = 0; i < n->nargs; i++)
-        if (op->kind[i] == AD_PARAM_NOTIMPL && edge_live(&n->edges[i]))
+        if (op->kind[i] == AD_PARAM_NOTIMPL && edge_live(&n->edges[i]) &&
+            (!E->only_inputs || edge_reaches_inputs(E, &n->edges[i])))
             return ad_error(S, "the derivative of op '%s' for input '%s' is not implemented: %s", op->name,
                             op->pnames[i], op->notimpl[i] ? op->notimpl[i] : "");
     /* The formulas whose inputs want a gradient, and what they read. */
@@ -813,6 +861,45 @@ static ad_tensor *jvp_alias(ad_state *S, ad_tensor *t, uint64_t below) {
     return a;
 }
 
+/* Whether no two indices of t reach the same element (no expanded dim, no
+ * overlapping as_strided windows): the layout a copy can take. */
+static bool layout_non_overlapping(const ad_tensor *t) {
+    int order[AD_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] > 1) order[n++] = d;
+    for (int i = 1; i < n; i++)   /* by increasing stride */
+        for (int j = i; j > 0 && t->strides[order[j]] < t->strides[order[j - 1]]; j--) {
+            int k = order[j]; order[j] = order[j - 1]; order[j - 1] = k;
+        }
+    int64_t span = 1;   /* elements a block of the smaller dims covers */
+    for (int i = 0; i < n; i++) {
+        int64_t st = t->strides[order[i]];
+        if (st < span) return false;
+        span = st * (t->shape[order[i]] - 1) + span;
+    }
+    return true;
+}
+
+/* The tangent in its primal's layout, as torch's set_fw_grad makes it: a
+ * view op (view, as_strided) then applies to the tangent as to the primal;
+ * a tangent in another layout made view() fail on a transposed tangent. An
+ * overlapping primal (expanded) gets a contiguous tangent. */
+static ad_tensor *tangent_like(ad_state *S, ad_tensor *tan, const ad_tensor *p) {
+    bool same = tan->ndim == p->ndim && ad_tensor_device(tan) == ad_tensor_device(p);
+    for (int d = 0; same && d < p->ndim; d++)
+        if (p->shape[d] > 1 && tan->strides[d] != p->strides[d]) same = false;
+    if (same || ad_tensor_device(tan) != ad_tensor_device(p) || tan->numel == 0) { ad_tensor_incref(tan); return tan; }
+    if (ad_tensor_is_contiguous(p) || !layout_non_overlapping(p)) return ad_tensor_contiguous(S, tan);
+    int64_t span = 1;
+    for (int d = 0; d < p->ndim; d++) span += (p->shape[d] - 1) * p->strides[d];
+    ad_tensor *buf = ad_tensor_full_on(S, tan->dtype, 1, &span, 0.0, ad_tensor_device(p));
+    ad_tensor *v = buf ? ad_tensor_as_strided(S, buf, p->ndim, p->shape, p->strides, 0) : NULL;
+    ad_tensor_decref(S, buf);
+    if (v && ad_tensor_copy_into(S, v, tan)) { ad_tensor_decref(S, v); v = NULL; }
+    return v;
+}
+
 /* The dual of primal p at a new level: p to reverse mode and to the outer
  * levels, 'tan' at this one. A leaf requiring grad is seen through the
  * view_as op, so that gradients reach it through the jvp (reverse over
@@ -828,7 +915,9 @@ static int jvp_dual(ad_state *S, ad_tensor *p, ad_tensor *tan, uint64_t level, a
     } else if (!(d = jvp_alias(S, p, level))) {
         return S->errcode;
     }
-    ad_tensor *tc = ad_tensor_to(S, tan, p->dtype);
+    ad_tensor *tc0 = ad_tensor_to(S, tan, p->dtype);
+    ad_tensor *tc = tc0 ? tangent_like(S, tc0, p) : NULL;
+    ad_tensor_decref(S, tc0);
     int rc = tc ? ad_tensor_set_tangent(S, d, level, tc) : S->errcode;
     ad_tensor_decref(S, tc);
     if (rc) { ad_tensor_decref(S, d); return rc; }

@@ -249,7 +249,7 @@ static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *
 
 bool ad_device_table_ok(const struct ad_builtin_def *table) {
     return table == ad_bi_elementwise_defs || table == ad_bi_core_defs || table == ad_bi_traj_defs ||
-           table == ad_bi_device_defs || table == ad_bi_format_defs;
+           table == ad_bi_device_defs || table == ad_bi_format_defs || table == ad_bi_mpi_defs;
 }
 
 bool ad_device_builtin_ok(const char *name) {

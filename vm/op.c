@@ -457,6 +457,12 @@ static int propagate_from(ad_state *S, ad_opdef *op, const ad_value *slots, ad_t
     for (int i = 0; i < op->nparams && !needed && !rc; i++)
         needed = is_tensor_param(op, i) && has_tangent_at(slots[i], lv->id);
     if (!needed) return rc;
+    /* A tangent on a not_implemented input has no formula to go through:
+     * an error, as the reverse mode gives, not a silent zero. */
+    for (int i = 0; i < op->nparams; i++)
+        if (op->kind[i] == AD_PARAM_NOTIMPL && has_tangent_at(slots[i], lv->id))
+            return ad_error(S, "the derivative of op '%s' for input '%s' is not implemented: %s", op->name,
+                            op->pnames[i], op->notimpl[i] ? op->notimpl[i] : "");
     const ad_fwlevel *top = S->fw_top;
     int level = S->fw_level;
     S->fw_top = lv->outer;

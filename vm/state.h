@@ -59,6 +59,7 @@ struct addsl_state {
     struct ad_device *device;  /* CUDA module and device memory (vm/device.c), NULL until used */
     struct ad_dict *dicts;     /* every live dict (vm/dict.c), emptied at close to free cycles */
     struct ad_dict *modules;   /* imported files (vm/module.c): real path -> module, or its name while it runs */
+    struct ad_mpi *mpi;        /* rank, size and communicator (builtins/bi_mpi.c) */
     struct ad_trace *trace;    /* compile() is tracing a function (vm/trace.h), else NULL */
     void *ad_state_ext;        /* autograd/forward-AD state (later issues) */
 };
