@@ -113,12 +113,22 @@ static int sig_value(ad_state *S, sigctx *c, ad_value v) {
     }
 }
 
-static int signature(ad_state *S, const ad_value *argv, int argc, sigctx *c) {
+/* Keyword arguments are the trailing kw->len values; their names are part of
+ * the signature, in the order the call gives them. */
+static int signature(ad_state *S, const ad_value *argv, int argc, const ad_list *kw, sigctx *c) {
     char mode = S->grad_enabled ? 'G' : 'N';
     ad_buf_add(c->sig, &mode, 1);
+    int npos = argc - (kw ? (int)kw->len : 0);
     if (c->desc) ad_buf_puts(c->desc, "(");
     for (int i = 0; i < argc; i++) {
         if (i && c->desc) ad_buf_puts(c->desc, ", ");
+        if (i >= npos) {
+            const ad_str *name = kw->items[i - npos].u.s;
+            char tag = '=';
+            ad_buf_add(c->sig, &tag, 1);
+            ad_buf_add(c->sig, name->data, name->len + 1);
+            if (c->desc) ad_buf_printf(c->desc, "%s=", name->data);
+        }
         int rc = sig_value(S, c, argv[i]);
         if (rc) return rc;
     }
@@ -152,7 +162,8 @@ static void warn(ad_state *S, const char *fmt, const char *a, const char *b) {
 
 /* Traces f on these arguments into 'e' (a new or stale entry). Returns f's
  * result from the traced run, which is an eager run. */
-static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *argv, int argc, sigctx *sc, ad_value *out) {
+static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *argv, int argc, const ad_list *kw,
+                      sigctx *sc, ad_value *out) {
     ad_compiled *c = b->ud;
     ad_trace *T = ad_trace_new(S);
     if (!T) return ADDSL_ENOMEM;
@@ -162,7 +173,7 @@ static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *
     if (rc) { ad_trace_free(S, T); return rc; }
     ad_trace *outer = S->trace;
     S->trace = T;
-    rc = ad_vm_call_value(S, c->f, argc, argv, out);
+    rc = ad_vm_call_value_kw(S, c->f, argc, argv, kw, out);
     S->trace = outer;
     if (!rc && (rc = ad_trace_set_result(S, T, *out))) { ad_value_decref(S, *out); *out = ad_none(); }
     if (rc) { ad_trace_free(S, T); return rc; }
@@ -180,27 +191,26 @@ static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *
 static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int argc, const ad_list *kw, ad_value *out) {
     ad_compiled *c = b->ud;
     *out = ad_none();
-    if (kw && kw->len) return ad_error(S, "compiled function '%s' takes positional arguments only", c->name);
     /* The signature's bytes only; its text and the objects it names are
      * kept on a miss, by a second pass. */
     ad_buf sig, desc;
     ad_buf_init(&sig, S);
     ad_buf_init(&desc, S);
     sigctx sc = {&sig, NULL, NULL, NULL, 0, 0};
-    int rc = signature(S, argv, argc, &sc);
+    int rc = signature(S, argv, argc, kw, &sc);
     int hit = -1;
     for (int i = 0; i < c->n && !rc && hit < 0; i++)
         if (c->e[i].sig.len == sig.len && memcmp(c->e[i].sig.data, sig.data, sig.len) == 0) hit = i;
     if (!rc && hit >= 0) {
         ad_centry *e = &c->e[hit];
         e->hits++;
-        if (!e->prog) rc = ad_vm_call_value(S, c->f, argc, argv, out);
+        if (!e->prog) rc = ad_vm_call_value_kw(S, c->f, argc, argv, kw, out);
         else if (ad_trace_guards_hold(S, e->prog)) rc = ad_trace_replay(S, e->prog, sc.inputs, out);
         else {
             /* A global or captured tensor that f reads was rebound: trace again. */
             ad_trace_free(S, e->prog);
             e->prog = NULL;
-            rc = trace_into(S, b, e, argv, argc, &sc, out);
+            rc = trace_into(S, b, e, argv, argc, kw, &sc, out);
         }
     } else if (!rc && c->n == AD_COMPILE_CACHE) {
         if (!c->warned_full) {
@@ -211,13 +221,13 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
                  c->name, lim);
         }
         c->eager_calls++;
-        rc = ad_vm_call_value(S, c->f, argc, argv, out);
+        rc = ad_vm_call_value_kw(S, c->f, argc, argv, kw, out);
     } else if (!rc) {
         ad_buf scratch;
         ad_buf_init(&scratch, S);
         ad_list *held = ad_list_new(S, AD_TLIST, 0);
         sigctx full = {&scratch, &desc, held, NULL, 0, 0};
-        rc = held ? signature(S, argv, argc, &full) : ADDSL_ENOMEM;
+        rc = held ? signature(S, argv, argc, kw, &full) : ADDSL_ENOMEM;
         ad_buf_free(&scratch);
         ad_free(S, full.inputs);
         if (rc) {
@@ -231,7 +241,7 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
             ad_buf_init(&sig, S);
             ad_buf_init(&desc, S);
             int k = c->n++;
-            rc = trace_into(S, b, e, argv, argc, &sc, out);
+            rc = trace_into(S, b, e, argv, argc, kw, &sc, out);
             if (rc) {
                 /* A recursive call of cf may have added entries after this one. */
                 entry_clear(S, e);

@@ -1537,17 +1537,21 @@ void ad_vm_current_pos(ad_state *S, int *line, int *col, const char **chunk) {
 }
 
 int ad_vm_call_value(ad_state *S, ad_value fn, int argc, const ad_value *argv, ad_value *out) {
+    return ad_vm_call_value_kw(S, fn, argc, argv, NULL, out);
+}
+
+int ad_vm_call_value_kw(ad_state *S, ad_value fn, int argc, const ad_value *argv, const ad_list *kw, ad_value *out) {
     struct ad_vm *vm = S->vm;
     *out = ad_none();
-    if (fn.t == AD_TBUILTIN) return call_builtin(S, fn.u.bi, argv, argc, NULL, out);
-    if (fn.t == AD_TOP) return ad_op_call(S, fn.u.op, argv, argc, NULL, out);
+    if (fn.t == AD_TBUILTIN) return call_builtin(S, fn.u.bi, argv, argc, kw, out);
+    if (fn.t == AD_TOP) return ad_op_call(S, fn.u.op, argv, argc, kw, out);
     if (fn.t != AD_TFUNC) return ad_error(S, "%s is not callable", ad_type_name(fn));
     if (argc > 255) return ad_error(S, "too many arguments");
     int base = vm->nframes ? vm->frames[vm->nframes - 1].base + vm->frames[vm->nframes - 1].fn->p->nregs : 0;
     int floor = vm->nframes;
     bool nested = vm->nframes > 0;
     if (!nested) vm->err_located = false;
-    int rc = enter_closure(S, fn.u.fn, base, argv, argc, NULL, -1);
+    int rc = enter_closure(S, fn.u.fn, base, argv, argc, kw, -1);
     if (rc) return rc;
     return execute(S, floor, out);
 }

@@ -133,6 +133,8 @@ void ad_vm_close(ad_state *S);
 int ad_vm_run_main(ad_state *S, ad_proto *main);
 /* Calls a function value (closure or builtin) from C: argv borrowed, *out a new reference. */
 int ad_vm_call_value(ad_state *S, ad_value fn, int argc, const ad_value *argv, ad_value *out);
+/* The same with the names of the trailing kw->len arguments (compile()'s functions). */
+int ad_vm_call_value_kw(ad_state *S, ad_value fn, int argc, const ad_value *argv, const ad_list *kw, ad_value *out);
 /* Position (line, column, chunk name) of the instruction running now. */
 /* The VM's own steps, for replaying a compiled program (vm/trace.c). */
 int ad_vm_call_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
