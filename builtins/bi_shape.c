@@ -373,7 +373,7 @@ static int cat_tensors(ad_state *S, const tlist *tl, int64_t dim, ad_tensor **ou
         return *out ? AD_OK : S->errcode;
     }
     int64_t shape[AD_MAX_DIMS], total = 0;
-    memcpy(shape, tl->t[ref]->shape, sizeof shape);
+    memcpy(shape, tl->t[ref]->shape, sizeof(int64_t) * (size_t)tl->t[ref]->ndim);   /* the header holds ndim sizes only */
     for (int i = 0; i < tl->n; i++)
         if (!cat_skipped(tl->t[i])) total += tl->t[i]->shape[d];
     shape[d] = total;
@@ -846,7 +846,7 @@ static int index_dtype_check(ad_state *S, const ad_tensor *idx, const char *fn) 
 /* out = self.index_select(d, idx) for a 0-d or 1-d int64 idx (checked). */
 static int index_select_tensor(ad_state *S, ad_tensor *t, int d, ad_tensor *idx, ad_tensor **out) {
     int64_t shape[AD_MAX_DIMS], n = idx->numel, size = t->ndim ? t->shape[d] : 1;
-    memcpy(shape, t->shape, sizeof shape);
+    memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);   /* the header holds ndim sizes only */
     if (t->ndim) shape[d] = n;
     for (int64_t k = 0; k < n; k++) {
         double v = ad_tensor_get_flat(idx, k);
