@@ -621,8 +621,9 @@ static int softmax_common(ad_state *S, ad_value *argv, bool log, const char *fn,
     if (!rc) rc = ad_arg_dtype(S, argv[2], fn, "dtype", &dtype);
     if (!rc) rc = ad_arg_tensor(S, argv[0], fn, "input", &t);
     if (rc) return rc;
+    /* ad_tensor_to gives a new reference, t itself when the dtype is t's */
+    if (dtype < 0) ad_tensor_incref(t);
     ad_tensor *c = dtype >= 0 ? ad_tensor_to(S, t, (ad_dtype)dtype) : t;
-    if (c == t) ad_tensor_incref(t);
     ad_tensor *o = c ? ad_reduce_softmax(S, c, dim, log, fn) : NULL;
     ad_tensor_decref(S, c);
     ad_tensor_decref(S, t);

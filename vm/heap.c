@@ -9,6 +9,25 @@
 /* Tunables that only this file sees. */
 #define HEAP_ALIGN 64                 /* storage blocks start on a cache line */
 #define HDR_GRAIN 16                  /* header sizes are multiples of this (keeps 16-byte alignment) */
+/* Under AddressSanitizer the slabs' unused and freed bytes are poisoned, and a
+ * header is unpoisoned for exactly the size asked: reading past a rank-sized
+ * header is caught even when its neighbour in the slab is live. */
+#if defined(__SANITIZE_ADDRESS__)
+#define AD_HEAP_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AD_HEAP_ASAN 1
+#endif
+#endif
+#ifdef AD_HEAP_ASAN
+#include <sanitizer/asan_interface.h>
+#define HEAP_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define HEAP_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define HEAP_POISON(p, n) ((void)(p), (void)(n))
+#define HEAP_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #define HDR_CLASSES 32                /* headers up to 32 * 16 = 512 bytes come from slabs */
 #define SLAB_BYTES ((size_t)64 << 10) /* one system allocation carved into many headers */
 
@@ -220,7 +239,10 @@ void *ad_heap_alloc_header(ad_state *S, size_t size) {
     }
     if (h->hfree[c]) {
         hfree *f = h->hfree[c];
+        HEAP_UNPOISON(f, sizeof *f);
         h->hfree[c] = f->next;
+        HEAP_POISON(f, (c + 1) * HDR_GRAIN);
+        HEAP_UNPOISON(f, size);
         return f;
     }
     size_t n = (c + 1) * HDR_GRAIN;
@@ -231,10 +253,12 @@ void *ad_heap_alloc_header(ad_state *S, size_t size) {
         h->slabs = sl;
         h->bump = (char *)(sl + 1);
         h->bump_left = SLAB_BYTES - sizeof(slab);
+        HEAP_POISON(h->bump, h->bump_left);
     }
     void *p = h->bump;
     h->bump += n;
     h->bump_left -= n;
+    HEAP_UNPOISON(p, size);
     return p;
 }
 
@@ -249,8 +273,10 @@ void ad_heap_release_header(ad_state *S, void *p, size_t size) {
         return;
     }
     hfree *f = p;
+    HEAP_UNPOISON(f, sizeof *f);
     f->next = h->hfree[c];
     h->hfree[c] = f;
+    HEAP_POISON(f, (c + 1) * HDR_GRAIN);
 }
 
 int ad_heap_charge_host(ad_state *S, size_t nbytes) {
@@ -274,6 +300,7 @@ void ad_heap_free(ad_state *S, struct ad_heap *h) {
         ad_free(S, b->raw);
     }
     while (h->slabs) {
+        HEAP_UNPOISON(h->slabs, SLAB_BYTES);
         slab *n = h->slabs->next;
         ad_free(S, h->slabs);
         h->slabs = n;
