@@ -10,19 +10,6 @@
 
 #define FN_ARGS ad_state *S, ad_value *argv, int argc, ad_value *out
 
-static int ret_pair(ad_state *S, ad_tensor *a, ad_tensor *b, ad_value *out) {
-    ad_list *l = (a && b) ? ad_list_new(S, AD_TTUPLE, 2) : NULL;
-    if (!l) {
-        ad_tensor_decref(S, a);
-        ad_tensor_decref(S, b);
-        return ad_fail(S);
-    }
-    l->items[0] = ad_tensor_value(a);
-    l->items[1] = ad_tensor_value(b);
-    *out = ad_list_value(l, AD_TTUPLE);
-    return ADDSL_OK;
-}
-
 /* A contiguous tensor seen as [outer, n, inner] around dim d. */
 typedef struct rows3 { int64_t outer, n, inner; } rows3;
 
@@ -75,7 +62,7 @@ static int cum_extreme(ad_state *S, ad_value *argv, const char *fn, bool is_max,
             }
         }
     ad_tensor_decref(S, t);
-    return ret_pair(S, v, ix, out);
+    return ad_ret_pair(S, v, ix, out);
 }
 
 static int bi_cummax(FN_ARGS) { (void)argc; return cum_extreme(S, argv, "cummax", true, out); }

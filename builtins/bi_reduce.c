@@ -28,21 +28,6 @@ static const int K_CUMSUM[3] = {AD_K_red_cumsum_f32, AD_K_red_cumsum_f64, AD_K_r
 static const int K_CUMPROD[3] = {AD_K_red_cumprod_f32, AD_K_red_cumprod_f64, AD_K_red_cumprod_i64};
 static const int K_SORT[3] = {AD_K_red_sort_f32, AD_K_red_sort_f64, AD_K_red_sort_i64};
 
-/* PyTorch's scalar-type names, as its messages print them ("Got: Long"). */
-/* A 2-tuple that steals both tensors (either may be NULL after an error). */
-static int ret_pair(ad_state *S, ad_tensor *a, ad_tensor *b, ad_value *out) {
-    ad_list *l = (a && b) ? ad_list_new(S, AD_TTUPLE, 2) : NULL;
-    if (!l) {
-        ad_tensor_decref(S, a);
-        ad_tensor_decref(S, b);
-        return ad_fail(S);
-    }
-    l->items[0] = ad_tensor_value(a);
-    l->items[1] = ad_tensor_value(b);
-    *out = ad_list_value(l, AD_TTUPLE);
-    return ADDSL_OK;
-}
-
 /* Converts and releases 't' (which may be NULL). */
 static ad_tensor *cast_steal(ad_state *S, ad_tensor *t, ad_dtype dt) {
     if (!t) return NULL;
@@ -447,7 +432,7 @@ static int max_min(ad_state *S, ad_value *argv, bool is_max, const char *fn, ad_
     rc = extreme_index(S, t, 1, &dim, keepdim, is_max, fn, &v, &i);
     ad_tensor_decref(S, t);
     if (rc) return rc;
-    return ret_pair(S, v, i, out);
+    return ad_ret_pair(S, v, i, out);
 }
 
 static int bi_max(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -586,7 +571,7 @@ static int moments(ad_state *S, ad_value *argv, const char *fn, bool take_sqrt, 
         ad_tensor_decref(S, p.x);
     }
     ad_tensor_decref(S, r.t);
-    if (with_mean) return ret_pair(S, v, m, out);
+    if (with_mean) return ad_ret_pair(S, v, m, out);
     return ad_ret_tensor(S, v, out);
 }
 
@@ -761,7 +746,7 @@ static int bi_sort(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     rc = sort_select(S, t, dim, desc, -1, &v, &i);
     ad_tensor_decref(S, t);
     if (rc) return rc;
-    return ret_pair(S, v, i, out);
+    return ad_ret_pair(S, v, i, out);
 }
 
 static int bi_argsort(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -795,7 +780,7 @@ static int bi_topk(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     rc = sort_select(S, t, dim, largest, k, &v, &i);
     ad_tensor_decref(S, t);
     if (rc) return rc;
-    return ret_pair(S, v, i, out);
+    return ad_ret_pair(S, v, i, out);
 }
 
 /* Lower median of each sorted row; a row holding NaN gives its first NaN. */
@@ -855,7 +840,7 @@ static int bi_median(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_tensor_decref(S, i);
     ad_tensor_decref(S, t);
     if (rc) return rc;
-    if (with_dim) return ret_pair(S, mv, mi, out);
+    if (with_dim) return ad_ret_pair(S, mv, mi, out);
     ad_tensor_decref(S, mi);
     return ad_ret_tensor(S, mv, out);
 }
@@ -918,7 +903,7 @@ static int pick_rows(ad_state *S, ad_value *argv, const char *fn, ad_value vdim,
     ad_tensor_decref(S, i);
     ad_tensor_decref(S, t);
     if (rc) return rc;
-    return ret_pair(S, mv, mi, out);
+    return ad_ret_pair(S, mv, mi, out);
 }
 
 /* kthvalue(self, k, dim=-1, keepdim=false) */

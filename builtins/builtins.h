@@ -77,6 +77,8 @@ int ad_tensor_from_value(ad_state *S, ad_value v, int dtype, ad_tensor **out);
 int ad_fail(ad_state *S);
 /* *out = t (reference stolen), or the error when t is NULL. */
 int ad_ret_tensor(ad_state *S, ad_tensor *t, ad_value *out);
+/* *out = (a, b), stealing both tensors; either may be NULL after an error (then both are released). */
+int ad_ret_pair(ad_state *S, ad_tensor *a, ad_tensor *b, ad_value *out);
 /* "Float", "Double", "Long", "Bool": dtype names in PyTorch's messages. */
 const char *ad_torch_dtype_name(ad_dtype dt);
 

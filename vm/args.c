@@ -93,6 +93,19 @@ int ad_ret_tensor(ad_state *S, ad_tensor *t, ad_value *out) {
     return ADDSL_OK;
 }
 
+int ad_ret_pair(ad_state *S, ad_tensor *a, ad_tensor *b, ad_value *out) {
+    ad_list *l = (a && b) ? ad_list_new(S, AD_TTUPLE, 2) : NULL;
+    if (!l) {
+        ad_tensor_decref(S, a);
+        ad_tensor_decref(S, b);
+        return ad_fail(S);
+    }
+    l->items[0] = ad_tensor_value(a);
+    l->items[1] = ad_tensor_value(b);
+    *out = ad_list_value(l, AD_TTUPLE);
+    return ADDSL_OK;
+}
+
 const char *ad_torch_dtype_name(ad_dtype dt) {
     static const char *const names[] = {"Float", "Double", "Long", "Bool"};
     return dt < AD_NDTYPES ? names[dt] : "?";

@@ -193,8 +193,23 @@ static void check_closure(ad_trace *T, ad_value v) {
         }
 }
 
-static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep) {
+/* An argument slot holding nothing yet. */
+static void targ_clear(ad_targ *a) {
     a->ref = -1; a->c = ad_none(); a->sub = NULL; a->nsub = 0; a->seqt = AD_TLIST; a->names = NULL;
+}
+
+/* The shell of a list or tuple argument 'v': its kind, names and room for its items. */
+static int targ_seq(ad_state *S, ad_targ *a, ad_value v) {
+    int n = (int)v.u.l->len;
+    a->sub = ad_calloc(S, (size_t)(n ? n : 1), sizeof *a->sub);
+    if (!a->sub) return ADDSL_ENOMEM;
+    a->seqt = v.t;
+    if (v.t == AD_TTUPLE && v.u.l->names) { a->names = v.u.l->names; a->names->hdr.refcount++; }
+    return ADDSL_OK;
+}
+
+static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep) {
+    targ_clear(a);
     if (v.t == AD_TTENSOR) {
         int id = map_find(T, v.u.tensor);
         if (id < 0) {
@@ -206,14 +221,11 @@ static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep
         return ADDSL_OK;
     }
     if (ad_is_seq(v) && holds_tensor(v)) {
-        int n = (int)v.u.l->len;
-        a->sub = ad_calloc(S, (size_t)(n ? n : 1), sizeof *a->sub);
-        if (!a->sub) return ADDSL_ENOMEM;
-        a->seqt = v.t;
-        if (v.t == AD_TTUPLE && v.u.l->names) { a->names = v.u.l->names; a->names->hdr.refcount++; }
+        int n = (int)v.u.l->len, rc = targ_seq(S, a, v);
+        if (rc) return rc;
         for (int i = 0; i < n; i++) {
             a->nsub = i + 1;
-            int rc = make_targ(S, T, v.u.l->items[i], &a->sub[i], dep);
+            rc = make_targ(S, T, v.u.l->items[i], &a->sub[i], dep);
             if (rc) return rc;
         }
         a->nsub = n;
@@ -229,7 +241,7 @@ static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep
 /* Output 'v' of node 'node': each tensor becomes a new value (an in-place
  * result, the same tensor as its input, becomes the new version of it). */
 static int bind_out(ad_state *S, ad_trace *T, ad_value v, int node, bool dep, ad_targ *a) {
-    a->ref = -1; a->c = ad_none(); a->sub = NULL; a->nsub = 0; a->seqt = AD_TLIST; a->names = NULL;
+    targ_clear(a);
     if (v.t == AD_TTENSOR) {
         int id = val_new(S, T, AD_TV_NODE, v, dep, node);
         if (id < 0) return S->errcode ? S->errcode : ADDSL_ENOMEM;
@@ -237,14 +249,11 @@ static int bind_out(ad_state *S, ad_trace *T, ad_value v, int node, bool dep, ad
         return ADDSL_OK;
     }
     if (ad_is_seq(v) && holds_tensor(v)) {
-        int n = (int)v.u.l->len;
-        a->sub = ad_calloc(S, (size_t)(n ? n : 1), sizeof *a->sub);
-        if (!a->sub) return ADDSL_ENOMEM;
-        a->seqt = v.t;
-        if (v.t == AD_TTUPLE && v.u.l->names) { a->names = v.u.l->names; a->names->hdr.refcount++; }
+        int n = (int)v.u.l->len, rc = targ_seq(S, a, v);
+        if (rc) return rc;
         for (int i = 0; i < n; i++) {
             a->nsub = i + 1;
-            int rc = bind_out(S, T, v.u.l->items[i], node, dep, &a->sub[i]);
+            rc = bind_out(S, T, v.u.l->items[i], node, dep, &a->sub[i]);
             if (rc) return rc;
         }
         return ADDSL_OK;
