@@ -897,6 +897,36 @@ static int eliminate_dead(ad_state *S, ad_trace *T) {
     return removed;
 }
 
+/* Op records under grad mode whose graph no one walks at replay: a
+ * flattened backward already walked it at trace time, so unless an output
+ * is returned, or reaches a record that is not a plain op call (an opaque
+ * backward, a write, .grad), through records that keep grad mode, it runs
+ * under no_grad and records no graph node. */
+static int prune_graph(ad_state *S, ad_trace *T) {
+    bool *need = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *need);
+    if (!need) { ad_clear_error(S); return 0; }
+    targ_mark(&T->result, need);
+    int pruned = 0;
+    for (int i = T->nnodes - 1; i >= 0; i--) {
+        ad_tnode *n = &T->nodes[i];
+        if (n->dead || n->folded) continue;
+        bool plain = n->kind == AD_TN_OP && !n->effect;
+        if (!plain && n->kind != AD_TN_COMPARE) {
+            for (int k = 0; k < n->nargs; k++) targ_mark(&n->args[k], need);
+            continue;
+        }
+        if (!plain || !n->grad_enabled) continue;
+        if (targ_any(&n->out, need)) {
+            for (int k = 0; k < n->nargs; k++) targ_mark(&n->args[k], need);
+            continue;
+        }
+        n->grad_enabled = false;
+        pruned++;
+    }
+    ad_free(S, need);
+    return pruned;
+}
+
 static void unfold_shared(ad_state *S, ad_trace *T, const ad_targ *a) {
     if (a->ref >= 0 && T->vals[a->ref].folded && T->vals[a->ref].v.t == AD_TTENSOR) {
         ad_tensor *c = ad_tensor_clone(S, T->vals[a->ref].v.u.tensor);
@@ -959,6 +989,7 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
         fold_constants(T, T->nodes, &w, folded);
         T->removed_cse = eliminate_common(S, T, &w, rep);
         T->removed_dce = eliminate_dead(S, T);
+        if (T->flattened) T->pruned = prune_graph(S, T);
         for (int i = 0; i < T->nnodes; i++) if (T->nodes[i].folded && !T->nodes[i].dead) T->folded++;
     }
     /* The replay needs the trace-time values of constants and folded values only. */
@@ -1119,7 +1150,9 @@ int ad_trace_print(ad_state *S, const ad_trace *T, ad_buf *b) {
     for (int i = 0; i < T->nnodes; i++) live += !T->nodes[i].dead && !T->nodes[i].folded;
     ad_buf_printf(b, "  %d ops (traced %d; removed: dead %d, common %d; folded %d)\n", live, T->traced_nodes,
                   T->removed_dce, T->removed_cse, T->folded);
-    if (T->flattened) ad_buf_printf(b, "  backward flattened: %d grad()/backward() call%s\n", T->flattened, T->flattened == 1 ? "" : "s");
+    if (T->flattened)
+        ad_buf_printf(b, "  backward flattened: %d grad()/backward() call%s; %d forward op%s without graph\n", T->flattened,
+                      T->flattened == 1 ? "" : "s", T->pruned, T->pruned == 1 ? "" : "s");
     if (T->note[0]) ad_buf_printf(b, "  note: %s\n", T->note);
     for (int i = 0; i < T->nvals; i++) {
         const ad_tval *x = &T->vals[i];

@@ -94,6 +94,7 @@ typedef struct ad_trace {
     int soft;              /* > 0: inside a flattened backward or a composite's body, where a
                             * data-dependent read fails the trace instead of raising */
     int flattened;         /* grad()/backward() calls flattened into records */
+    int pruned;            /* op records the passes moved to no_grad (their graph is never walked) */
     char note[200];        /* why a grad()/backward() was kept as one record (printed, warned) */
     int ninputs;
     ad_tguard *guards;
