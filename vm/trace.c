@@ -371,7 +371,10 @@ static int run_call(ad_state *S, const ad_tnode *n, const ad_value *args, ad_val
     case AD_TN_GETATTR: return ad_vm_get_attr(S, args[0], n->attr, out);
     case AD_TN_SETATTR: return ad_vm_set_attr(S, args[0], n->attr, args[1]);
     case AD_TN_SETINDEX: return ad_vm_set_index(S, args[0], n->nargs - 2, args + 1, args[n->nargs - 1]);
-    case AD_TN_COMPARE: return ad_bi_compare(S, n->attr, args[0], args[1], out);
+    case AD_TN_COMPARE:
+        /* A program replayed while another is traced (vm/compiled_vjp.c) is recorded there. */
+        if (ad_trace_on(S)) return ad_trace_vm(S, AD_TN_COMPARE, n->attr, args, 2, out);
+        return ad_bi_compare(S, n->attr, args[0], args[1], out);
     case AD_TN_ACCUMGRAD:
         if (args[0].t != AD_TTENSOR || args[1].t != AD_TTENSOR)
             return ad_error(S, "compiled program: accumulate_grad() needs two tensors");
@@ -1112,6 +1115,49 @@ int ad_trace_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad
     for (int i = 0; i < T->nvals; i++) ad_value_decref(S, env[i]);
     ad_free(S, env);
     return rc;
+}
+
+/* ---- pieces of the replay, for a program run in parts (vm/compiled_vjp.c) ---- */
+
+int ad_trace_placeholder(ad_state *S, ad_trace *T, ad_tensor *t) {
+    int id = val_new(S, T, AD_TV_INPUT, ad_tensor_value(t), true, -1);
+    return id < 0 ? -(S->errcode ? S->errcode : ADDSL_ENOMEM) : id;
+}
+
+int ad_trace_value_of(const ad_trace *T, const ad_tensor *t) { return map_find(T, t); }
+
+ad_value *ad_trace_env_new(ad_state *S, const ad_trace *T, ad_tensor *const *inputs) {
+    ad_value *env = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *env);
+    if (!env) return NULL;
+    for (int i = 0; i < T->ninputs; i++) { env[i] = ad_tensor_value(inputs[i]); ad_tensor_incref(inputs[i]); }
+    for (int i = T->ninputs; i < T->nvals; i++)
+        if (T->vals[i].kind != AD_TV_INPUT) { env[i] = T->vals[i].v; ad_value_incref(env[i]); }
+    return env;
+}
+
+void ad_trace_env_free(ad_state *S, const ad_trace *T, ad_value *env) {
+    if (!env) return;
+    for (int i = 0; i < T->nvals; i++) ad_value_decref(S, env[i]);
+    ad_free(S, env);
+}
+
+int ad_trace_run(ad_state *S, const ad_trace *T, ad_value *env, int from, int to, int grad) {
+    bool mode = S->grad_enabled;
+    int rc = ADDSL_OK;
+    for (int i = from; i < to && !rc; i++) {
+        const ad_tnode *n = &T->nodes[i];
+        if (n->dead || n->folded) continue;
+        if (grad < 0) { rc = replay_node(S, n, env); continue; }
+        ad_tnode m = *n;
+        m.grad_enabled = grad > 0;
+        rc = replay_node(S, &m, env);
+    }
+    S->grad_enabled = mode;
+    return rc;
+}
+
+int ad_trace_build(ad_state *S, const ad_trace *T, ad_value *env, const ad_targ *a, ad_value *out) {
+    return result_value(S, T, env, a, out);
 }
 
 /* ---- printing ---- */
