@@ -91,6 +91,9 @@ typedef struct ad_trace {
     const void **gnodes;   /* graph nodes made by recorded calls (a set by address): the
                             * backward walk is flattened only through these */
     int gcap, gn;
+    const void **glog;     /* the same nodes in the order added (a composite's body is undone) */
+    int nglog, capglog;
+    int soft_reads;        /* data-dependent reads seen while soft */
     int soft;              /* > 0: inside a flattened backward or a composite's body, where a
                             * data-dependent read fails the trace instead of raising */
     int flattened;         /* grad()/backward() calls flattened into records */
