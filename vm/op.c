@@ -160,6 +160,14 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
 
 /* ---- the call ---- */
 
+/* gather(t, dim) without an index is what an MPI user writes for the
+ * collective; torch.gather keeps the name, so point at the collective's. */
+static const char *missing_hint(const char *op, const char *param) {
+    if (!strcmp(op, "gather") && !strcmp(param, "index"))
+        return " (to gather a tensor from every MPI rank, use all_gather(t, dim))";
+    return "";
+}
+
 static int bind(ad_state *S, const ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *slots) {
     int nkw = kw ? (int)kw->len : 0;
     int npos = nargs - nkw, np = op->nparams;
@@ -178,7 +186,8 @@ static int bind(ad_state *S, const ad_opdef *op, const ad_value *args, int nargs
     int first_def = np - op->ndefaults;
     for (int j = 0; j < np; j++) {
         if (set[j]) continue;
-        if (j < first_def) return ad_error(S, "%s() missing required argument '%s'", op->name, op->pnames[j]);
+        if (j < first_def)
+            return ad_error(S, "%s() missing required argument '%s'%s", op->name, op->pnames[j], missing_hint(op->name, op->pnames[j]));
         slots[j] = op->defaults[j - first_def];
     }
     return ADDSL_OK;
