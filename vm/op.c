@@ -3,8 +3,10 @@
  * record one graph node, and propagate forward-mode tangents. */
 #include "op.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../builtins/builtins.h"
@@ -559,8 +561,39 @@ static int op_call_sizes(ad_state *S, ad_opdef *op, const ad_value *args, int na
     return rc;
 }
 
+/* Python's abs() and round() of a plain number give a number (a script reads
+ * them as Python, not as torch.abs of a 0-d tensor): round half to even, and
+ * with ndigits the correctly rounded decimal, as printf gives it. */
+static bool number_builtin(ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    bool is_abs = !strcmp(op->name, "abs"), is_round = !strcmp(op->name, "round");
+    if ((!is_abs && !is_round) || nargs < 1 || (args[0].t != AD_TINT && args[0].t != AD_TNUM)) return false;
+    double x = args[0].u.n;
+    if (is_abs) {
+        if (nargs != 1) return false;
+        out->t = args[0].t;
+        out->u.n = fabs(x);
+        return true;
+    }
+    if (nargs > 2 || (kw && kw->len > 0 && strcmp(kw->items[0].u.s->data, "decimals") && strcmp(kw->items[0].u.s->data, "ndigits"))) return false;
+    if (nargs == 1 || args[1].t == AD_TNONE) { *out = ad_int(nearbyint(x)); return true; }
+    if (args[1].t != AD_TINT || !isfinite(x)) return false;
+    double n = args[1].u.n;
+    if (n >= 0) {
+        char buf[400];
+        snprintf(buf, sizeof buf, "%.*f", (int)fmin(n, 340), x);
+        x = strtod(buf, NULL);
+    } else {
+        double p = pow(10.0, -n);
+        x = isfinite(p) ? nearbyint(x / p) * p : 0.0 * x;
+    }
+    out->t = args[0].t;
+    out->u.n = x;
+    return true;
+}
+
 int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     *out = ad_none();
+    if (number_builtin(op, args, nargs, kw, out)) return ADDSL_OK;
     if (ad_trace_on(S)) return ad_trace_op(S, op, args, nargs, kw, out);
     int rc = op->sizes_param ? op_call_sizes(S, op, args, nargs, kw, out) : op_call(S, op, args, nargs, kw, out);
     /* Outputs with names make a named tuple, as torch.return_types.max. */
