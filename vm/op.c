@@ -102,6 +102,19 @@ static unsigned vjp_uses(const ad_opdef *op, ad_value fn) {
     return u;
 }
 
+/* Bit i: the VJP closure mentions parameter i (its values or only its
+ * .shape); every bit when the closure's names do not tell. */
+static uint32_t vjp_mentions(const ad_opdef *op, ad_value fn) {
+    int b = op->nparams;
+    uint32_t all = b >= 32 ? UINT32_MAX : ((uint32_t)1 << b) - 1;
+    if (fn.t != AD_TFUNC) return all;
+    const ad_proto *p = fn.u.fn->p;
+    if (p->nparams != ad_op_formula_nargs(b, op->nout, op->outnames != NULL)) return all;
+    uint32_t m = 0;
+    for (int i = 0; i < b; i++) if (reads(p, i)) m |= (uint32_t)1 << i;
+    return m;
+}
+
 int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_value *out) {
     ad_opdef *op = ad_calloc(S, 1, sizeof *op);
     if (!op) return ADDSL_ENOMEM;
@@ -147,6 +160,7 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
             op->vjp[i].reads = t->vjp_reads[i];
             op->vjp[i].reads_result = (t->vjp_reads_result >> i) & 1u;
             op->reads_args |= op->vjp[i].reads;
+            op->mentions_args |= vjp_mentions(op, op->vjp[i].fn);
         }
     }
     for (int i = 0; i < t->njvp; i++) { op->jvp[i] = regs[r++]; ad_value_incref(op->jvp[i]); }
@@ -351,8 +365,8 @@ static int set_tangent(ad_state *S, ad_tensor *out, uint64_t level, ad_value tan
     rc = ad_tensor_set_tangent(S, out, level, t);
     /* The node's saved copy of this output ('result' in formulas) carries
      * the tangent too, so forward-over-reverse differentiates through it. */
-    if (!rc && out->grad_fn && !out->grad_fn_weak && out->grad_fn->outs && !out->grad_fn->released) {
-        ad_tensor *saved = out->grad_fn->outs[out->output_nr];
+    if (!rc && out->grad_fn && !out->grad_fn_weak && out->grad_fn->saves_outs && !out->grad_fn->released) {
+        ad_tensor *saved = ad_node_out(out->grad_fn, out->output_nr);
         if (saved) {
             ad_tensor *d = detached_dual(S, t);
             rc = d ? ad_tensor_set_tangent(S, saved, level, d) : S->errcode;
