@@ -868,7 +868,7 @@ bool ad_autograd_graph_within(ad_state *S, ad_tensor *const *roots, int nroots, 
         ad_node *n = stack[--ns];
         if (!known(S, n)) { ok = false; break; }
         for (int i = 0; i < n->nargs && ok; i++) {
-            ad_edge *e = &n->edges[i];
+            const ad_edge *e = ad_node_edge(n, i);
             int m = e->nsub ? e->nsub : 1;
             for (int j = 0; j < m; j++) {
                 ad_node *c = e->nsub ? e->sub[j].node : e->node;
