@@ -245,8 +245,8 @@ static int ew_device(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, cons
 }
 
 /* The shape of every binary kernel (kernels_elementwise.h), called directly
- * on each run: through the registry a run of ten elements cost more in
- * argument packing than in arithmetic. */
+ * on each run: runs are often ten elements long (the GMM's [K,1,D] - [1,N,D]),
+ * where the registry's argument packing per call was a visible share. */
 typedef void (*ew_bin_fn)(void *out, const void *a, int64_t sa, const void *b, int64_t sb, int64_t n);
 
 typedef struct ew_walk_ctx {

@@ -46,13 +46,14 @@ int64_t ew_nd_runs(const ew_nd *p) {
 int64_t ew_nd_run_len(const ew_nd *p) { return p->shape[p->ndim - 1]; }
 
 void ew_nd_each(const ew_nd *p, char *const *base, int64_t r0, int64_t r1, ew_nd_fn fn, void *ctx) {
+    if (r0 >= r1) return;  /* also an empty walk, whose zero-sized dims would divide by zero below */
     const int n = p->nops;
     const int64_t len = p->shape[p->ndim - 1];
     char *ptr[EW_ND_MAX_OPS];
     int64_t step[EW_ND_MAX_OPS] = {0};
     for (int i = 0; i < n; i++) ptr[i] = base[i];
     if (p->ndim == 1) {
-        if (r0 < r1) fn(ctx, ptr, step, 1, len);
+        fn(ctx, ptr, step, 1, len);
         return;
     }
     /* dimension 'row' is handed to fn whole; the ones above it are an odometer */

@@ -60,15 +60,14 @@
             one_##SUF(a, ars, acs, b, brs, c, m, n, k, alpha, beta);                           \
             return;                                                                            \
         }                                                                                      \
-        T bl[AD_GEMM_SMALL_WORK];                                                              \
+        T bl[AD_GEMM_SMALL_MAX * AD_GEMM_SMALL_MAX];                                           \
         for (int64_t p = 0; p < k; p++)                                                        \
             for (int64_t j = 0; j < n; j++) bl[p * n + j] = b[p * brs + j * bcs];              \
         one_##SUF(a, ars, acs, bl, n, c, m, n, k, alpha, beta);                                \
     }
 
-/* The build targets baseline x86-64 (SSE2, two doubles a vector); the products are compute
- * bound, so a copy per wider ISA, picked once at load time, is most of the distance to
- * libxsmm (bench/gemm_small_xsmm.sh). */
+/* The build targets baseline x86-64 (SSE2, two doubles a vector); a copy per wider ISA,
+ * picked once at load time, halved the 8x8 products (bench/gemm_small_xsmm.sh). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define AD_GEMM_SMALL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -103,7 +102,6 @@
                 SQUARE_CASE(SUF, 3)                                                           \
                 SQUARE_CASE(SUF, 4)                                                           \
                 SQUARE_CASE(SUF, 8)                                                           \
-                SQUARE_CASE(SUF, 16)                                                          \
             default: break;                                                                   \
             }                                                                                 \
         }                                                                                     \

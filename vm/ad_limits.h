@@ -10,8 +10,9 @@
 #define AD_MAX_STRING ((size_t)1 << 30)            /* bytes in one string */
 #define AD_MAX_LIST ((int64_t)1 << 28)             /* elements in one list */
 #define AD_OMP_THRESHOLD 32768      /* elements before a kernel goes parallel */
-#define AD_GEMM_SMALL_MAX 32        /* matrices up to this on a side take the batched small-product kernel */
-#define AD_GEMM_SMALL_WORK 4096     /* ... when m*n*k is at most this (measured: BLAS wins above) */
+#define AD_GEMM_SMALL_MAX 32        /* the batched small-product kernel reads matrices up to this on a side */
+#define AD_GEMM_SMALL_SQUARE 4      /* it is chosen for square products up to this side (8 in float64): a direct
+                                       BLAS call per matrix wins above (measured, bench/RESULTS.md) */
 #define AD_STORAGE_INLINE_MAX 64    /* CPU tensors of at most this many bytes keep their data inside the storage header */
 #define AD_HEAP_MIN_CLASS 6         /* smallest pooled block: 64 bytes */
 #define AD_HEAP_MAX_CLASS 40        /* blocks up to 2^40 bytes are pooled */
