@@ -1,0 +1,157 @@
+/* fuse.c: fused element-wise groups run block by block over the shipped
+ * kernels (SLEEF's vector functions for exp, sin, ...), intermediates kept in
+ * L1-sized registers instead of tensors. */
+#include "fuse.h"
+
+#include <string.h>
+
+#include "../builtins/kernels_elementwise.h"
+
+#define UN(n) {#n, 1, 1, ad_k_##n##_f32, ad_k_##n##_f64, NULL, NULL},
+#define BIN(n, np) {#n, 2, np, NULL, NULL, ad_k_##n##_f32, ad_k_##n##_f64},
+
+static const ad_fuop ops[] = {
+    BIN(add, 3) BIN(sub, 3) BIN(mul, 2) BIN(div, 3) BIN(pow, 2) BIN(maximum, 2) BIN(minimum, 2)
+    UN(neg) UN(abs) UN(square) UN(relu) UN(exp) UN(expm1) UN(log) UN(log1p) UN(log2) UN(sqrt)
+    UN(rsqrt) UN(reciprocal) UN(sin) UN(cos) UN(tan) UN(tanh) UN(sigmoid) UN(silu)
+};
+
+#define NOPS ((int)(sizeof ops / sizeof ops[0]))
+
+int ad_fuse_find(const char *name) {
+    for (int i = 0; i < NOPS; i++)
+        if (strcmp(ops[i].name, name) == 0) return i;
+    return -1;
+}
+
+const ad_fuop *ad_fuse_op(int i) { return &ops[i]; }
+
+enum { LD_NUM, LD_SCALAR, LD_CONTIG, LD_GATHER };
+
+/* Copies elements [lo, lo + len) of v, broadcast to the space, into 'out'
+ * (est: v's strides per space dim, 0 where broadcast). */
+static void gather(const ad_fuview *v, const int64_t *est, int nd, const int64_t *space, int64_t lo, int64_t len,
+                   size_t es, char *out) {
+    int64_t idx[AD_MAX_DIMS], off = 0, rest = lo;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = space[d] ? rest % space[d] : 0;
+        rest = space[d] ? rest / space[d] : 0;
+        off += idx[d] * est[d];
+    }
+    for (int64_t i = 0; i < len; i++) {
+        memcpy(out + (size_t)i * es, v->data + (size_t)off * es, es);
+        for (int d = nd - 1; d >= 0; d--) {
+            off += est[d];
+            if (++idx[d] < space[d]) break;
+            off -= est[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+static bool view_contiguous(const ad_fuview *v) {
+    if (!v->strides) return true;
+    int64_t expect = 1;
+    for (int k = v->ndim - 1; k >= 0; k--) {
+        if (v->shape[k] != 1 && v->strides[k] != expect) return false;
+        expect *= v->shape[k];
+    }
+    return true;
+}
+
+/* How a load is read: its mode, and for a gather its strides over the space
+ * (0 along broadcast dims). */
+static int load_mode(const ad_plgroup *g, const ad_fuview *v, int64_t *est) {
+    if (v->numel == 1) return LD_SCALAR;
+    if (v->numel == g->numel && view_contiguous(v)) return LD_CONTIG;
+    int off = g->ndim - v->ndim;
+    int64_t expect = 1;
+    for (int d = g->ndim - 1; d >= 0; d--) {
+        int k = d - off;
+        if (k < 0) { est[d] = 0; continue; }
+        est[d] = v->shape[k] == 1 ? 0 : v->strides ? v->strides[k] : expect;
+        expect *= v->shape[k];
+    }
+    return LD_GATHER;
+}
+
+static void splat(char *dst, const char *src, int64_t len, size_t es) {
+    for (int64_t i = 0; i < len; i++) memcpy(dst + (size_t)i * es, src, es);
+}
+
+static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt) {
+    double s = 0;
+    if (dt == AD_FLOAT64) {
+        const double *x = (const double *)p;
+        if (!stride) return x[0] * (double)len;
+        for (int64_t i = 0; i < len; i++) s += x[i];
+    } else {
+        const float *x = (const float *)p;
+        if (!stride) return (double)x[0] * (double)len;
+        for (int64_t i = 0; i < len; i++) s += x[i];
+    }
+    return s;
+}
+
+static void run_instr(ad_plgroup *g, const ad_plinstr *in, char *scratch, size_t es, int64_t len) {
+    const ad_fuop *op = &ops[in->fn];
+    char *dst = scratch + (size_t)in->dst * AD_PLAN_BLOCK * es;
+    int64_t sa = g->rstride[in->a], sb = in->nin > 1 ? g->rstride[in->b] : 0;
+    int64_t s = sa | sb, n = s ? len : 1;
+    if (in->nin == 1) {
+        if (g->dtype == AD_FLOAT64) op->u64((double *)dst, (const double *)g->regp[in->a], n);
+        else op->u32((float *)dst, (const float *)g->regp[in->a], n);
+    } else if (g->dtype == AD_FLOAT64) {
+        op->b64((double *)dst, (const double *)g->regp[in->a], sa, (const double *)g->regp[in->b], sb, n);
+    } else {
+        op->b32((float *)dst, (const float *)g->regp[in->a], sa, (const float *)g->regp[in->b], sb, n);
+    }
+    g->regp[in->dst] = dst;
+    g->rstride[in->dst] = s;
+}
+
+void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst, char *red,
+                 char *scratch) {
+    size_t es = g->dtype == AD_FLOAT64 ? 8 : 4;
+    uint8_t mode[AD_PLAN_MAX_LOADS];
+    int64_t est[AD_PLAN_MAX_LOADS][AD_MAX_DIMS];
+    for (int i = 0; i < g->nloads; i++) {
+        const ad_plload *l = &g->loads[i];
+        if (l->val < 0) {
+            mode[i] = LD_NUM;
+            g->regp[i] = g->dtype == AD_FLOAT64 ? (const char *)&l->c : (const char *)&l->cf;
+            g->rstride[i] = 0;
+            continue;
+        }
+        mode[i] = (uint8_t)load_mode(g, &views[i], est[i]);
+        if (mode[i] == LD_SCALAR) { g->regp[i] = views[i].data; g->rstride[i] = 0; }
+        else g->rstride[i] = 1;
+    }
+    double acc = 0;
+    for (int64_t lo = 0; lo < g->numel; lo += AD_PLAN_BLOCK) {
+        int64_t len = g->numel - lo < AD_PLAN_BLOCK ? g->numel - lo : AD_PLAN_BLOCK;
+        for (int i = 0; i < g->nloads; i++) {
+            if (mode[i] == LD_CONTIG) g->regp[i] = views[i].data + (size_t)lo * es;
+            else if (mode[i] == LD_GATHER) {
+                char *s = scratch + (size_t)i * AD_PLAN_BLOCK * es;
+                gather(&views[i], est[i], g->ndim, space, lo, len, es, s);
+                g->regp[i] = s;
+            }
+        }
+        int st = 0;
+        for (int k = 0; k < g->ninstrs; k++) {
+            run_instr(g, &g->instrs[k], scratch, es, len);
+            for (; st < g->nstores && g->stores[st].after == k; st++) {
+                const ad_plstore *o = &g->stores[st];
+                char *to = dst[st] + (size_t)lo * es;
+                if (g->rstride[o->reg]) memcpy(to, g->regp[o->reg], (size_t)len * es);
+                else splat(to, g->regp[o->reg], len, es);
+            }
+        }
+        if (g->red) acc += block_sum(g->regp[g->red_reg], g->rstride[g->red_reg], len, g->dtype);
+    }
+    if (!red) return;
+    if (g->red == AD_PLRED_MEAN) acc /= (double)g->numel;
+    if (g->dtype == AD_FLOAT64) { double v = acc; memcpy(red, &v, 8); }
+    else { float v = (float)acc; memcpy(red, &v, 4); }
+}

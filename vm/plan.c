@@ -1,0 +1,462 @@
+/* plan.c: the static plan of a compiled program: which records run outside
+ * the op seam, fused into element-wise groups, and the arena buffer of each
+ * value they make (liveness over the final order, reuse by size class, in
+ * place where an input dies). */
+#include "plan.h"
+
+#include <string.h>
+
+#include "device.h"
+#include "fuse.h"
+#include "op.h"
+#include "trace.h"
+
+/* A record's class: a fuse table index (>= 0), a reduction, or neither. */
+enum { CL_SKIP = -3, CL_SEAM = -1, CL_SUM = -10, CL_MEAN = -11 };
+
+typedef struct builder {
+    ad_state *S;
+    const ad_trace *T;
+    ad_plan *P;
+    int *cls;              /* per record */
+    int *grp;              /* per record: its group, or -1 */
+    int *first, *last;     /* per group: its first and last record */
+    int ngroups, capgroups;
+    /* per value */
+    int *made_in;          /* group that makes it, or -1 */
+    int *lastg;            /* last group that reads it from outside its own group, or -1 */
+    bool *env;             /* read by a record replayed through the seam, or returned */
+    int *reg;              /* register in the group being built */
+    int *seen;             /* group + 1 whose loads include it */
+    int *lastk;            /* last instruction of its group that reads it */
+    int *freebuf;          /* buffers free for reuse */
+    int nfree;
+} builder;
+
+static ad_tensor *val_tensor(const ad_trace *T, int v) {
+    if (v < 0 || v >= T->nvals || T->vals[v].v.t != AD_TTENSOR) return NULL;
+    return T->vals[v].v.u.tensor;
+}
+
+static size_t esize(ad_dtype dt) { return dt == AD_FLOAT64 ? 8 : 4; }
+
+/* Whether record n can run outside the seam: an element-wise op of the table
+ * (or sum/mean of everything) on float tensors of its output's dtype and
+ * numbers, with nothing for autograd to record. */
+static int classify(const ad_trace *T, const ad_tnode *n) {
+    if (n->dead || n->folded) return CL_SKIP;
+    if (n->kind != AD_TN_OP || n->effect || n->random || n->kw || n->out.ref < 0) return CL_SEAM;
+    const ad_opdef *op = n->fn.u.op;
+    if (op->forward.t != AD_TBUILTIN || op->forward.u.bi->kid >= 0) return CL_SEAM;
+    const char *name = op->forward.u.bi->name;
+    int cl = CL_SEAM, nin = 1;
+    if (strcmp(op->name, name) != 0) return CL_SEAM;
+    if (strcmp(name, "sum") == 0 || strcmp(name, "mean") == 0) {
+        if (op->nparams != 4) return CL_SEAM;
+        cl = name[0] == 's' ? CL_SUM : CL_MEAN;
+    } else {
+        int i = ad_fuse_find(name);
+        if (i < 0 || op->nparams != ad_fuse_op(i)->nparams) return CL_SEAM;
+        cl = i;
+        nin = ad_fuse_op(i)->nin;
+    }
+    if (n->nargs != nin) return CL_SEAM;
+    const ad_tensor *o = val_tensor(T, n->out.ref);
+    if (!o || (o->dtype != AD_FLOAT32 && o->dtype != AD_FLOAT64) || ad_tensor_device(o) != 0 || o->requires_grad)
+        return CL_SEAM;
+    if (cl <= CL_SUM && o->ndim != 0) return CL_SEAM;
+    int tensors = 0;
+    for (int k = 0; k < n->nargs; k++) {
+        const ad_targ *a = &n->args[k];
+        if (a->sub) return CL_SEAM;
+        if (a->ref < 0) {
+            if (cl <= CL_SUM || (!ad_is_number(a->c) && a->c.t != AD_TBOOL)) return CL_SEAM;
+            continue;
+        }
+        const ad_tensor *t = val_tensor(T, a->ref);
+        if (!t || t->dtype != o->dtype || ad_tensor_device(t) != 0) return CL_SEAM;
+        if (n->grad_enabled && t->requires_grad) return CL_SEAM;
+        tensors++;
+    }
+    return tensors ? cl : CL_SEAM;
+}
+
+static const int64_t *vdims(const ad_plan *P, int v) { return P->dims + P->vals[v].dims; }
+
+static int push_dims(ad_state *S, ad_plan *P, int nd, const int64_t *d) {
+    if (P->ndims + nd > P->capdims) {
+        int cap = P->capdims ? P->capdims * 2 : 64;
+        while (cap < P->ndims + nd) cap *= 2;
+        int64_t *p = ad_realloc(S, P->dims, (size_t)cap * sizeof *p);
+        if (!p) return -1;
+        P->dims = p;
+        P->capdims = cap;
+    }
+    int at = P->ndims;
+    if (nd) memcpy(P->dims + at, d, (size_t)nd * sizeof *d);
+    P->ndims += nd;
+    return at;
+}
+
+static int fill_values(builder *B) {
+    ad_plan *P = B->P;
+    for (int v = 0; v < P->nvals; v++) {
+        ad_plval *x = &P->vals[v];
+        x->group = x->buffer = -1;
+        const ad_tensor *t = val_tensor(B->T, v);
+        if (!t) { x->ndim = -1; continue; }
+        x->ndim = t->ndim;
+        x->numel = t->numel;
+        x->dtype = t->dtype;
+        x->rg = t->requires_grad;
+        if ((x->dims = push_dims(B->S, P, t->ndim, t->shape)) < 0) return -1;
+    }
+    return 0;
+}
+
+/* ---- groups ---- */
+
+static int count_new_loads(const builder *B, const ad_tnode *n, int g) {
+    int k = 0;
+    for (int i = 0; i < n->nargs; i++) {
+        int v = n->args[i].ref;
+        if (v < 0) k++;
+        else if (B->made_in[v] != g && B->seen[v] != g + 1) k++;
+    }
+    return k;
+}
+
+static void note_loads(builder *B, const ad_tnode *n, int g) {
+    for (int i = 0; i < n->nargs; i++) {
+        int v = n->args[i].ref;
+        if (v >= 0 && B->made_in[v] != g) B->seen[v] = g + 1;
+    }
+}
+
+static int open_group(builder *B, int node) {
+    if (B->ngroups == B->capgroups) {
+        int cap = B->capgroups ? B->capgroups * 2 : 16;
+        int *f = ad_realloc(B->S, B->first, (size_t)cap * sizeof *f);
+        if (!f) return -1;
+        B->first = f;
+        int *l = ad_realloc(B->S, B->last, (size_t)cap * sizeof *l);
+        if (!l) return -1;
+        B->last = l;
+        B->capgroups = cap;
+    }
+    B->first[B->ngroups] = B->last[B->ngroups] = node;
+    return B->ngroups++;
+}
+
+/* The shape a record iterates over: its output's, or a reduction's input's. */
+static int space_of(const builder *B, const ad_tnode *n) {
+    return B->cls[n - B->T->nodes] <= CL_SUM ? n->args[0].ref : n->out.ref;
+}
+
+static bool fits(const builder *B, int g, const ad_tnode *n, int loads) {
+    int a = space_of(B, n), b = space_of(B, &B->T->nodes[B->first[g]]);
+    const ad_plval *x = &B->P->vals[a], *y = &B->P->vals[b];
+    if (x->dtype != y->dtype || !ad_shape_equal(x->ndim, vdims(B->P, a), y->ndim, vdims(B->P, b))) return false;
+    return loads + count_new_loads(B, n, g) <= AD_PLAN_MAX_LOADS;
+}
+
+/* Maximal runs of consecutive fast records over one space form a group; a
+ * reduction ends its group. Records replayed through the seam end a group,
+ * so nothing runs out of the traced order. */
+static int form_groups(builder *B) {
+    const ad_trace *T = B->T;
+    int g = -1, loads = 0;
+    bool closed = true;
+    for (int i = 0; i < T->nnodes; i++) {
+        const ad_tnode *n = &T->nodes[i];
+        int cl = B->cls[i];
+        B->grp[i] = -1;
+        if (cl == CL_SKIP) continue;
+        if (cl == CL_SEAM) { closed = true; continue; }
+        if (closed || !fits(B, g, n, loads)) {
+            if ((g = open_group(B, i)) < 0) return -1;
+            loads = 0;
+        }
+        loads += count_new_loads(B, n, g);
+        note_loads(B, n, g);
+        B->grp[i] = g;
+        B->last[g] = i;
+        B->made_in[n->out.ref] = g;
+        closed = cl <= CL_SUM;
+    }
+    return 0;
+}
+
+static void mark_reads(builder *B, const ad_targ *a, int g) {
+    if (a->ref >= 0) {
+        int v = a->ref;
+        if (g < 0) B->env[v] = true;
+        else if (B->made_in[v] != g && g > B->lastg[v]) B->lastg[v] = g;
+    }
+    for (int k = 0; k < a->nsub; k++) mark_reads(B, &a->sub[k], g);
+}
+
+/* ---- the arena ---- */
+
+static int64_t size_class(int64_t bytes) {
+    int64_t c = AD_PLAN_MIN_CLASS;
+    while (c < bytes) c *= 2;
+    return c;
+}
+
+static int take_buffer(builder *B, int v) {
+    ad_plan *P = B->P;
+    int64_t cls = size_class(P->vals[v].numel * (int64_t)esize(P->vals[v].dtype));
+    for (int i = 0; i < B->nfree; i++) {
+        int b = B->freebuf[i];
+        if (P->buffers[b].bytes != cls) continue;
+        B->freebuf[i] = B->freebuf[--B->nfree];
+        P->buffers[b].nvals++;
+        P->vals[v].buffer = b;
+        return 0;
+    }
+    ad_plbuffer *nb = ad_realloc(B->S, P->buffers, (size_t)(P->nbuffers + 1) * sizeof *nb);
+    if (!nb) return -1;
+    P->buffers = nb;
+    int *fb = ad_realloc(B->S, B->freebuf, (size_t)(P->nbuffers + 1) * sizeof *fb);
+    if (!fb) return -1;
+    B->freebuf = fb;
+    int64_t at = 0;
+    if (P->nbuffers) at = P->buffers[P->nbuffers - 1].offset + P->buffers[P->nbuffers - 1].bytes;
+    P->buffers[P->nbuffers] = (ad_plbuffer){.offset = at, .bytes = cls, .nvals = 1};
+    P->vals[v].buffer = P->nbuffers++;
+    return 0;
+}
+
+static void give_back(builder *B, int v) {
+    if (B->P->vals[v].where != AD_PL_ARENA || B->P->vals[v].buffer < 0) return;
+    B->freebuf[B->nfree++] = B->P->vals[v].buffer;
+    B->lastg[v] = -2; /* given back once */
+}
+
+/* ---- one group's program ---- */
+
+typedef struct gbuild {
+    int *freeregs;
+    int nfree, cap;
+} gbuild;
+
+static int new_reg(ad_state *S, ad_plgroup *g, gbuild *r) {
+    if (r->nfree) return r->freeregs[--r->nfree];
+    if (g->nregs - g->nloads >= r->cap) {
+        int cap = r->cap ? r->cap * 2 : 16;
+        int *p = ad_realloc(S, r->freeregs, (size_t)cap * sizeof *p);
+        if (!p) return -1;
+        r->freeregs = p;
+        r->cap = cap;
+    }
+    return g->nregs++;
+}
+
+static int load_reg(builder *B, ad_plgroup *g, const ad_targ *a, ad_dtype dt) {
+    if (a->ref >= 0) {
+        if (B->reg[a->ref] >= 0) return B->reg[a->ref];
+        g->loads[g->nloads] = (ad_plload){.val = a->ref};
+        return B->reg[a->ref] = g->nloads++;
+    }
+    double c = a->c.t == AD_TBOOL ? (double)a->c.u.b : a->c.u.n;
+    if (dt == AD_FLOAT32) c = (double)(float)c;
+    for (int i = 0; i < g->nloads; i++)
+        if (g->loads[i].val < 0 && g->loads[i].c == c) return i;
+    g->loads[g->nloads] = (ad_plload){.val = -1, .c = c, .cf = (float)c};
+    return g->nloads++;
+}
+
+static int64_t val_bytes(const ad_plan *P, int v) {
+    return v >= 0 && P->vals[v].ndim >= 0 ? P->vals[v].numel * (int64_t)esize(P->vals[v].dtype) : 0;
+}
+
+static void where_of(builder *B, int v) {
+    ad_plval *x = &B->P->vals[v];
+    x->group = B->made_in[v];
+    x->where = B->env[v] ? AD_PL_FRESH : B->lastg[v] > x->group ? AD_PL_ARENA : AD_PL_REG;
+}
+
+/* Registers: loads first (held for the whole group), then each record's
+ * result, given back after its last reader in the group. Arena buffers of
+ * inputs read for the last time at or before an instruction may take its
+ * result (in place: a block is stored after its reads). */
+static int build_group(builder *B, int gi, gbuild *r) {
+    const ad_trace *T = B->T;
+    ad_plan *P = B->P;
+    ad_plgroup *g = &P->groups[gi];
+    int n0 = B->first[gi], n1 = B->last[gi];
+    int nrec = 0;
+    for (int i = n0; i <= n1; i++) nrec += B->grp[i] == gi;
+    g->first_node = n0;
+    g->last_node = n1;
+    int sv = space_of(B, &T->nodes[n0]);
+    g->ndim = P->vals[sv].ndim;
+    g->dims = P->vals[sv].dims;
+    g->numel = P->vals[sv].numel;
+    g->dtype = P->vals[sv].dtype;
+    g->loads = ad_calloc(B->S, AD_PLAN_MAX_LOADS, sizeof *g->loads);
+    g->instrs = ad_calloc(B->S, (size_t)nrec, sizeof *g->instrs);
+    g->stores = ad_calloc(B->S, (size_t)nrec, sizeof *g->stores);
+    if (!g->loads || !g->instrs || !g->stores) return -1;
+    size_t es = esize(g->dtype);
+    /* loads and the last reader of each value inside the group */
+    for (int i = n0; i <= n1; i++) {
+        if (B->grp[i] != gi) continue;
+        const ad_tnode *n = &T->nodes[i];
+        for (int k = 0; k < n->nargs; k++) {
+            if (n->args[k].ref >= 0 && B->made_in[n->args[k].ref] == gi) continue;
+            bool fresh = n->args[k].ref >= 0 && B->reg[n->args[k].ref] < 0;
+            load_reg(B, g, &n->args[k], g->dtype);
+            if (fresh) g->bytes_moved += val_bytes(P, n->args[k].ref);
+        }
+    }
+    r->nfree = 0;
+    g->nregs = g->nloads;
+    int k = 0;
+    for (int i = n0; i <= n1; i++) {
+        if (B->grp[i] != gi) continue;
+        const ad_tnode *n = &T->nodes[i];
+        for (int a = 0; a < n->nargs; a++) {
+            if (n->args[a].ref >= 0) B->lastk[n->args[a].ref] = k;
+            g->bytes_unfused += val_bytes(P, n->args[a].ref);
+        }
+        g->bytes_unfused += val_bytes(P, n->out.ref);
+        if (B->cls[i] >= 0) k++;
+    }
+    for (int i = n0; i <= n1; i++) {
+        if (B->grp[i] != gi) continue;
+        const ad_tnode *n = &T->nodes[i];
+        int v = n->out.ref;
+        where_of(B, v);
+        if (B->cls[i] <= CL_SUM) {
+            g->red = B->cls[i] == CL_SUM ? AD_PLRED_SUM : AD_PLRED_MEAN;
+            g->red_reg = B->reg[n->args[0].ref];
+            g->red_val = v;
+            g->red_node = i;
+            if (P->vals[v].where != AD_PL_REG) g->bytes_moved += (int64_t)es;
+            continue;
+        }
+        ad_plinstr *in = &g->instrs[g->ninstrs];
+        in->fn = (int16_t)B->cls[i];
+        in->nin = (int16_t)n->nargs;
+        in->node = i;
+        in->a = n->args[0].ref >= 0 ? B->reg[n->args[0].ref] : load_reg(B, g, &n->args[0], g->dtype);
+        if (n->nargs > 1) in->b = n->args[1].ref >= 0 ? B->reg[n->args[1].ref] : load_reg(B, g, &n->args[1], g->dtype);
+        if ((in->dst = new_reg(B->S, g, r)) < 0) return -1;
+        B->reg[v] = in->dst;
+        for (int a = 0; a < n->nargs; a++) {
+            int u = n->args[a].ref;
+            if (u < 0 || B->lastk[u] != g->ninstrs) continue;
+            /* in place: an arena input of the group's size read for the last time here */
+            if (B->lastg[u] == gi && P->vals[u].numel == g->numel) give_back(B, u);
+            /* a result read for the last time: its register serves the next instruction */
+            if (B->made_in[u] == gi && (a == 0 || u != n->args[0].ref)) r->freeregs[r->nfree++] = B->reg[u];
+        }
+        if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
+        if (P->vals[v].where != AD_PL_REG) {
+            g->stores[g->nstores++] = (ad_plstore){.reg = in->dst, .val = v, .after = g->ninstrs};
+            g->bytes_moved += g->numel * (int64_t)es;
+        }
+        /* read by no later instruction: only stored, its register is free again */
+        if (B->lastk[v] < 0) r->freeregs[r->nfree++] = in->dst;
+        g->ninstrs++;
+    }
+    for (int i = 0; i < g->nloads; i++) {
+        int u = g->loads[i].val;
+        if (u >= 0 && B->lastg[u] == gi) give_back(B, u);
+    }
+    if (g->red && P->vals[g->red_val].where == AD_PL_ARENA && take_buffer(B, g->red_val)) return -1;
+    for (int i = 0; i < g->nloads; i++) if (g->loads[i].val >= 0) B->reg[g->loads[i].val] = -1;
+    for (int i = n0; i <= n1; i++) if (B->grp[i] == gi) B->reg[T->nodes[i].out.ref] = -1;
+    g->dstp = ad_calloc(B->S, (size_t)(g->nstores ? g->nstores : 1), sizeof *g->dstp);
+    g->regp = ad_calloc(B->S, (size_t)g->nregs, sizeof *g->regp);
+    g->rstride = ad_calloc(B->S, (size_t)g->nregs, sizeof *g->rstride);
+    if (!g->dstp || !g->regp || !g->rstride) return -1;
+    int64_t scratch = (int64_t)g->nregs * AD_PLAN_BLOCK * (int64_t)es;
+    if (scratch > P->scratch_bytes) P->scratch_bytes = scratch;
+    return 0;
+}
+
+static int build_groups(builder *B) {
+    ad_plan *P = B->P;
+    const ad_trace *T = B->T;
+    for (int i = 0; i < T->nnodes; i++) {
+        if (B->cls[i] == CL_SKIP) continue;
+        const ad_tnode *n = &T->nodes[i];
+        for (int k = 0; k < n->nargs; k++) mark_reads(B, &n->args[k], B->grp[i]);
+        if (B->grp[i] < 0) P->nfallback++;
+        else P->nfused++;
+    }
+    mark_reads(B, &T->result, -1);
+    P->groups = ad_calloc(B->S, (size_t)B->ngroups, sizeof *P->groups);
+    if (!P->groups) return -1;
+    P->ngroups = B->ngroups;
+    gbuild r = {0};
+    int rc = 0;
+    for (int g = 0; g < B->ngroups && !rc; g++) rc = build_group(B, g, &r);
+    ad_free(B->S, r.freeregs);
+    if (rc) return rc;
+    int64_t base = (P->scratch_bytes + AD_PLAN_MIN_CLASS - 1) / AD_PLAN_MIN_CLASS * AD_PLAN_MIN_CLASS;
+    for (int i = 0; i < P->nbuffers; i++) P->buffers[i].offset += base;
+    P->arena_bytes = base + (P->nbuffers ? P->buffers[P->nbuffers - 1].offset + P->buffers[P->nbuffers - 1].bytes - base : 0);
+    for (int i = 0; i < T->nnodes; i++) P->group_at[i] = B->grp[i] < 0 ? -1 : -2;
+    for (int g = 0; g < P->ngroups; g++) P->group_at[P->groups[g].first_node] = g;
+    return 0;
+}
+
+void ad_plan_free(ad_state *S, ad_plan *P) {
+    if (!P) return;
+    for (int g = 0; g < P->ngroups; g++) {
+        ad_plgroup *x = &P->groups[g];
+        ad_free(S, x->loads); ad_free(S, x->instrs); ad_free(S, x->stores);
+        ad_free(S, (void *)x->regp); ad_free(S, x->rstride); ad_free(S, x->dstp);
+    }
+    if (P->env) for (int i = 0; i < P->nvals; i++) ad_value_decref(S, P->env[i]);
+    ad_free(S, P->groups); ad_free(S, P->vals); ad_free(S, P->dims); ad_free(S, P->group_at);
+    ad_free(S, P->buffers); ad_free(S, P->arena); ad_free(S, P->env);
+    ad_free(S, P);
+}
+
+static void builder_free(builder *B) {
+    ad_state *S = B->S;
+    ad_free(S, B->cls); ad_free(S, B->grp); ad_free(S, B->first); ad_free(S, B->last);
+    ad_free(S, B->made_in); ad_free(S, B->lastg); ad_free(S, B->env); ad_free(S, B->reg);
+    ad_free(S, B->seen); ad_free(S, B->lastk); ad_free(S, B->freebuf);
+}
+
+ad_plan *ad_plan_build(ad_state *S, const ad_trace *T) {
+    builder B = {.S = S, .T = T};
+    size_t nv = (size_t)(T->nvals ? T->nvals : 1), nn = (size_t)(T->nnodes ? T->nnodes : 1);
+    B.cls = ad_malloc(S, nn * sizeof *B.cls);
+    B.grp = ad_malloc(S, nn * sizeof *B.grp);
+    B.made_in = ad_malloc(S, nv * sizeof *B.made_in);
+    B.lastg = ad_malloc(S, nv * sizeof *B.lastg);
+    B.env = ad_calloc(S, nv, sizeof *B.env);
+    B.reg = ad_malloc(S, nv * sizeof *B.reg);
+    B.seen = ad_calloc(S, nv, sizeof *B.seen);
+    B.lastk = ad_malloc(S, nv * sizeof *B.lastk);
+    ad_plan *P = ad_calloc(S, 1, sizeof *P);
+    B.P = P;
+    bool ok = B.cls && B.grp && B.made_in && B.lastg && B.env && B.reg && B.seen && B.lastk && P;
+    if (ok) {
+        P->nvals = T->nvals;
+        P->nnodes = T->nnodes;
+        P->vals = ad_calloc(S, nv, sizeof *P->vals);
+        P->group_at = ad_malloc(S, nn * sizeof *P->group_at);
+        ok = P->vals && P->group_at;
+    }
+    if (ok) {
+        for (size_t v = 0; v < nv; v++) { B.made_in[v] = -1; B.lastg[v] = -1; B.reg[v] = -1; B.lastk[v] = -1; }
+        bool any = false;
+        for (int i = 0; i < T->nnodes; i++) any |= (B.cls[i] = classify(T, &T->nodes[i])) != CL_SEAM && B.cls[i] != CL_SKIP;
+        ok = any && fill_values(&B) == 0 && form_groups(&B) == 0 && build_groups(&B) == 0;
+    }
+    builder_free(&B);
+    if (!ok) {
+        ad_plan_free(S, P);
+        ad_clear_error(S);
+        return NULL;
+    }
+    return P;
+}
