@@ -143,6 +143,7 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
             run_instr(g, &g->instrs[k], scratch, es, len);
             for (; st < g->nstores && g->stores[st].after == k; st++) {
                 const ad_plstore *o = &g->stores[st];
+                if (o->one) { if (!lo) memcpy(dst[st], g->regp[o->reg], es); continue; }
                 char *to = dst[st] + (size_t)lo * es;
                 if (g->rstride[o->reg]) memcpy(to, g->regp[o->reg], (size_t)len * es);
                 else splat(to, g->regp[o->reg], len, es);

@@ -21,6 +21,7 @@ typedef struct builder {
     int *cls;              /* per record */
     int *grp;              /* per record: its group, or -1 */
     int *first, *last;     /* per group: its first and last record */
+    int *space;            /* per group: the value whose shape it iterates over */
     int ngroups, capgroups;
     /* per value */
     int *made_in;          /* group that makes it, or -1 */
@@ -31,6 +32,8 @@ typedef struct builder {
     int *lastk;            /* last instruction of its group that reads it */
     int *freebuf;          /* buffers free for reuse */
     int nfree;
+    double nums[AD_PLAN_MAX_LOADS]; /* numbers the open group loads */
+    int nnums;
 } builder;
 
 static ad_tensor *val_tensor(const ad_trace *T, int v) {
@@ -116,11 +119,18 @@ static int fill_values(builder *B) {
 
 /* ---- groups ---- */
 
+static double num_of(ad_value c) { return c.t == AD_TBOOL ? (double)c.u.b : c.u.n; }
+
+static bool has_num(const builder *B, double c) {
+    for (int i = 0; i < B->nnums; i++) if (B->nums[i] == c) return true;
+    return false;
+}
+
 static int count_new_loads(const builder *B, const ad_tnode *n, int g) {
     int k = 0;
     for (int i = 0; i < n->nargs; i++) {
         int v = n->args[i].ref;
-        if (v < 0) k++;
+        if (v < 0) k += !has_num(B, num_of(n->args[i].c)) && !(i && n->args[0].ref < 0 && num_of(n->args[0].c) == num_of(n->args[i].c));
         else if (B->made_in[v] != g && B->seen[v] != g + 1) k++;
     }
     return k;
@@ -130,6 +140,7 @@ static void note_loads(builder *B, const ad_tnode *n, int g) {
     for (int i = 0; i < n->nargs; i++) {
         int v = n->args[i].ref;
         if (v >= 0 && B->made_in[v] != g) B->seen[v] = g + 1;
+        if (v < 0 && !has_num(B, num_of(n->args[i].c))) B->nums[B->nnums++] = num_of(n->args[i].c);
     }
 }
 
@@ -142,6 +153,9 @@ static int open_group(builder *B, int node) {
         int *l = ad_realloc(B->S, B->last, (size_t)cap * sizeof *l);
         if (!l) return -1;
         B->last = l;
+        int *sp = ad_realloc(B->S, B->space, (size_t)cap * sizeof *sp);
+        if (!sp) return -1;
+        B->space = sp;
         B->capgroups = cap;
     }
     B->first[B->ngroups] = B->last[B->ngroups] = node;
@@ -153,11 +167,31 @@ static int space_of(const builder *B, const ad_tnode *n) {
     return B->cls[n - B->T->nodes] <= CL_SUM ? n->args[0].ref : n->out.ref;
 }
 
-static bool fits(const builder *B, int g, const ad_tnode *n, int loads) {
-    int a = space_of(B, n), b = space_of(B, &B->T->nodes[B->first[g]]);
+/* A record of one element from one-element operands: it runs in any group,
+ * its register read as one element broadcast (stride 0). */
+static bool one_element(const builder *B, const ad_tnode *n) {
+    if (B->cls[n - B->T->nodes] < 0 || B->P->vals[n->out.ref].numel != 1) return false;
+    for (int i = 0; i < n->nargs; i++)
+        if (n->args[i].ref >= 0 && B->P->vals[n->args[i].ref].numel != 1) return false;
+    return true;
+}
+
+/* Whether record n joins group g: the same space, or one element in a
+ * group that iterates, or the first record with a space in a group of
+ * one-element records (which then takes that space). */
+static bool fits(builder *B, int g, const ad_tnode *n, int loads) {
+    int a = space_of(B, n), b = B->space[g];
     const ad_plval *x = &B->P->vals[a], *y = &B->P->vals[b];
-    if (x->dtype != y->dtype || !ad_shape_equal(x->ndim, vdims(B->P, a), y->ndim, vdims(B->P, b))) return false;
-    return loads + count_new_loads(B, n, g) <= AD_PLAN_MAX_LOADS;
+    if (x->dtype != y->dtype || loads + count_new_loads(B, n, g) > AD_PLAN_MAX_LOADS) return false;
+    if (ad_shape_equal(x->ndim, vdims(B->P, a), y->ndim, vdims(B->P, b))) return true;
+    if (one_element(B, n) && y->numel >= 1) return true;
+    if (y->numel == 1 && x->numel > 1) {
+        for (int i = B->first[g]; i <= B->last[g]; i++)
+            if (B->grp[i] == g && !one_element(B, &B->T->nodes[i])) return false;
+        B->space[g] = a;
+        return true;
+    }
+    return false;
 }
 
 /* Maximal runs of consecutive fast records over one space form a group; a
@@ -175,7 +209,9 @@ static int form_groups(builder *B) {
         if (cl == CL_SEAM) { closed = true; continue; }
         if (closed || !fits(B, g, n, loads)) {
             if ((g = open_group(B, i)) < 0) return -1;
+            B->space[g] = space_of(B, n);
             loads = 0;
+            B->nnums = 0;
         }
         loads += count_new_loads(B, n, g);
         note_loads(B, n, g);
@@ -259,7 +295,7 @@ static int load_reg(builder *B, ad_plgroup *g, const ad_targ *a, ad_dtype dt) {
         g->loads[g->nloads] = (ad_plload){.val = a->ref};
         return B->reg[a->ref] = g->nloads++;
     }
-    double c = a->c.t == AD_TBOOL ? (double)a->c.u.b : a->c.u.n;
+    double c = num_of(a->c);
     if (dt == AD_FLOAT32) c = (double)(float)c;
     for (int i = 0; i < g->nloads; i++)
         if (g->loads[i].val < 0 && g->loads[i].c == c) return i;
@@ -290,7 +326,7 @@ static int build_group(builder *B, int gi, gbuild *r) {
     for (int i = n0; i <= n1; i++) nrec += B->grp[i] == gi;
     g->first_node = n0;
     g->last_node = n1;
-    int sv = space_of(B, &T->nodes[n0]);
+    int sv = B->space[gi];
     g->ndim = P->vals[sv].ndim;
     g->dims = P->vals[sv].dims;
     g->numel = P->vals[sv].numel;
@@ -349,14 +385,15 @@ static int build_group(builder *B, int gi, gbuild *r) {
             int u = n->args[a].ref;
             if (u < 0 || B->lastk[u] != g->ninstrs) continue;
             /* in place: an arena input of the group's size read for the last time here */
-            if (B->lastg[u] == gi && P->vals[u].numel == g->numel) give_back(B, u);
+            if (B->lastg[u] == gi && P->vals[u].numel == g->numel && P->vals[v].numel == g->numel) give_back(B, u);
             /* a result read for the last time: its register serves the next instruction */
             if (B->made_in[u] == gi && (a == 0 || u != n->args[0].ref)) r->freeregs[r->nfree++] = B->reg[u];
         }
         if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
         if (P->vals[v].where != AD_PL_REG) {
-            g->stores[g->nstores++] = (ad_plstore){.reg = in->dst, .val = v, .after = g->ninstrs};
-            g->bytes_moved += g->numel * (int64_t)es;
+            g->stores[g->nstores++] = (ad_plstore){.reg = in->dst, .val = v, .after = g->ninstrs,
+                                                    .one = P->vals[v].numel == 1 && g->numel != 1};
+            g->bytes_moved += P->vals[v].numel * (int64_t)es;
         }
         /* read by no later instruction: only stored, its register is free again */
         if (B->lastk[v] < 0) r->freeregs[r->nfree++] = in->dst;
@@ -420,7 +457,7 @@ void ad_plan_free(ad_state *S, ad_plan *P) {
 
 static void builder_free(builder *B) {
     ad_state *S = B->S;
-    ad_free(S, B->cls); ad_free(S, B->grp); ad_free(S, B->first); ad_free(S, B->last);
+    ad_free(S, B->cls); ad_free(S, B->grp); ad_free(S, B->first); ad_free(S, B->last); ad_free(S, B->space);
     ad_free(S, B->made_in); ad_free(S, B->lastg); ad_free(S, B->env); ad_free(S, B->reg);
     ad_free(S, B->seen); ad_free(S, B->lastk); ad_free(S, B->freebuf);
 }

@@ -69,6 +69,7 @@ typedef struct ad_plstore {
     int reg;
     int val;
     int after;
+    bool one;              /* a one-element value in a larger space: written once */
 } ad_plstore;
 
 typedef enum { AD_PLRED_NONE, AD_PLRED_SUM, AD_PLRED_MEAN } ad_plred;
