@@ -184,6 +184,7 @@ static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *
         ad_trace_free(S, T);
         return ADDSL_OK;
     }
+    if (T->note[0]) warn(S, "warning: compile(%s): %s\n", c->name, T->note);
     e->prog = T;
     return ADDSL_OK;
 }
