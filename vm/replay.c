@@ -16,7 +16,9 @@ static bool env_tensor_ok(const ad_plan *P, int v, ad_value x) {
     if (x.t != AD_TTENSOR) return false;
     const ad_tensor *t = x.u.tensor;
     const ad_plval *p = &P->vals[v];
-    return t->dtype == p->dtype && t->requires_grad == p->rg && !t->fw_grad && ad_tensor_device(t) == 0 &&
+    /* requiring grad where the trace saw none would need a graph node; the
+     * reverse happens (records that flattening put under no_grad) and is fine */
+    return t->dtype == p->dtype && (p->rg || !t->requires_grad) && !t->fw_grad && ad_tensor_device(t) == 0 &&
            ad_shape_equal(t->ndim, t->shape, p->ndim, P->dims + p->dims);
 }
 
