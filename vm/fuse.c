@@ -93,21 +93,46 @@ static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt)
     return s;
 }
 
-static void run_instr(ad_plgroup *g, const ad_plinstr *in, char *scratch, size_t es, int64_t len) {
-    const ad_fuop *op = &ops[in->fn];
-    char *dst = scratch + (size_t)in->dst * AD_PLAN_BLOCK * es;
-    int64_t sa = g->rstride[in->a], sb = in->nin > 1 ? g->rstride[in->b] : 0;
-    int64_t s = sa | sb, n = s ? len : 1;
-    if (in->nin == 1) {
-        if (g->dtype == AD_FLOAT64) op->u64((double *)dst, (const double *)g->regp[in->a], n);
-        else op->u32((float *)dst, (const float *)g->regp[in->a], n);
-    } else if (g->dtype == AD_FLOAT64) {
-        op->b64((double *)dst, (const double *)g->regp[in->a], sa, (const double *)g->regp[in->b], sb, n);
-    } else {
-        op->b32((float *)dst, (const float *)g->regp[in->a], sa, (const float *)g->regp[in->b], sb, n);
+/* The group's instructions over one block, stores right after the
+ * instruction that makes their value. One copy per dtype: the loop runs per
+ * record of a long chain, so it stays free of per-instruction dtype tests. */
+#define AD_FUSE_BLOCK(T, UN, BIN)                                                                        \
+    for (int k = 0; k < g->ninstrs; k++) {                                                             \
+        const ad_plinstr *in = &g->instrs[k];                                                          \
+        const ad_fuop *op = &ops[in->fn];                                                              \
+        T *d = (T *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK * sizeof(T));                           \
+        int64_t sa = rstride[in->a], s = sa;                                                           \
+        if (in->nin == 1) op->UN(d, (const T *)regp[in->a], sa ? len : 1);                             \
+        else {                                                                                         \
+            int64_t sb = rstride[in->b];                                                               \
+            s |= sb;                                                                                   \
+            op->BIN(d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1);           \
+        }                                                                                              \
+        regp[in->dst] = (const char *)d;                                                               \
+        rstride[in->dst] = s;                                                                          \
+        for (; st < g->nstores && g->stores[st].after == k; st++) store(g, st, dst[st], lo, len, sizeof(T)); \
     }
-    g->regp[in->dst] = dst;
-    g->rstride[in->dst] = s;
+
+static void store(const ad_plgroup *g, int st, char *to, int64_t lo, int64_t len, size_t es) {
+    const ad_plstore *o = &g->stores[st];
+    if (o->one) { if (!lo) memcpy(to, g->regp[o->reg], es); return; }
+    to += (size_t)lo * es;
+    if (g->rstride[o->reg]) memcpy(to, g->regp[o->reg], (size_t)len * es);
+    else splat(to, g->regp[o->reg], len, es);
+}
+
+static void run_block64(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
+    const char **regp = g->regp;
+    int64_t *rstride = g->rstride;
+    int st = 0;
+    AD_FUSE_BLOCK(double, u64, b64)
+}
+
+static void run_block32(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
+    const char **regp = g->regp;
+    int64_t *rstride = g->rstride;
+    int st = 0;
+    AD_FUSE_BLOCK(float, u32, b32)
 }
 
 void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst, char *red,
@@ -138,17 +163,8 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
                 g->regp[i] = s;
             }
         }
-        int st = 0;
-        for (int k = 0; k < g->ninstrs; k++) {
-            run_instr(g, &g->instrs[k], scratch, es, len);
-            for (; st < g->nstores && g->stores[st].after == k; st++) {
-                const ad_plstore *o = &g->stores[st];
-                if (o->one) { if (!lo) memcpy(dst[st], g->regp[o->reg], es); continue; }
-                char *to = dst[st] + (size_t)lo * es;
-                if (g->rstride[o->reg]) memcpy(to, g->regp[o->reg], (size_t)len * es);
-                else splat(to, g->regp[o->reg], len, es);
-            }
-        }
+        if (g->dtype == AD_FLOAT64) run_block64(g, scratch, dst, lo, len);
+        else run_block32(g, scratch, dst, lo, len);
         if (g->red) acc += block_sum(g->regp[g->red_reg], g->rstride[g->red_reg], len, g->dtype);
     }
     if (!red) return;

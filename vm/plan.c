@@ -415,6 +415,45 @@ static int build_group(builder *B, int gi, gbuild *r) {
     return 0;
 }
 
+static void last_read(const ad_targ *a, int i, int *last) {
+    if (a->ref >= 0) last[a->ref] = i;
+    for (int k = 0; k < a->nsub; k++) last_read(&a->sub[k], i, last);
+}
+
+/* The replay's steps, and per group the environment values (inputs,
+ * constants, results of records through the seam) whose last reader is one
+ * of its records: released after it, as the seam's liveness does. */
+static int build_steps(builder *B) {
+    ad_plan *P = B->P;
+    const ad_trace *T = B->T;
+    int *last = B->lastk; /* reused: per value, the last record reading it */
+    for (int v = 0; v < P->nvals; v++) last[v] = -1;
+    for (int i = 0; i < T->nnodes; i++) {
+        if (B->cls[i] == CL_SKIP) continue;
+        for (int k = 0; k < T->nodes[i].nargs; k++) last_read(&T->nodes[i].args[k], i, last);
+    }
+    last_read(&T->result, T->nnodes, last);
+    for (int v = 0; v < P->nvals; v++) {
+        int i = last[v];
+        if (i < 0 || i >= T->nnodes || B->grp[i] < 0 || P->vals[v].where != AD_PL_ENV) continue;
+        ad_plgroup *g = &P->groups[B->grp[i]];
+        int *f = ad_realloc(B->S, g->frees, (size_t)(g->nfrees + 1) * sizeof *f);
+        if (!f) return -1;
+        f[g->nfrees++] = v;
+        g->frees = f;
+    }
+    P->steps = ad_malloc(B->S, (size_t)(T->nnodes ? T->nnodes : 1) * sizeof *P->steps);
+    P->envvals = ad_malloc(B->S, (size_t)(P->nvals ? P->nvals : 1) * sizeof *P->envvals);
+    if (!P->steps || !P->envvals) return -1;
+    for (int v = 0; v < P->nvals; v++)
+        if (P->vals[v].where == AD_PL_ENV || P->vals[v].where == AD_PL_FRESH) P->envvals[P->nenvvals++] = v;
+    for (int i = 0; i < T->nnodes; i++) {
+        if (B->cls[i] == CL_SKIP || P->group_at[i] == -2) continue;
+        P->steps[P->nsteps++] = P->group_at[i] >= 0 ? -1 - P->group_at[i] : i;
+    }
+    return 0;
+}
+
 static int build_groups(builder *B) {
     ad_plan *P = B->P;
     const ad_trace *T = B->T;
@@ -439,7 +478,7 @@ static int build_groups(builder *B) {
     P->arena_bytes = base + (P->nbuffers ? P->buffers[P->nbuffers - 1].offset + P->buffers[P->nbuffers - 1].bytes - base : 0);
     for (int i = 0; i < T->nnodes; i++) P->group_at[i] = B->grp[i] < 0 ? -1 : -2;
     for (int g = 0; g < P->ngroups; g++) P->group_at[P->groups[g].first_node] = g;
-    return 0;
+    return build_steps(B);
 }
 
 void ad_plan_free(ad_state *S, ad_plan *P) {
@@ -447,10 +486,9 @@ void ad_plan_free(ad_state *S, ad_plan *P) {
     for (int g = 0; g < P->ngroups; g++) {
         ad_plgroup *x = &P->groups[g];
         ad_free(S, x->loads); ad_free(S, x->instrs); ad_free(S, x->stores);
-        ad_free(S, (void *)x->regp); ad_free(S, x->rstride); ad_free(S, x->dstp);
+        ad_free(S, (void *)x->regp); ad_free(S, x->rstride); ad_free(S, x->dstp); ad_free(S, x->frees);
     }
-    if (P->env) for (int i = 0; i < P->nvals; i++) ad_value_decref(S, P->env[i]);
-    ad_free(S, P->groups); ad_free(S, P->vals); ad_free(S, P->dims); ad_free(S, P->group_at);
+    ad_free(S, P->groups); ad_free(S, P->vals); ad_free(S, P->dims); ad_free(S, P->group_at); ad_free(S, P->steps); ad_free(S, P->envvals);
     ad_free(S, P->buffers); ad_free(S, P->arena); ad_free(S, P->env);
     ad_free(S, P);
 }

@@ -91,6 +91,8 @@ typedef struct ad_plgroup {
     const char **regp;     /* run time: each register's elements in this block */
     int64_t *rstride;      /* run time: 1, or 0 for one element read everywhere */
     char **dstp;           /* run time: where each store writes */
+    int *frees;            /* environment values its records read for the last time */
+    int nfrees;
 } ad_plgroup;
 
 typedef struct ad_plan {
@@ -101,6 +103,10 @@ typedef struct ad_plan {
     int ngroups;
     ad_plgroup *groups;
     int *group_at;         /* per record: the group that starts there, or -1; -2: a later record of a group */
+    int *envvals;          /* values a replay may put in its environment (not the groups' own) */
+    int nenvvals;
+    int *steps;            /* what a replay runs, in order: a record through the seam (>= 0), or group -1 - s */
+    int nsteps;
     int nnodes;
     int nbuffers;
     ad_plbuffer *buffers;

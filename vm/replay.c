@@ -86,13 +86,9 @@ static int run_group(ad_state *S, const ad_trace *T, ad_plan *P, ad_plgroup *g, 
     }
     ad_fuse_run(g, P->dims + g->dims, views, g->dstp, red, P->arena);
     /* the liveness of the records it ran (vm/trace.c): values last read here */
-    for (int i = g->first_node; i <= g->last_node; i++) {
-        const ad_tnode *n = &T->nodes[i];
-        if (n->dead || n->folded) continue;
-        for (int k = 0; k < n->nfrees; k++) {
-            ad_value_decref(S, env[n->frees[k]]);
-            env[n->frees[k]] = ad_none();
-        }
+    for (int i = 0; i < g->nfrees; i++) {
+        ad_value_decref(S, env[g->frees[i]]);
+        env[g->frees[i]] = ad_none();
     }
     return ADDSL_OK;
 }
@@ -115,18 +111,22 @@ int ad_plan_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_
     ad_value *env = P->env;
     *out = ad_none();
     P->busy = true;
-    for (int i = 0; i < T->ninputs; i++) { env[i] = ad_tensor_value(inputs[i]); ad_tensor_incref(inputs[i]); }
-    for (int i = T->ninputs; i < T->nvals; i++) { env[i] = T->vals[i].v; ad_value_incref(env[i]); }
+    for (int i = 0; i < P->nenvvals; i++) {
+        int v = P->envvals[i];
+        env[v] = v < T->ninputs ? ad_tensor_value(inputs[v]) : T->vals[v].v;
+        ad_value_incref(env[v]);
+    }
     bool grad = S->grad_enabled;
-    for (int i = 0; i < T->nnodes && !rc; i++) {
-        const ad_tnode *n = &T->nodes[i];
-        if (n->dead || n->folded || P->group_at[i] == -2) continue;
-        if (P->group_at[i] >= 0) rc = run_group(S, T, P, &P->groups[P->group_at[i]], env);
-        else rc = ad_trace_replay_node(S, n, env);
+    for (int i = 0; i < P->nsteps && !rc; i++) {
+        int s = P->steps[i];
+        rc = s < 0 ? run_group(S, T, P, &P->groups[-1 - s], env) : ad_trace_replay_node(S, &T->nodes[s], env);
     }
     S->grad_enabled = grad;
     if (!rc) rc = ad_trace_result_value(S, T, env, out);
-    for (int i = 0; i < T->nvals; i++) { ad_value_decref(S, env[i]); env[i] = ad_none(); }
+    for (int i = 0; i < P->nenvvals; i++) {
+        ad_value_decref(S, env[P->envvals[i]]);
+        env[P->envvals[i]] = ad_none();
+    }
     P->busy = false;
     P->runs++;
     return rc;
