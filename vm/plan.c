@@ -420,6 +420,17 @@ static void last_read(const ad_targ *a, int i, int *last) {
     for (int k = 0; k < a->nsub; k++) last_read(&a->sub[k], i, last);
 }
 
+/* Whether a replay may hold value v in its environment: an input, a
+ * constant, a folded value, a result of a live record through the seam, or
+ * a group's result made as a new tensor (not a dead record's result). */
+static bool env_resident(const builder *B, int v) {
+    const ad_tval *x = &B->T->vals[v];
+    if (B->P->vals[v].where == AD_PL_FRESH || x->kind != AD_TV_NODE) return true;
+    const ad_tnode *n = &B->T->nodes[x->node];
+    if (n->folded) return !n->dead;
+    return !n->dead && B->grp[x->node] < 0;
+}
+
 /* The replay's steps, and per group the environment values (inputs,
  * constants, results of records through the seam) whose last reader is one
  * of its records: released after it, as the seam's liveness does. */
@@ -446,7 +457,7 @@ static int build_steps(builder *B) {
     P->envvals = ad_malloc(B->S, (size_t)(P->nvals ? P->nvals : 1) * sizeof *P->envvals);
     if (!P->steps || !P->envvals) return -1;
     for (int v = 0; v < P->nvals; v++)
-        if (P->vals[v].where == AD_PL_ENV || P->vals[v].where == AD_PL_FRESH) P->envvals[P->nenvvals++] = v;
+        if (env_resident(B, v)) P->envvals[P->nenvvals++] = v;
     for (int i = 0; i < T->nnodes; i++) {
         if (B->cls[i] == CL_SKIP || P->group_at[i] == -2) continue;
         P->steps[P->nsteps++] = P->group_at[i] >= 0 ? -1 - P->group_at[i] : i;
