@@ -12,7 +12,9 @@
 #include "trace.h"
 
 /* A record's class: a fuse table index (>= 0), a reduction, or neither. */
-enum { CL_SKIP = -3, CL_SEAM = -1, CL_SUM = -10, CL_MEAN = -11 };
+enum { CL_SKIP = -3, CL_SEAM = -1, CL_SUM = -10, CL_MEAN = -11, CL_VIEW = -20 };
+
+static bool is_red(int cl) { return cl == CL_SUM || cl == CL_MEAN; }
 
 typedef struct builder {
     ad_state *S;
@@ -30,6 +32,7 @@ typedef struct builder {
     int *reg;              /* register in the group being built */
     int *seen;             /* group + 1 whose loads include it */
     int *lastk;            /* last instruction of its group that reads it */
+    int *src;              /* a view's value (expand): the value it reads through, or -1 */
     int *freebuf;          /* buffers free for reuse */
     int nfree;
     double nums[AD_PLAN_MAX_LOADS]; /* numbers the open group loads */
@@ -46,6 +49,12 @@ static size_t esize(ad_dtype dt) { return dt == AD_FLOAT64 ? 8 : 4; }
 /* Whether record n can run outside the seam: an element-wise op of the table
  * (or sum/mean of everything) on float tensors of its output's dtype and
  * numbers, with nothing for autograd to record. */
+/* The value a fast record's argument k reads: through views to their source. */
+static int ref_of(const builder *B, const ad_tnode *n, int k) {
+    int v = n->args[k].ref;
+    return v >= 0 && B->src[v] >= 0 ? B->src[v] : v;
+}
+
 static int classify(const ad_trace *T, const ad_tnode *n) {
     if (n->dead || n->folded) return CL_SKIP;
     if (n->kind != AD_TN_OP || n->effect || n->random || n->kw || n->out.ref < 0) return CL_SEAM;
@@ -54,6 +63,13 @@ static int classify(const ad_trace *T, const ad_tnode *n) {
     const char *name = op->forward.u.bi->name;
     int cl = CL_SEAM, nin = 1;
     if (strcmp(op->name, name) != 0) return CL_SEAM;
+    if (strcmp(name, "expand") == 0) {
+        const ad_tensor *o = val_tensor(T, n->out.ref), *t = val_tensor(T, n->args[0].ref);
+        if (!o || !t || t->dtype != o->dtype || (o->dtype != AD_FLOAT32 && o->dtype != AD_FLOAT64) ||
+            ad_tensor_device(t) != 0 || (n->grad_enabled && t->requires_grad))
+            return CL_SEAM;
+        return CL_VIEW;
+    }
     if (strcmp(name, "sum") == 0 || strcmp(name, "mean") == 0) {
         if (op->nparams != 4) return CL_SEAM;
         cl = name[0] == 's' ? CL_SUM : CL_MEAN;
@@ -67,13 +83,13 @@ static int classify(const ad_trace *T, const ad_tnode *n) {
     const ad_tensor *o = val_tensor(T, n->out.ref);
     if (!o || (o->dtype != AD_FLOAT32 && o->dtype != AD_FLOAT64) || ad_tensor_device(o) != 0 || o->requires_grad)
         return CL_SEAM;
-    if (cl <= CL_SUM && o->ndim != 0) return CL_SEAM;
+    if (is_red(cl) && o->ndim != 0) return CL_SEAM;
     int tensors = 0;
     for (int k = 0; k < n->nargs; k++) {
         const ad_targ *a = &n->args[k];
         if (a->sub) return CL_SEAM;
         if (a->ref < 0) {
-            if (cl <= CL_SUM || (!ad_is_number(a->c) && a->c.t != AD_TBOOL)) return CL_SEAM;
+            if (is_red(cl) || (!ad_is_number(a->c) && a->c.t != AD_TBOOL)) return CL_SEAM;
             continue;
         }
         const ad_tensor *t = val_tensor(T, a->ref);
@@ -117,6 +133,36 @@ static int fill_values(builder *B) {
     return 0;
 }
 
+static void mark_seam_read(const ad_targ *a, bool *read) {
+    if (a->ref >= 0) read[a->ref] = true;
+    for (int k = 0; k < a->nsub; k++) mark_seam_read(&a->sub[k], read);
+}
+
+/* A view is read through only by fast records: one that the seam reads or
+ * f returns runs through the seam (made a tensor). Then each view's source. */
+static int resolve_views(builder *B) {
+    const ad_trace *T = B->T;
+    bool *read = ad_calloc(B->S, (size_t)(T->nvals ? T->nvals : 1), sizeof *read);
+    if (!read) return -1;
+    mark_seam_read(&T->result, read);
+    for (int i = T->nnodes - 1; i >= 0; i--) {
+        const ad_tnode *n = &T->nodes[i];
+        if (B->cls[i] == CL_VIEW && read[n->out.ref]) B->cls[i] = CL_SEAM;
+        if (B->cls[i] == CL_SEAM)
+            for (int k = 0; k < n->nargs; k++) mark_seam_read(&n->args[k], read);
+    }
+    ad_free(B->S, read);
+    for (int i = 0; i < T->nnodes; i++) {
+        const ad_tnode *n = &T->nodes[i];
+        if (B->cls[i] != CL_VIEW) continue;
+        int u = n->args[0].ref;
+        B->src[n->out.ref] = B->src[u] >= 0 ? B->src[u] : u;
+        B->P->vals[n->out.ref].where = AD_PL_VIEW;
+        B->P->vals[n->out.ref].buffer = B->src[n->out.ref];
+    }
+    return 0;
+}
+
 /* ---- groups ---- */
 
 static double num_of(ad_value c) { return c.t == AD_TBOOL ? (double)c.u.b : c.u.n; }
@@ -129,7 +175,7 @@ static bool has_num(const builder *B, double c) {
 static int count_new_loads(const builder *B, const ad_tnode *n, int g) {
     int k = 0;
     for (int i = 0; i < n->nargs; i++) {
-        int v = n->args[i].ref;
+        int v = ref_of(B, n, i);
         if (v < 0) k += !has_num(B, num_of(n->args[i].c)) && !(i && n->args[0].ref < 0 && num_of(n->args[0].c) == num_of(n->args[i].c));
         else if (B->made_in[v] != g && B->seen[v] != g + 1) k++;
     }
@@ -138,7 +184,7 @@ static int count_new_loads(const builder *B, const ad_tnode *n, int g) {
 
 static void note_loads(builder *B, const ad_tnode *n, int g) {
     for (int i = 0; i < n->nargs; i++) {
-        int v = n->args[i].ref;
+        int v = ref_of(B, n, i);
         if (v >= 0 && B->made_in[v] != g) B->seen[v] = g + 1;
         if (v < 0 && !has_num(B, num_of(n->args[i].c))) B->nums[B->nnums++] = num_of(n->args[i].c);
     }
@@ -164,7 +210,7 @@ static int open_group(builder *B, int node) {
 
 /* The shape a record iterates over: its output's, or a reduction's input's. */
 static int space_of(const builder *B, const ad_tnode *n) {
-    return B->cls[n - B->T->nodes] <= CL_SUM ? n->args[0].ref : n->out.ref;
+    return is_red(B->cls[n - B->T->nodes]) ? n->args[0].ref : n->out.ref;
 }
 
 /* A record of one element from one-element operands: it runs in any group,
@@ -207,6 +253,7 @@ static int form_groups(builder *B) {
         B->grp[i] = -1;
         if (cl == CL_SKIP) continue;
         if (cl == CL_SEAM) { closed = true; continue; }
+        if (cl == CL_VIEW) continue; /* nothing to run: its readers read through it */
         if (closed || !fits(B, g, n, loads)) {
             if ((g = open_group(B, i)) < 0) return -1;
             B->space[g] = space_of(B, n);
@@ -218,7 +265,7 @@ static int form_groups(builder *B) {
         B->grp[i] = g;
         B->last[g] = i;
         B->made_in[n->out.ref] = g;
-        closed = cl <= CL_SUM;
+        closed = is_red(cl);
     }
     return 0;
 }
@@ -289,11 +336,12 @@ static int new_reg(ad_state *S, ad_plgroup *g, gbuild *r) {
     return g->nregs++;
 }
 
-static int load_reg(builder *B, ad_plgroup *g, const ad_targ *a, ad_dtype dt) {
-    if (a->ref >= 0) {
-        if (B->reg[a->ref] >= 0) return B->reg[a->ref];
-        g->loads[g->nloads] = (ad_plload){.val = a->ref};
-        return B->reg[a->ref] = g->nloads++;
+/* The register of a load: value u (>= 0), or the number in 'a'. */
+static int load_reg(builder *B, ad_plgroup *g, int u, const ad_targ *a, ad_dtype dt) {
+    if (u >= 0) {
+        if (B->reg[u] >= 0) return B->reg[u];
+        g->loads[g->nloads] = (ad_plload){.val = u};
+        return B->reg[u] = g->nloads++;
     }
     double c = num_of(a->c);
     if (dt == AD_FLOAT32) c = (double)(float)c;
@@ -341,10 +389,11 @@ static int build_group(builder *B, int gi, gbuild *r) {
         if (B->grp[i] != gi) continue;
         const ad_tnode *n = &T->nodes[i];
         for (int k = 0; k < n->nargs; k++) {
-            if (n->args[k].ref >= 0 && B->made_in[n->args[k].ref] == gi) continue;
-            bool fresh = n->args[k].ref >= 0 && B->reg[n->args[k].ref] < 0;
-            load_reg(B, g, &n->args[k], g->dtype);
-            if (fresh) g->bytes_moved += val_bytes(P, n->args[k].ref);
+            int u = ref_of(B, n, k);
+            if (u >= 0 && B->made_in[u] == gi) continue;
+            bool fresh = u >= 0 && B->reg[u] < 0;
+            load_reg(B, g, u, &n->args[k], g->dtype);
+            if (fresh) g->bytes_moved += val_bytes(P, u);
         }
     }
     r->nfree = 0;
@@ -354,7 +403,7 @@ static int build_group(builder *B, int gi, gbuild *r) {
         if (B->grp[i] != gi) continue;
         const ad_tnode *n = &T->nodes[i];
         for (int a = 0; a < n->nargs; a++) {
-            if (n->args[a].ref >= 0) B->lastk[n->args[a].ref] = k;
+            if (ref_of(B, n, a) >= 0) B->lastk[ref_of(B, n, a)] = k;
             g->bytes_unfused += val_bytes(P, n->args[a].ref);
         }
         g->bytes_unfused += val_bytes(P, n->out.ref);
@@ -365,9 +414,9 @@ static int build_group(builder *B, int gi, gbuild *r) {
         const ad_tnode *n = &T->nodes[i];
         int v = n->out.ref;
         where_of(B, v);
-        if (B->cls[i] <= CL_SUM) {
+        if (is_red(B->cls[i])) {
             g->red = B->cls[i] == CL_SUM ? AD_PLRED_SUM : AD_PLRED_MEAN;
-            g->red_reg = B->reg[n->args[0].ref];
+            g->red_reg = B->reg[ref_of(B, n, 0)];
             g->red_val = v;
             g->red_node = i;
             if (P->vals[v].where != AD_PL_REG) g->bytes_moved += (int64_t)es;
@@ -377,17 +426,18 @@ static int build_group(builder *B, int gi, gbuild *r) {
         in->fn = (int16_t)B->cls[i];
         in->nin = (int16_t)n->nargs;
         in->node = i;
-        in->a = n->args[0].ref >= 0 ? B->reg[n->args[0].ref] : load_reg(B, g, &n->args[0], g->dtype);
-        if (n->nargs > 1) in->b = n->args[1].ref >= 0 ? B->reg[n->args[1].ref] : load_reg(B, g, &n->args[1], g->dtype);
+        int ua = ref_of(B, n, 0), ub = n->nargs > 1 ? ref_of(B, n, 1) : -1;
+        in->a = ua >= 0 ? B->reg[ua] : load_reg(B, g, -1, &n->args[0], g->dtype);
+        if (n->nargs > 1) in->b = ub >= 0 ? B->reg[ub] : load_reg(B, g, -1, &n->args[1], g->dtype);
         if ((in->dst = new_reg(B->S, g, r)) < 0) return -1;
         B->reg[v] = in->dst;
         for (int a = 0; a < n->nargs; a++) {
-            int u = n->args[a].ref;
+            int u = ref_of(B, n, a);
             if (u < 0 || B->lastk[u] != g->ninstrs) continue;
             /* in place: an arena input of the group's size read for the last time here */
             if (B->lastg[u] == gi && P->vals[u].numel == g->numel && P->vals[v].numel == g->numel) give_back(B, u);
             /* a result read for the last time: its register serves the next instruction */
-            if (B->made_in[u] == gi && (a == 0 || u != n->args[0].ref)) r->freeregs[r->nfree++] = B->reg[u];
+            if (B->made_in[u] == gi && (a == 0 || u != ua)) r->freeregs[r->nfree++] = B->reg[u];
         }
         if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
         if (P->vals[v].where != AD_PL_REG) {
@@ -428,6 +478,7 @@ static bool env_resident(const builder *B, int v) {
     if (B->P->vals[v].where == AD_PL_FRESH || x->kind != AD_TV_NODE) return true;
     const ad_tnode *n = &B->T->nodes[x->node];
     if (n->folded) return !n->dead;
+    if (B->cls[x->node] == CL_VIEW) return false;
     return !n->dead && B->grp[x->node] < 0;
 }
 
@@ -440,8 +491,11 @@ static int build_steps(builder *B) {
     int *last = B->lastk; /* reused: per value, the last record reading it */
     for (int v = 0; v < P->nvals; v++) last[v] = -1;
     for (int i = 0; i < T->nnodes; i++) {
-        if (B->cls[i] == CL_SKIP) continue;
-        for (int k = 0; k < T->nodes[i].nargs; k++) last_read(&T->nodes[i].args[k], i, last);
+        if (B->cls[i] == CL_SKIP || B->cls[i] == CL_VIEW) continue;
+        for (int k = 0; k < T->nodes[i].nargs; k++) {
+            if (B->grp[i] < 0) last_read(&T->nodes[i].args[k], i, last);
+            else if (ref_of(B, &T->nodes[i], k) >= 0) last[ref_of(B, &T->nodes[i], k)] = i;
+        }
     }
     last_read(&T->result, T->nnodes, last);
     for (int v = 0; v < P->nvals; v++) {
@@ -459,7 +513,7 @@ static int build_steps(builder *B) {
     for (int v = 0; v < P->nvals; v++)
         if (env_resident(B, v)) P->envvals[P->nenvvals++] = v;
     for (int i = 0; i < T->nnodes; i++) {
-        if (B->cls[i] == CL_SKIP || P->group_at[i] == -2) continue;
+        if (B->cls[i] == CL_SKIP || B->cls[i] == CL_VIEW || P->group_at[i] == -2) continue;
         P->steps[P->nsteps++] = P->group_at[i] >= 0 ? -1 - P->group_at[i] : i;
     }
     return 0;
@@ -471,9 +525,15 @@ static int build_groups(builder *B) {
     for (int i = 0; i < T->nnodes; i++) {
         if (B->cls[i] == CL_SKIP) continue;
         const ad_tnode *n = &T->nodes[i];
-        for (int k = 0; k < n->nargs; k++) mark_reads(B, &n->args[k], B->grp[i]);
-        if (B->grp[i] < 0) P->nfallback++;
-        else P->nfused++;
+        if (B->cls[i] == CL_VIEW) { P->nviews++; continue; }
+        if (B->grp[i] < 0) {
+            for (int k = 0; k < n->nargs; k++) mark_reads(B, &n->args[k], -1);
+            P->nfallback++;
+            continue;
+        }
+        for (int k = 0; k < n->nargs; k++)
+            if (ref_of(B, n, k) >= 0) mark_reads(B, &(ad_targ){.ref = ref_of(B, n, k)}, B->grp[i]);
+        P->nfused++;
     }
     mark_reads(B, &T->result, -1);
     P->groups = ad_calloc(B->S, (size_t)B->ngroups, sizeof *P->groups);
@@ -487,7 +547,7 @@ static int build_groups(builder *B) {
     int64_t base = (P->scratch_bytes + AD_PLAN_MIN_CLASS - 1) / AD_PLAN_MIN_CLASS * AD_PLAN_MIN_CLASS;
     for (int i = 0; i < P->nbuffers; i++) P->buffers[i].offset += base;
     P->arena_bytes = base + (P->nbuffers ? P->buffers[P->nbuffers - 1].offset + P->buffers[P->nbuffers - 1].bytes - base : 0);
-    for (int i = 0; i < T->nnodes; i++) P->group_at[i] = B->grp[i] < 0 ? -1 : -2;
+    for (int i = 0; i < T->nnodes; i++) P->group_at[i] = B->cls[i] == CL_VIEW ? -3 : B->grp[i] < 0 ? -1 : -2;
     for (int g = 0; g < P->ngroups; g++) P->group_at[P->groups[g].first_node] = g;
     return build_steps(B);
 }
@@ -508,7 +568,7 @@ static void builder_free(builder *B) {
     ad_state *S = B->S;
     ad_free(S, B->cls); ad_free(S, B->grp); ad_free(S, B->first); ad_free(S, B->last); ad_free(S, B->space);
     ad_free(S, B->made_in); ad_free(S, B->lastg); ad_free(S, B->env); ad_free(S, B->reg);
-    ad_free(S, B->seen); ad_free(S, B->lastk); ad_free(S, B->freebuf);
+    ad_free(S, B->seen); ad_free(S, B->lastk); ad_free(S, B->src); ad_free(S, B->freebuf);
 }
 
 ad_plan *ad_plan_build(ad_state *S, const ad_trace *T) {
@@ -522,9 +582,10 @@ ad_plan *ad_plan_build(ad_state *S, const ad_trace *T) {
     B.reg = ad_malloc(S, nv * sizeof *B.reg);
     B.seen = ad_calloc(S, nv, sizeof *B.seen);
     B.lastk = ad_malloc(S, nv * sizeof *B.lastk);
+    B.src = ad_malloc(S, nv * sizeof *B.src);
     ad_plan *P = ad_calloc(S, 1, sizeof *P);
     B.P = P;
-    bool ok = B.cls && B.grp && B.made_in && B.lastg && B.env && B.reg && B.seen && B.lastk && P;
+    bool ok = B.cls && B.grp && B.made_in && B.lastg && B.env && B.reg && B.seen && B.lastk && B.src && P;
     if (ok) {
         P->nvals = T->nvals;
         P->nnodes = T->nnodes;
@@ -533,10 +594,10 @@ ad_plan *ad_plan_build(ad_state *S, const ad_trace *T) {
         ok = P->vals && P->group_at;
     }
     if (ok) {
-        for (size_t v = 0; v < nv; v++) { B.made_in[v] = -1; B.lastg[v] = -1; B.reg[v] = -1; B.lastk[v] = -1; }
+        for (size_t v = 0; v < nv; v++) { B.made_in[v] = -1; B.lastg[v] = -1; B.reg[v] = -1; B.lastk[v] = -1; B.src[v] = -1; }
         bool any = false;
         for (int i = 0; i < T->nnodes; i++) any |= (B.cls[i] = classify(T, &T->nodes[i])) != CL_SEAM && B.cls[i] != CL_SKIP;
-        ok = any && fill_values(&B) == 0 && form_groups(&B) == 0 && build_groups(&B) == 0;
+        ok = any && fill_values(&B) == 0 && resolve_views(&B) == 0 && form_groups(&B) == 0 && build_groups(&B) == 0;
     }
     builder_free(&B);
     if (!ok) {

@@ -28,13 +28,14 @@ typedef enum {
     AD_PL_ENV,     /* the replay environment: inputs, constants, records replayed through the seam */
     AD_PL_REG,     /* only inside its group's blocks: never in memory */
     AD_PL_ARENA,   /* a buffer of the arena (read by later groups only) */
-    AD_PL_FRESH    /* a new tensor per call, put in the environment (read by the seam or returned) */
+    AD_PL_FRESH,   /* a new tensor per call, put in the environment (read by the seam or returned) */
+    AD_PL_VIEW     /* an expand read by groups only: they read its source (ad_plval.buffer) broadcast */
 } ad_pl_where;
 
 typedef struct ad_plval {
     uint8_t where;         /* ad_pl_where */
     int group;             /* producing group, or -1 */
-    int buffer;            /* AD_PL_ARENA: index in ad_plan.buffers */
+    int buffer;            /* AD_PL_ARENA: index in ad_plan.buffers; AD_PL_VIEW: the source value */
     int ndim;
     int dims;              /* index of its sizes in ad_plan.dims */
     int64_t numel;
@@ -102,7 +103,7 @@ typedef struct ad_plan {
     int ndims, capdims;
     int ngroups;
     ad_plgroup *groups;
-    int *group_at;         /* per record: the group that starts there, or -1; -2: a later record of a group */
+    int *group_at;         /* per record: the group that starts there, or -1; -2: a later record of a group; -3: a view */
     int *envvals;          /* values a replay may put in its environment (not the groups' own) */
     int nenvvals;
     int *steps;            /* what a replay runs, in order: a record through the seam (>= 0), or group -1 - s */
@@ -114,6 +115,7 @@ typedef struct ad_plan {
     int64_t arena_bytes;   /* scratch, then buffers */
     int nfallback;         /* live records replayed through the seam */
     int nfused;            /* live records run by groups */
+    int nviews;            /* expand records that groups read through */
     /* Run-time state, made on the first replay and reused. */
     void *arena;
     ad_value *env;

@@ -11,6 +11,7 @@
 void ad_plan_print_tag(const ad_plan *P, int node, ad_buf *b) {
     if (!P || node >= P->nnodes || P->group_at[node] == -1) return;
     int g = P->group_at[node];
+    if (g == -3) { ad_buf_puts(b, " [view]"); return; }
     if (g == -2)
         for (g = P->ngroups - 1; g > 0 && P->groups[g].first_node > node; g--) {}
     ad_buf_printf(b, " [g%d]", g);
@@ -62,9 +63,9 @@ void ad_plan_print(const ad_trace *T, const ad_plan *P, ad_buf *b) {
     }
     int64_t moved = 0, unfused = 0;
     for (int g = 0; g < P->ngroups; g++) { moved += P->groups[g].bytes_moved; unfused += P->groups[g].bytes_unfused; }
-    ad_buf_printf(b, "  plan: %d group%s (%d records fused), %d records through the seam; "
+    ad_buf_printf(b, "  plan: %d group%s (%d records fused, %d views), %d records through the seam; "
                      "arena %lld bytes (registers %lld, %d buffer%s); moves %lld bytes (unfused %lld)\n",
-                  P->ngroups, P->ngroups == 1 ? "" : "s", P->nfused, P->nfallback, (long long)P->arena_bytes,
+                  P->ngroups, P->ngroups == 1 ? "" : "s", P->nfused, P->nviews, P->nfallback, (long long)P->arena_bytes,
                   (long long)P->scratch_bytes, P->nbuffers, P->nbuffers == 1 ? "" : "s", (long long)moved,
                   (long long)unfused);
     for (int g = 0; g < P->ngroups; g++) print_group(P, g, b);
