@@ -100,7 +100,9 @@ static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt)
     for (int k = 0; k < g->ninstrs; k++) {                                                             \
         const ad_plinstr *in = &g->instrs[k];                                                          \
         const ad_fuop *op = &ops[in->fn];                                                              \
-        T *d = (T *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK * sizeof(T));                           \
+        /* a value stored right after: computed straight into its destination */                     \
+        bool direct = st < g->nstores && g->stores[st].after == k && !g->stores[st].one;                \
+        T *d = direct ? (T *)dst[st] + lo : (T *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK * sizeof(T)); \
         int64_t sa = rstride[in->a], s = sa;                                                           \
         if (in->nin == 1) op->UN(d, (const T *)regp[in->a], sa ? len : 1);                             \
         else {                                                                                         \
@@ -110,6 +112,11 @@ static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt)
         }                                                                                              \
         regp[in->dst] = (const char *)d;                                                               \
         rstride[in->dst] = s;                                                                          \
+        if (direct) {                                                                                  \
+            if (!s && len > 1) splat((char *)(d + 1), (const char *)d, len - 1, sizeof(T));           \
+            rstride[in->dst] = 1;                                                                      \
+            st++;                                                                                      \
+        }                                                                                              \
         for (; st < g->nstores && g->stores[st].after == k; st++) store(g, st, dst[st], lo, len, sizeof(T)); \
     }
 
