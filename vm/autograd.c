@@ -668,6 +668,9 @@ static int run_engine(engine *E, int nroots, ad_tensor **roots, ad_value *seeds)
     }
     bool grad_mode = S->grad_enabled;
     S->grad_enabled = E->create_graph;
+    /* A backward being flattened (compile()) may be abandoned half-way and
+     * run again as one record: the saved values go only once it is done. */
+    bool traced = ad_trace_on(S);
     while (E->nready > 0 && !rc) {
         ad_node *n = E->ready[--E->nready];
         rc = apply_node(E, n);
@@ -685,8 +688,9 @@ static int run_engine(engine *E, int nroots, ad_tensor **roots, ad_value *seeds)
                 }
             }
         }
-        if (!E->retain) node_release_saved(S, n);
+        if (!E->retain && !traced) node_release_saved(S, n);
     }
+    for (int i = 0; traced && !rc && !E->retain && i < E->n; i++) node_release_saved(S, E->nodes[i]);
     S->grad_enabled = grad_mode;
     return rc;
 }

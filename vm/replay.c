@@ -105,7 +105,10 @@ static int prepare(ad_state *S, ad_plan *P) {
 
 int ad_plan_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_value *out) {
     ad_plan *P = T->plan;
-    if (!P || P->busy || S->fw_level > 0 || !inputs_hold(T, P, inputs)) return -1;
+    /* A replay inside a trace (a compiled function called while another is
+     * traced, or the joint program of vm/compiled_vjp.c traced from this one)
+     * must make its calls through the seam, where they are recorded. */
+    if (!P || P->busy || S->fw_level > 0 || S->trace || !inputs_hold(T, P, inputs)) return -1;
     int rc = prepare(S, P);
     if (rc) return rc;
     ad_value *env = P->env;

@@ -120,6 +120,13 @@ static void gnode_add(ad_state *S, ad_trace *T, const void *node) {
         ad_free(S, (void *)T->gnodes);
         T->gnodes = nodes; T->gcap = cap;
     }
+    if (T->nglog == T->capglog) {
+        int cap = T->capglog ? 2 * T->capglog : 64;
+        const void **log = ad_realloc(S, (void *)T->glog, (size_t)cap * sizeof *log);
+        if (!log) { ad_clear_error(S); return; }
+        T->glog = log; T->capglog = cap;
+    }
+    T->glog[T->nglog++] = node;
     size_t m = (size_t)T->gcap - 1, j = hash_ptr(node) & m;
     while (T->gnodes[j]) j = (j + 1) & m;
     T->gnodes[j] = node;
@@ -198,7 +205,7 @@ void ad_trace_free(ad_state *S, ad_trace *T) {
     targ_free(S, &T->result);
     ad_plan_free(S, T->plan);
     ad_free(S, T->nodes); ad_free(S, T->vals); ad_free(S, T->keys); ad_free(S, T->ids);
-    ad_free(S, (void *)T->skeys); ad_free(S, T->sids); ad_free(S, (void *)T->gnodes);
+    ad_free(S, (void *)T->skeys); ad_free(S, T->sids); ad_free(S, (void *)T->gnodes); ad_free(S, (void *)T->glog);
     ad_free(S, T);
 }
 
@@ -373,7 +380,10 @@ static int run_call(ad_state *S, const ad_tnode *n, const ad_value *args, ad_val
     case AD_TN_GETATTR: return ad_vm_get_attr(S, args[0], n->attr, out);
     case AD_TN_SETATTR: return ad_vm_set_attr(S, args[0], n->attr, args[1]);
     case AD_TN_SETINDEX: return ad_vm_set_index(S, args[0], n->nargs - 2, args + 1, args[n->nargs - 1]);
-    case AD_TN_COMPARE: return ad_bi_compare(S, n->attr, args[0], args[1], out);
+    case AD_TN_COMPARE:
+        /* A program replayed while another is traced (vm/compiled_vjp.c) is recorded there. */
+        if (ad_trace_on(S)) return ad_trace_vm(S, AD_TN_COMPARE, n->attr, args, 2, out);
+        return ad_bi_compare(S, n->attr, args[0], args[1], out);
     case AD_TN_ACCUMGRAD:
         if (args[0].t != AD_TTENSOR || args[1].t != AD_TTENSOR)
             return ad_error(S, "compiled program: accumulate_grad() needs two tensors");
@@ -426,11 +436,12 @@ static bool trailing_underscore(const char *name) {
 static int data_dependent(ad_state *S, const char *what) {
     if (S->trace && S->trace->soft) {
         /* Library code (a VJP formula, a composite's body) reads a value: the
-         * traced run goes on eagerly, and so does this signature. */
-        char why[160];
-        snprintf(why, sizeof why, "library code reads a traced value (%s) inside a flattened backward or a composite op", what);
-        set_fail(S->trace, why);
-        return ADDSL_OK;
+         * flattened grad() or the composite's body is abandoned (the error
+         * unwinds to it) and recorded as one call instead. A trace that
+         * already failed runs eagerly anyway: the read is fine. */
+        if (S->trace->fail[0]) return ADDSL_OK;
+        S->trace->soft_reads++;
+        return ad_error(S, "compile(): library code reads a traced value (%s)", what);
     }
     return ad_error(S, "data-dependent control flow: %s reads the value of a tensor computed from the inputs of a "
                        "compiled function, which tracing cannot follow (use tensor ops such as where(), or call "
@@ -522,6 +533,28 @@ static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out)
     return ADDSL_OK;
 }
 
+/* Drops what was recorded since the trace had nnodes records, nvals values
+ * and nglog known graph nodes; the maps are rebuilt from what remains. */
+static int rollback(ad_state *S, ad_trace *T, int nnodes, int nvals, int nglog) {
+    for (int i = nnodes; i < T->nnodes; i++) node_free(S, &T->nodes[i]);
+    T->nnodes = nnodes;
+    for (int i = nvals; i < T->nvals; i++) ad_value_decref(S, T->vals[i].v);
+    T->nvals = nvals;
+    if (T->mapcap) memset((void *)T->keys, 0, (size_t)T->mapcap * sizeof *T->keys);
+    if (T->scap) memset((void *)T->skeys, 0, (size_t)T->scap * sizeof *T->skeys);
+    if (T->gcap) memset((void *)T->gnodes, 0, (size_t)T->gcap * sizeof *T->gnodes);
+    T->mapn = T->sn = T->gn = 0;
+    for (int i = 0; i < nvals; i++) {
+        ad_value v = T->vals[i].v;
+        if (v.t != AD_TTENSOR) continue;
+        if (map_set(S, T, v.u.tensor, i) || smap_set(S, T, v.u.tensor->storage, i)) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    }
+    int n = T->nglog < nglog ? T->nglog : nglog;
+    T->nglog = 0;
+    for (int i = 0; i < n; i++) gnode_add(S, T, T->glog[i]);
+    return ADDSL_OK;
+}
+
 static bool any_requires_grad(const ad_value *args, int nargs) {
     for (int i = 0; i < nargs; i++) {
         ad_value v = args[i];
@@ -538,10 +571,20 @@ int ad_trace_op(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, cons
         /* A composite differentiated through its body: the body's op calls are
          * what the graph holds, so they are what the program records (a
          * backward inside f can then be flattened through them). */
-        S->trace->soft++;
+        ad_trace *T = S->trace;
+        int nnodes = T->nnodes, nvals = T->nvals, nglog = T->nglog, reads = T->soft_reads;
+        bool failed = T->fail[0] != 0;
+        ad_rng rng = S->rng;
+        T->soft++;
         int rc = ad_op_call_direct(S, op, args, nargs, kw, out);
-        S->trace->soft--;
-        return rc;
+        T->soft--;
+        if (!rc || failed || T->soft_reads == reads) return rc;
+        /* The body reads a traced value: the composite becomes one record
+         * again (its body runs whole at each replay), from the same draws. */
+        ad_clear_error(S);
+        T->soft_reads = reads;
+        if ((rc = rollback(S, T, nnodes, nvals, nglog))) return rc;
+        S->rng = rng;
     }
     ad_tnode n;
     memset(&n, 0, sizeof n);
@@ -581,14 +624,24 @@ static bool flattenable(ad_state *S, ad_trace *T, ad_builtin *b, const ad_value 
 int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     if (flattenable(S, S->trace, b, args, nargs, kw)) {
         ad_trace *T = S->trace;
+        int nnodes = T->nnodes, nvals = T->nvals, nglog = T->nglog, reads = T->soft_reads;
+        bool failed = T->fail[0] != 0;
+        ad_rng rng = S->rng;
         const ad_builtin *prev = T->through;
         T->through = b;
         T->soft++;
         int rc = ad_vm_call_builtin(S, b, args, nargs, kw, out);
         T->soft--;
         T->through = prev;
-        if (!rc) T->flattened++;
-        return rc;
+        if (!rc) { T->flattened++; return rc; }
+        if (failed || T->soft_reads == reads) return rc;
+        /* A formula read a traced value: the engine stopped before releasing
+         * anything, so the call runs again as one record. */
+        ad_clear_error(S);
+        T->soft_reads = reads;
+        if ((rc = rollback(S, T, nnodes, nvals, nglog))) return rc;
+        S->rng = rng;
+        if (!T->note[0]) snprintf(T->note, sizeof T->note, "%s() kept as one record: a VJP formula reads a traced value", b->name);
     }
     if (strcmp(b->name, "apply") == 0) {
         /* apply(f, args) is f(args...): the calls f makes are what the program records. */
@@ -1123,6 +1176,49 @@ int ad_trace_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad
     for (int i = 0; i < T->nvals; i++) ad_value_decref(S, env[i]);
     ad_free(S, env);
     return rc;
+}
+
+/* ---- pieces of the replay, for a program run in parts (vm/compiled_vjp.c) ---- */
+
+int ad_trace_placeholder(ad_state *S, ad_trace *T, ad_tensor *t) {
+    int id = val_new(S, T, AD_TV_INPUT, ad_tensor_value(t), true, -1);
+    return id < 0 ? -(S->errcode ? S->errcode : ADDSL_ENOMEM) : id;
+}
+
+int ad_trace_value_of(const ad_trace *T, const ad_tensor *t) { return map_find(T, t); }
+
+ad_value *ad_trace_env_new(ad_state *S, const ad_trace *T, ad_tensor *const *inputs) {
+    ad_value *env = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *env);
+    if (!env) return NULL;
+    for (int i = 0; i < T->ninputs; i++) { env[i] = ad_tensor_value(inputs[i]); ad_tensor_incref(inputs[i]); }
+    for (int i = T->ninputs; i < T->nvals; i++)
+        if (T->vals[i].kind != AD_TV_INPUT) { env[i] = T->vals[i].v; ad_value_incref(env[i]); }
+    return env;
+}
+
+void ad_trace_env_free(ad_state *S, const ad_trace *T, ad_value *env) {
+    if (!env) return;
+    for (int i = 0; i < T->nvals; i++) ad_value_decref(S, env[i]);
+    ad_free(S, env);
+}
+
+int ad_trace_run(ad_state *S, const ad_trace *T, ad_value *env, int from, int to, int grad) {
+    bool mode = S->grad_enabled;
+    int rc = ADDSL_OK;
+    for (int i = from; i < to && !rc; i++) {
+        const ad_tnode *n = &T->nodes[i];
+        if (n->dead || n->folded) continue;
+        if (grad < 0) { rc = replay_node(S, n, env); continue; }
+        ad_tnode m = *n;
+        m.grad_enabled = grad > 0;
+        rc = replay_node(S, &m, env);
+    }
+    S->grad_enabled = mode;
+    return rc;
+}
+
+int ad_trace_build(ad_state *S, const ad_trace *T, ad_value *env, const ad_targ *a, ad_value *out) {
+    return result_value(S, T, env, a, out);
 }
 
 /* ---- printing ---- */

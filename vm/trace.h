@@ -92,6 +92,9 @@ typedef struct ad_trace {
     const void **gnodes;   /* graph nodes made by recorded calls (a set by address): the
                             * backward walk is flattened only through these */
     int gcap, gn;
+    const void **glog;     /* the same nodes in the order added (a composite's body is undone) */
+    int nglog, capglog;
+    int soft_reads;        /* data-dependent reads seen while soft */
     int soft;              /* > 0: inside a flattened backward or a composite's body, where a
                             * data-dependent read fails the trace instead of raising */
     int flattened;         /* grad()/backward() calls flattened into records */
@@ -126,6 +129,17 @@ int ad_trace_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad
 /* One record through the seam, and f's result, for the planned replay (vm/replay.c). */
 int ad_trace_replay_node(ad_state *S, const ad_tnode *n, ad_value *env);
 int ad_trace_result_value(ad_state *S, const ad_trace *T, ad_value *env, ad_value *out);
+/* A program run in parts (vm/compiled_vjp.c): a value standing for a tensor
+ * given later (its id, or -error); the id of a traced tensor (while
+ * tracing); an environment with the inputs and constants; records
+ * [from, to) run on it (grad: 1 or 0 forces the grad mode, -1 keeps each
+ * record's); a value of the program rebuilt from it. */
+int ad_trace_placeholder(ad_state *S, ad_trace *T, ad_tensor *t);
+int ad_trace_value_of(const ad_trace *T, const ad_tensor *t);
+ad_value *ad_trace_env_new(ad_state *S, const ad_trace *T, ad_tensor *const *inputs);
+void ad_trace_env_free(ad_state *S, const ad_trace *T, ad_value *env);
+int ad_trace_run(ad_state *S, const ad_trace *T, ad_value *env, int from, int to, int grad);
+int ad_trace_build(ad_state *S, const ad_trace *T, ad_value *env, const ad_targ *a, ad_value *out);
 /* Appends the printed program to 'b' (an ad_buf). */
 struct ad_buf;
 int ad_trace_print(ad_state *S, const ad_trace *T, struct ad_buf *b);
