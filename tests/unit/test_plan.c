@@ -42,6 +42,7 @@ static long requests(int nsteps, const char *call) {
 }
 
 int main(void) {
+    plan(3);
     long e3 = requests(3, "r = steps(x)\n"), e40 = requests(40, "r = steps(x)\n");
     long c3 = requests(3, "r = cf(x)\n"), c40 = requests(40, "r = cf(x)\n");
     ok(e3 >= 0 && e40 >= 0 && c3 >= 0 && c40 >= 0, "the runs succeed");
