@@ -241,6 +241,8 @@ static ad_opdef *make_op(ad_state *S, cvjp *J, ad_tensor *const *inputs) {
         v->reads |= (uint32_t)1 << J->diff[j];
     }
     op->reads_args = v->reads;
+    /* with create_graph the formula replays the whole program from the inputs */
+    op->mentions_args = ((uint32_t)1 << J->ninputs) - 1;
     v->reads_result = true;
     v->uses = AD_VJP_USES_GRADS | AD_VJP_USES_GRADS_LIST;
     v->fn.t = AD_TBUILTIN;

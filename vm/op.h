@@ -63,6 +63,7 @@ typedef struct ad_opdef {
     bool has_formulas;              /* records one node; else differentiated through its body */
     bool reads_result;              /* some VJP formula reads an output (else a single output is not kept) */
     uint32_t reads_args;            /* bit i: some VJP formula reads parameter i's values */
+    uint32_t mentions_args;         /* bit i: some VJP formula mentions parameter i (else a node keeps its shape only) */
     int nvjp;
     ad_vjp_entry *vjp;
     ad_jvp_kind jvp_kind;
