@@ -19,6 +19,7 @@
 #include "device.h"
 #include "dict.h"
 #include "op.h"
+#include "plan.h"
 #include "tensor.h"
 #include "vm.h"
 
@@ -202,6 +203,7 @@ void ad_trace_free(ad_state *S, ad_trace *T) {
         if (T->cells[i]) ad_value_decref(S, (ad_value){.t = AD_TCELL, .u.cell = T->cells[i]});
     ad_free(S, T->cells);
     targ_free(S, &T->result);
+    ad_plan_free(S, T->plan);
     ad_free(S, T->nodes); ad_free(S, T->vals); ad_free(S, T->keys); ad_free(S, T->ids);
     ad_free(S, (void *)T->skeys); ad_free(S, T->sids); ad_free(S, (void *)T->gnodes); ad_free(S, (void *)T->glog);
     ad_free(S, T);
@@ -1045,6 +1047,7 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
         if (T->flattened) T->pruned = prune_graph(S, T);
         for (int i = 0; i < T->nnodes; i++) if (T->nodes[i].folded && !T->nodes[i].dead) T->folded++;
     }
+    T->plan = ad_plan_build(S, T);
     /* The replay needs the trace-time values of constants and folded values only. */
     for (int i = 0; i < T->nvals; i++) {
         ad_tval *x = &T->vals[i];
@@ -1147,7 +1150,15 @@ static int replay_node(ad_state *S, const ad_tnode *n, ad_value *env) {
     return rc;
 }
 
+int ad_trace_replay_node(ad_state *S, const ad_tnode *n, ad_value *env) { return replay_node(S, n, env); }
+
+int ad_trace_result_value(ad_state *S, const ad_trace *T, ad_value *env, ad_value *out) {
+    return result_value(S, T, env, &T->result, out);
+}
+
 int ad_trace_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_value *out) {
+    int planned = ad_plan_replay(S, T, inputs, out);
+    if (planned >= 0) return planned;
     *out = ad_none();
     ad_value *env = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *env);
     if (!env) return ADDSL_ENOMEM;
@@ -1271,11 +1282,14 @@ int ad_trace_print(ad_state *S, const ad_trace *T, ad_buf *b) {
             if (k >= npos) ad_buf_printf(b, "%s=", n->kw->items[k - npos].u.s->data);
             print_targ(T, &n->args[k], b);
         }
-        ad_buf_printf(b, ")%s%s%s  # %d:%d\n", n->grad_enabled ? "" : " no_grad", n->effect ? " effect" : "",
-                      n->random ? " random" : "", n->line, n->col);
+        ad_buf_printf(b, ")%s%s%s", n->grad_enabled ? "" : " no_grad", n->effect ? " effect" : "",
+                      n->random ? " random" : "");
+        ad_plan_print_tag(T->plan, i, b);
+        ad_buf_printf(b, "  # %d:%d\n", n->line, n->col);
     }
     ad_buf_puts(b, "  return ");
     print_targ(T, &T->result, b);
     ad_buf_puts(b, "\n");
+    ad_plan_print(T, T->plan, b);
     return b->failed ? ADDSL_ENOMEM : ADDSL_OK;
 }

@@ -10,6 +10,7 @@
 #include "value.h"
 
 struct ad_opdef;
+struct ad_plan;
 
 /* An argument as the program sees it: an IR value, a constant, or a list
  * or tuple some of whose items are IR values. */
@@ -108,6 +109,7 @@ typedef struct ad_trace {
     char fail[200];        /* non-empty: cannot be replayed exactly (the signature runs eagerly) */
     int traced_nodes;      /* before the passes */
     int removed_dce, removed_cse, folded;
+    struct ad_plan *plan;  /* records run outside the seam (vm/plan.h), or NULL */
 } ad_trace;
 
 /* Whether the state is tracing and outside any recorded call. */
@@ -124,6 +126,9 @@ int ad_trace_set_result(ad_state *S, ad_trace *T, ad_value v);
 void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes);
 /* Runs the program on 'inputs' (ninputs tensors) through the op seam. */
 int ad_trace_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_value *out);
+/* One record through the seam, and f's result, for the planned replay (vm/replay.c). */
+int ad_trace_replay_node(ad_state *S, const ad_tnode *n, ad_value *env);
+int ad_trace_result_value(ad_state *S, const ad_trace *T, ad_value *env, ad_value *out);
 /* A program run in parts (vm/compiled_vjp.c): a value standing for a tensor
  * given later (its id, or -error); the id of a traced tensor (while
  * tracing); an environment with the inputs and constants; records
