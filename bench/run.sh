@@ -75,6 +75,12 @@ for round in $(seq "$ROUNDS"); do
     fi
 done
 
+# The first run of a recorded loop against later runs in the same process (issue 13).
+for round in $(seq "$ROUNDS"); do
+    "$ADDSL" "$BENCH/cold_warm.ad" > "$TMP/cold_warm.out" || { echo "run.sh: cold_warm.ad failed" >&2; exit 1; }
+    collect addsl_ < "$TMP/cold_warm.out"
+done
+
 # Median and minimum wall time of command $1 over $2 runs, in seconds: hyperfine if present, else a date loop.
 startup_time() {
     if command -v hyperfine > /dev/null; then
@@ -126,6 +132,7 @@ echo
 printf "%-3s %-36s %10s %-9s %10s %8s %8s %s\n" "#" "benchmark (unit)" "addsl" "baseline" "base" "ratio" "target" ""
 row 1  "per op, y = x*1.5 + x on [4] (us)" us "$(perop "$(med addsl_perop_iter)")" torch "$(perop "$(med torch_perop_iter)")" 0.10
 row 1b "loop overhead per iteration (us)"  us "$(med addsl_empty_iter)" torch "$(med torch_empty_iter)" -
+row 1c "first run of 400k recorded ops (us/op)" us "$(med addsl_coldwarm_first)" later "$(med addsl_coldwarm_later)" 1.30
 row 2  "mul 1e7 f32 (ms)"                  ms "$(med addsl_mul)" C-loop "$(med c_mul_c_prealloc)" 1.25
 row 2b "mul 1e7 f32 (ms)"                  ms "$(med addsl_mul)" C+malloc "$(med c_mul_c_alloc)" -
 row 2c "mul 1e7 f32 (ms)"                  ms "$(med addsl_mul)" torch "$(med torch_mul)" -

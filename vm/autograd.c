@@ -39,14 +39,7 @@ static void node_release_saved(ad_state *S, ad_node *n) {
     }
 }
 
-/* Read by every node without an edge for a parameter; never written. */
-static const ad_edge no_edge;
-
-ad_edge *ad_node_edge(const ad_node *n, int i) {
-    uint32_t bit = (uint32_t)1 << i;
-    if (!(n->edge_mask & bit)) return (ad_edge *)&no_edge;
-    return ad_node_edges(n) + __builtin_popcount(n->edge_mask & (bit - 1));
-}
+const ad_edge ad_no_edge;
 
 #define META_ALIGN 8
 
@@ -155,13 +148,18 @@ static ad_value saved_view(ad_state *S, ad_tensor *t, bool read) {
 }
 
 /* Which parameters get an edge (a tensor or list that requires grad) and
- * which are kept as metadata only (a tensor no formula mentions: the engine
- * needs its shape and dtype, nobody its header); the metadata's bytes. */
-static void node_plan(const ad_opdef *op, const ad_value *args, uint32_t *edges, uint32_t *meta, size_t *meta_bytes) {
-    *edges = *meta = 0;
+ * (of those, which are lists: cat's, stack's), and which are kept as metadata
+ * only (a tensor no formula mentions: the engine needs its shape and dtype,
+ * nobody its header); the metadata's bytes. */
+static void node_plan(const ad_opdef *op, const ad_value *args, uint32_t *edges, uint32_t *lists, uint32_t *meta,
+                      size_t *meta_bytes) {
+    *edges = *lists = *meta = 0;
     *meta_bytes = 0;
     for (int i = 0; i < op->nparams; i++) {
-        if (diff_param(op, i) && requires_grad(args[i])) *edges |= (uint32_t)1 << i;
+        if (diff_param(op, i) && requires_grad(args[i])) {
+            *edges |= (uint32_t)1 << i;
+            if (args[i].t != AD_TTENSOR) *lists |= (uint32_t)1 << i;
+        }
         if (args[i].t == AD_TTENSOR && !((op->mentions_args >> i) & 1u)) {
             *meta |= (uint32_t)1 << i;
             *meta_bytes += meta_size(args[i].u.tensor->ndim);
@@ -197,12 +195,13 @@ int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout
     /* One allocation per node, from the heap's pool of headers: recording a
      * long chain of small ops is dominated by allocator calls otherwise. */
     size_t na = (size_t)op->nparams, no = (size_t)nout;
-    uint32_t edge_mask, meta_mask;
+    uint32_t edge_mask, list_mask, meta_mask;
     size_t meta_bytes;
-    node_plan(op, args, &edge_mask, &meta_mask, &meta_bytes);
+    node_plan(op, args, &edge_mask, &list_mask, &meta_mask, &meta_bytes);
     /* a single output that no formula reads is not kept (see below) */
     bool saves_outs = !(nout == 1 && !op->reads_result);
-    size_t size = node_size(na, no, __builtin_popcount(edge_mask), saves_outs, meta_bytes);
+    int nedges = ad_popcount32(edge_mask);
+    size_t size = node_size(na, no, nedges, saves_outs, meta_bytes);
     ad_node *n = ad_heap_alloc_header(S, size);
     if (!n) return ADDSL_ENOMEM;
     memset(n, 0, size); /* arguments and gradient buffers none (zero bits), edges empty */
@@ -211,6 +210,7 @@ int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout
     n->nargs = (uint8_t)op->nparams;
     n->nout = (uint8_t)nout;
     n->edge_mask = edge_mask;
+    n->nedges = (uint8_t)nedges;
     n->meta_mask = meta_mask;
     n->saves_outs = saves_outs;
     if (meta_mask) meta_fill(n, args);
@@ -232,8 +232,8 @@ int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout
             return S->errcode;
         }
     }
-    for (int i = 0; i < n->nargs; i++) {
-        if (!ad_is_seq(args[i]) || !((edge_mask >> i) & 1u)) continue;
+    for (uint32_t m = list_mask; m; m &= m - 1) {
+        int i = __builtin_ctz(m);
         const ad_list *l = args[i].u.l;
         ad_edge *e = ad_node_edge(n, i);
         e->sub = ad_calloc(S, (size_t)l->len, sizeof(ad_edge));

@@ -37,8 +37,9 @@ typedef struct ad_node {
     uint32_t meta_mask;     /* bit i: tensor parameter i is kept as its shape and dtype only */
     uint8_t nargs;
     uint8_t nout;
-    bool saves_outs;        /* outs[] and out_versions[] are present */
-    bool released;          /* saved values freed by a backward without retain_graph */
+    uint8_t nedges;         /* bits set in edge_mask */
+    bool saves_outs : 1;    /* outs[] and out_versions[] are present */
+    bool released : 1;      /* saved values freed by a backward without retain_graph */
 } ad_node;
 
 /* What a node keeps of a tensor argument that no formula mentions: the
@@ -51,9 +52,21 @@ typedef struct ad_node_meta {
 static inline ad_value *ad_node_args(const ad_node *n) { return (ad_value *)(n + 1); }
 static inline ad_value *ad_node_gbuf(const ad_node *n) { return ad_node_args(n) + n->nargs; }
 static inline ad_edge *ad_node_edges(const ad_node *n) { return (ad_edge *)(ad_node_gbuf(n) + n->nout); }
-static inline int ad_node_nedges(const ad_node *n) { return __builtin_popcount(n->edge_mask); }
-/* Parameter i's edge; a shared empty edge (read only) when it has none. */
-ad_edge *ad_node_edge(const ad_node *n, int i);
+static inline int ad_node_nedges(const ad_node *n) { return n->nedges; }
+/* Bits set in m; inline (without -mpopcnt the builtin is a libgcc call). */
+static inline int ad_popcount32(uint32_t m) {
+    m = m - ((m >> 1) & 0x55555555u);
+    m = (m & 0x33333333u) + ((m >> 2) & 0x33333333u);
+    return (int)((((m + (m >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24);
+}
+/* Read by every node without an edge for a parameter; never written. */
+extern const ad_edge ad_no_edge;
+/* Parameter i's edge; the shared empty edge (read only) when it has none. */
+static inline ad_edge *ad_node_edge(const ad_node *n, int i) {
+    uint32_t bit = (uint32_t)1 << i;
+    if (!(n->edge_mask & bit)) return (ad_edge *)&ad_no_edge;
+    return ad_node_edges(n) + ad_popcount32(n->edge_mask & (bit - 1));
+}
 static inline ad_tensor **ad_node_outs_raw(const ad_node *n) {
     return (ad_tensor **)(ad_node_edges(n) + ad_node_nedges(n));
 }
