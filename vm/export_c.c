@@ -265,7 +265,11 @@ static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name) 
         ad_buf_free(d);
         *d = tmp;
     } else ad_buf_puts(&F->decls, "    (void)work;\n");
-    for (int i = 0; i < T->ninputs; i++) if (!F->v[i].read) ad_buf_printf(&F->decls, "    (void)in%d;\n", i);
+    /* parameters no statement reads or writes (empty arrays) */
+    for (int i = 0; i < T->ninputs; i++)
+        if (!F->v[i].read || !F->v[i].numel) ad_buf_printf(&F->decls, "    (void)in%d;\n", i);
+    for (int k = 0; k < F->nouts; k++)
+        if (!F->v[F->outs[k]].numel) ad_buf_printf(&F->decls, "    (void)out%d;\n", k);
     return F->body.failed || F->consts.failed || F->decls.failed ? ADDSL_ENOMEM : ADDSL_OK;
 }
 
@@ -399,6 +403,18 @@ static int bi_export_c(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return rc;
 }
 
+/* export_c_error(f, args, path, name="f"): export_c, with its error message
+ * returned (none when the files were written), for build scripts and the
+ * op-table test that ask which functions lower. Out of memory still raises. */
+static int bi_export_c_error(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    int rc = bi_export_c(S, argv, argc, out);
+    if (!rc || rc == ADDSL_ENOMEM) return rc;
+    char msg[AD_ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "%s", S->errmsg);
+    ad_clear_error(S);
+    return ad_string_value(S, msg, strlen(msg), out);
+}
+
 const ad_builtin_def ad_export_c_defs[] = {
     {"export_c", bi_export_c, "f, args, path, name=\"f\"",
          "Traces f at the example arguments args (a list) and writes path (C99) and the matching .h: "
@@ -406,6 +422,10 @@ const ad_builtin_def ad_export_c_defs[] = {
          "NAME_WORK_BYTES bytes of scratch from the caller. The file needs only libm and allocates "
          "nothing. See docs/export.md."
          "\nExample: export_c(fn(x) => (x * x).sum(), [zeros(3, dtype=float64)], \"sq.c\", name=\"sq\")"},
+    {"export_c_error", bi_export_c_error, "f, args, path, name=\"f\"",
+         "export_c(f, args, path, name) that returns its error message instead of raising it, "
+         "or none when it wrote the files: which functions lower to C, asked from a script."
+         "\nExample: export_c_error(fn(x) => x.sort()[0], [zeros(3)], \"s.c\")"},
     {NULL, NULL, NULL, NULL},
 };
 

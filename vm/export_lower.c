@@ -562,7 +562,8 @@ static int lower_clamp(ad_xctx *ctx, const xrec *r) {
     if (o < 0) return fail(ctx, "has no tensor output");
     bool lo = pref(r, 1) >= 0 || pconst(r, 1).t != AD_TNONE, hi = pref(r, 2) >= 0 || pconst(r, 2).t != AD_TNONE;
     ad_dtype ct = ctx->v[o].dt;
-    if (lo && hi) return emit_map(ctx, r, 3, "($0 < $1 ? $1 : ($0 > $2 ? $2 : $0))", ct, 0);
+    /* min(max(x, lo), hi): hi wins when lo > hi, as in torch */
+    if (lo && hi) return emit_map(ctx, r, 3, "(($0 < $1 ? $1 : $0) > $2 ? $2 : ($0 < $1 ? $1 : $0))", ct, 0);
     if (lo) return emit_map(ctx, r, 2, "($0 < $1 ? $1 : $0)", ct, 0);
     if (hi) {
         xrec q = *r;
@@ -1077,6 +1078,12 @@ static int lower_softmax(ad_xctx *ctx, const xrec *r, bool logsm, bool lse) {
     comment(ctx, NULL);
     ad_buf *b = ctx->body;
     const char *F = dt == AD_FLOAT32 ? "f" : "";
+    if (x->numel == 0) {
+        /* no rows, or empty rows: logsumexp of an empty row is -inf */
+        if (lse && ctx->v[o].numel)
+            ad_buf_printf(b, "    for (long i = 0; i < %lld; i++) %s[i] = -HUGE_VAL;\n", (long long)ctx->v[o].numel, out);
+        return ADDSL_OK;
+    }
     /* rows: (outer, inner) index pairs over the other dims, read through strides */
     ad_buf_printf(b, "    for (long i = 0; i < %lld; i++) {\n", (long long)(outer * inner));
     ad_buf_puts(b, "        long o = i / ");
