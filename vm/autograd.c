@@ -18,6 +18,7 @@
 #include "op.h"
 #include "state.h"
 #include "tensor.h"
+#include "trace.h"
 #include "vm.h"
 
 /* ---- nodes ---- */
@@ -283,13 +284,16 @@ static void add_into(ad_tensor *a, const ad_tensor *b) {
 static int accumulate(engine *E, ad_value *acc, ad_value g) {
     if (g.t == AD_TNONE) return ADDSL_OK;
     if (acc->t == AD_TNONE) { *acc = g; return ADDSL_OK; }
-    if (!E->create_graph && can_add_into(*acc, g)) {
+    /* A flattened backward (compile()) records the sum as an add op; a write
+     * in place would be invisible to the program. */
+    bool traced = ad_trace_on(E->S);
+    if (!E->create_graph && !traced && can_add_into(*acc, g)) {
         add_into(acc->u.tensor, g.u.tensor);
         ad_value_decref(E->S, g);
         return ADDSL_OK;
     }
     ad_value sum = ad_none(), args[2] = {*acc, g};
-    int rc = E->create_graph ? call_global(E->S, "add", 2, args, &sum) : ad_bi_add(E->S, *acc, g, &sum);
+    int rc = E->create_graph || traced ? call_global(E->S, "add", 2, args, &sum) : ad_bi_add(E->S, *acc, g, &sum);
     ad_value_decref(E->S, g);
     if (rc) return rc;
     ad_value_decref(E->S, *acc);
@@ -739,6 +743,56 @@ static int make_seeds(ad_state *S, const char *fn, ad_tensor **roots, int n, ad_
     return ADDSL_OK;
 }
 
+int ad_autograd_accum_leaf(ad_state *S, ad_tensor *leaf, ad_tensor *gt, bool create) {
+    if (!create && gt->grad_fn) {
+        ad_tensor *d = ad_tensor_alias(S, gt);
+        ad_tensor_decref(S, gt);
+        if (!d) return S->errcode;
+        gt = d;
+    }
+    if (!leaf->grad) { leaf->grad = gt; return ADDSL_OK; }
+    ad_value sum;
+    int rc = create ? call_global(S, "add", 2, (ad_value[]){ad_tensor_value(leaf->grad), ad_tensor_value(gt)}, &sum)
+                    : ad_bi_add(S, ad_tensor_value(leaf->grad), ad_tensor_value(gt), &sum);
+    ad_tensor_decref(S, gt);
+    if (rc) return rc;
+    ad_tensor_decref(S, leaf->grad);
+    leaf->grad = sum.u.tensor;
+    return ADDSL_OK;
+}
+
+bool ad_autograd_graph_within(ad_state *S, ad_tensor *const *roots, int nroots, bool (*known)(const ad_state *, const void *)) {
+    ad_node **stack = NULL;
+    int ns = 0, caps = 0;
+    bool ok = true;
+    uint64_t epoch = ++S->grad_epoch;
+    for (int i = 0; i < nroots && ok; i++) {
+        ad_node *r = roots[i]->grad_fn;
+        if (!r || r->epoch == epoch) continue;
+        if (!grow_arr(S, (void **)&stack, &caps, ns, sizeof *stack)) { ok = false; break; }
+        r->epoch = epoch;
+        stack[ns++] = r;
+    }
+    while (ns > 0 && ok) {
+        ad_node *n = stack[--ns];
+        if (!known(S, n)) { ok = false; break; }
+        for (int i = 0; i < n->nargs && ok; i++) {
+            ad_edge *e = &n->edges[i];
+            int m = e->nsub ? e->nsub : 1;
+            for (int j = 0; j < m; j++) {
+                ad_node *c = e->nsub ? e->sub[j].node : e->node;
+                if (!c || c->epoch == epoch) continue;
+                if (!grow_arr(S, (void **)&stack, &caps, ns, sizeof *stack)) { ok = false; break; }
+                c->epoch = epoch;
+                stack[ns++] = c;
+            }
+        }
+    }
+    if (!ok) ad_clear_error(S);
+    ad_free(S, stack);
+    return ok;
+}
+
 static int bi_backward(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     ad_tensor **roots = NULL, **inputs = NULL;
@@ -767,24 +821,13 @@ static int bi_backward(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         ad_value g = E.leaves[i].g;
         E.leaves[i].g = ad_none();
         if (g.t != AD_TTENSOR) { ad_value_decref(S, g); continue; }
-        ad_tensor *gt = g.u.tensor;
-        if (!create && gt->grad_fn) {
-            ad_tensor *d = ad_tensor_alias(S, gt);
-            ad_tensor_decref(S, gt);
-            if (!d) { rc = S->errcode; break; }
-            gt = d;
-        }
-        if (leaf->grad) {
-            ad_value sum;
-            rc = create ? call_global(S, "add", 2, (ad_value[]){ad_tensor_value(leaf->grad), ad_tensor_value(gt)}, &sum)
-                        : ad_bi_add(S, ad_tensor_value(leaf->grad), ad_tensor_value(gt), &sum);
-            ad_tensor_decref(S, gt);
-            if (rc) break;
-            ad_tensor_decref(S, leaf->grad);
-            leaf->grad = sum.u.tensor;
+        if (ad_trace_on(S)) {
+            rc = ad_trace_accum_grad(S, leaf, g, create);
+            ad_value_decref(S, g);
         } else {
-            leaf->grad = gt;
+            rc = ad_autograd_accum_leaf(S, leaf, g.u.tensor, create);
         }
+        if (rc) break;
     }
     for (int i = 0; i < nroots; i++) ad_value_decref(S, seeds[i]);
     engine_free(&E);

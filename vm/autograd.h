@@ -46,6 +46,12 @@ int ad_autograd_record(ad_state *S, struct ad_opdef *op, const ad_value *args, i
 /* Whether any argument of op needs a gradient (grad mode on and an input requires grad). */
 bool ad_autograd_needs_record(ad_state *S, const struct ad_opdef *op, const ad_value *args);
 
+/* leaf.grad = gt, or leaf.grad + gt (gt's reference is taken), as backward() ends. */
+int ad_autograd_accum_leaf(ad_state *S, ad_tensor *leaf, ad_tensor *gt, bool create);
+/* Whether every graph node reachable from the roots satisfies 'known'
+ * (compile() flattens a backward only within its trace). */
+bool ad_autograd_graph_within(ad_state *S, ad_tensor *const *roots, int nroots, bool (*known)(const ad_state *, const void *));
+
 extern const ad_builtin_def ad_bi_autograd_defs[];
 extern const ad_builtin_def ad_bi_autograd_index_defs[];
 

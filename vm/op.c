@@ -553,6 +553,11 @@ static int op_call_sizes(ad_state *S, ad_opdef *op, const ad_value *args, int na
 int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     *out = ad_none();
     if (ad_trace_on(S)) return ad_trace_op(S, op, args, nargs, kw, out);
+    return ad_op_call_direct(S, op, args, nargs, kw, out);
+}
+
+int ad_op_call_direct(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    *out = ad_none();
     int rc = op->sizes_param ? op_call_sizes(S, op, args, nargs, kw, out) : op_call(S, op, args, nargs, kw, out);
     /* Outputs with names make a named tuple, as torch.return_types.max. */
     if (!rc && op->result_names && out->t == AD_TTUPLE && out->u.l->hdr.refcount == 1)

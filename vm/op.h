@@ -112,6 +112,8 @@ void ad_opdef_free(ad_state *S, ad_opdef *op);
 size_t ad_op_public_name(const ad_opdef *op, char *buf, size_t size);
 /* Calls the op with arguments (kw: names of the trailing nkw arguments). */
 int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
+/* The same, past the tracing hook (compile() running a composite's body at the recording level). */
+int ad_op_call_direct(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
 /* Looks up global ops used by operators after the library loads. */
 int ad_ops_bind_operators(ad_state *S);
 void ad_ops_unbind_operators(ad_state *S);
