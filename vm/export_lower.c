@@ -62,6 +62,7 @@ static const char *rec_name(const ad_tnode *n) {
     case AD_TN_SETATTR: return "setattr";
     case AD_TN_SETINDEX: return "setitem";
     case AD_TN_COMPARE: return n->attr >= 0 && n->attr < 6 ? cmp[n->attr] : "compare";
+    case AD_TN_ACCUMGRAD: return "accumulate_grad";
     }
     return "?";
 }
@@ -488,6 +489,7 @@ static const ew_row ew_table[] = {
     {"clamp_min", 2, "($0 < $1 ? $1 : $0)", "($0 < $1 ? $1 : $0)"},
     {"clamp_max", 2, "($0 > $1 ? $1 : $0)", "($0 > $1 ? $1 : $0)"},
     {"heaviside", 2, "($0 == 0 ? $1 : ($0 > 0))", NULL},
+    {"tanh_backward", 2, "$0 * (1 - $1 * $1)", NULL}, {"sigmoid_backward", 2, "$0 * $1 * (1 - $1)", NULL},
     {NULL, 0, NULL, NULL},
 };
 
@@ -1223,6 +1225,13 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
 int ad_export_lower(ad_xctx *ctx) {
     const ad_tnode *n = &ctx->T->nodes[ctx->node];
     bool data = n->kind == AD_TN_GETATTR && n->attr == AD_ATTR_DATA;
+    /* requires_grad_ only marks a leaf for the traced gradient, whose formulas
+     * are records of their own: in C it is the same array */
+    if (n->kind == AD_TN_BUILTIN && strcmp(n->fn.u.bi->name, "requires_grad_") == 0 && n->out.ref >= 0) {
+        xrec r;
+        int rc = bind(ctx, n, &r);
+        return rc ? rc : alias_of(ctx, &r, pref(&r, 0));
+    }
     if ((n->effect && !data) || n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX)
         return fail(ctx, "writes to a tensor or has a side effect, which an exported function cannot have");
     if (n->out.ref < 0) return fail(ctx, "has several outputs or none, which the exporter does not lower yet");
