@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "library.h"
 #include "device.h"
 #include "state.h"
 #include "vm.h"
@@ -364,6 +365,64 @@ static int write_files(ad_state *S, const char *path, const char *name, const ch
     return rc;
 }
 
+/* The library's export_vjp_fn(f) or export_jvp_fn(f) (lib/export.ad):
+ * g(xs, vs) whose trace is the VJP or JVP program. */
+static int derivative_function(ad_state *S, const char *which, ad_value f, ad_value *g) {
+    int slot = ad_global_slot(S, which, false);
+    if (slot < 0) return ad_error(S, "export_c(): the library has no %s", which);
+    int rc = ad_library_resolve(S, slot);
+    if (rc) return rc;
+    if (!S->globals->defined[slot]) return ad_error(S, "export_c(): the library has no %s", which);
+    return ad_vm_call_value(S, S->globals->values[slot], 1, &f, g);
+}
+
+/* Example cotangents (F's float outputs) or tangents (its float inputs) for
+ * the derivative traces: zeros, since their values do not matter (they are
+ * inputs of the program). */
+static int zero_examples(ad_state *S, const xfun *F, bool outputs, ad_list **out) {
+    ad_list *l = ad_list_new(S, AD_TLIST, 0);
+    if (!l) return ADDSL_ENOMEM;
+    int n = outputs ? F->nouts : F->T->ninputs;
+    for (int k = 0; k < n; k++) {
+        const ad_xval *x = &F->v[outputs ? F->outs[k] : k];
+        if (x->dt != AD_FLOAT32 && x->dt != AD_FLOAT64) continue;
+        ad_tensor *t = ad_tensor_zeros(S, x->dt, x->ndim, x->shape);
+        if (!t) { ad_value_decref(S, ad_list_value(l, AD_TLIST)); return S->errcode ? S->errcode : ADDSL_ENOMEM; }
+        int rc = ad_list_push(S, l, ad_tensor_value(t));
+        if (rc) { ad_tensor_decref(S, t); ad_value_decref(S, ad_list_value(l, AD_TLIST)); return rc; }
+    }
+    *out = l;
+    return ADDSL_OK;
+}
+
+static int export_derivative(ad_state *S, xfun *V, const xfun *F, bool jvp, ad_value f, ad_value args, const char *chunk) {
+    ad_value g = ad_none();
+    ad_list *vs = NULL;
+    int rc = derivative_function(S, jvp ? "export_jvp_fn" : "export_vjp_fn", f, &g);
+    if (!rc) rc = zero_examples(S, F, !jvp, &vs);
+    ad_list *gargs = rc ? NULL : ad_list_new(S, AD_TLIST, 2);
+    if (!rc && !gargs) rc = ADDSL_ENOMEM;
+    if (!rc) {
+        gargs->items[0] = args;
+        ad_value_incref(args);
+        gargs->items[1] = ad_list_value(vs, AD_TLIST);
+        vs = NULL;
+        rc = trace_fun(S, V, g, gargs);
+    }
+    if (!rc) rc = lower_fun(S, V, chunk, NULL);
+    if (rc && rc != ADDSL_ENOMEM) {
+        char msg[AD_ERRMSG_MAX];
+        snprintf(msg, sizeof msg, "%s", S->errmsg);
+        ad_clear_error(S);
+        rc = ad_error(S, "%s (in %s, the %s; positions inside derivative formulas are lines of the op library)", msg,
+                      V->cname, jvp ? "Jacobian-vector product" : "vector-Jacobian product");
+    }
+    if (gargs) ad_value_decref(S, ad_list_value(gargs, AD_TLIST));
+    if (vs) ad_value_decref(S, ad_list_value(vs, AD_TLIST));
+    ad_value_decref(S, g);
+    return rc;
+}
+
 /* export_c(f, args, path, name="f") */
 static int bi_export_c(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
@@ -392,14 +451,22 @@ static int bi_export_c(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     snprintf(origin, sizeof origin, "%s:%d", chunk ? base_name(chunk) : "?", line);
     char fname[64];
     snprintf(fname, sizeof fname, "%s", name);
-    xfun F;
-    memset(&F, 0, sizeof F);
-    F.cname = fname;
-    rc = trace_fun(S, &F, f, argv[1].u.l);
-    if (!rc) rc = lower_fun(S, &F, chunk ? base_name(chunk) : "?", name);
-    if (!rc) rc = write_files(S, path, name, origin, &F, 1);
+    char vname[72], jname[72];
+    snprintf(vname, sizeof vname, "%s_vjp", name);
+    snprintf(jname, sizeof jname, "%s_jvp", name);
+    xfun F[3];
+    memset(F, 0, sizeof F);
+    F[0].cname = fname;
+    F[1].cname = vname;
+    F[2].cname = jname;
+    const char *ch = chunk ? base_name(chunk) : "?";
+    rc = trace_fun(S, &F[0], f, argv[1].u.l);
+    if (!rc) rc = lower_fun(S, &F[0], ch, name);
+    if (!rc) rc = export_derivative(S, &F[1], &F[0], false, f, argv[1], ch);
+    if (!rc) rc = export_derivative(S, &F[2], &F[0], true, f, argv[1], ch);
+    if (!rc) rc = write_files(S, path, name, origin, F, 3);
     if (!rc) S->export_c_calls++;
-    xfun_free(S, &F);
+    for (int k = 0; k < 3; k++) xfun_free(S, &F[k]);
     return rc;
 }
 

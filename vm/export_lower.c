@@ -190,7 +190,6 @@ static void contiguous_st(const ad_xval *x, int64_t *st) {
 /* Record 'id' as read by the current record (liveness of its base). */
 static void use(ad_xctx *ctx, int id) {
     ad_xval *b = &ctx->v[ctx->v[id].base];
-    b->read = true;
     if (b->kind == AD_XV_BUF && b->last < ctx->node) b->last = ctx->node;
 }
 
@@ -274,6 +273,7 @@ static void operand_expr(ad_xctx *ctx, const xnest *e, const xoperand *o, ad_buf
     if (o->ref < 0) { ad_export_literal(b, e->ct, o->lit); return; }
     char nm[32];
     ad_export_vname(ctx, o->ref, nm, sizeof nm);
+    ctx->v[ctx->v[o->ref].base].read = true;
     bool cast = !o->raw && ctx->v[o->ref].dt != e->ct;
     if (cast) ad_buf_printf(b, "(%s)", ad_export_ctype(e->ct));
     ad_buf_printf(b, "%s[", nm);
@@ -1074,6 +1074,7 @@ static int lower_softmax(ad_xctx *ctx, const xrec *r, bool logsm, bool lse) {
     ad_export_vname(ctx, src, in, sizeof in);
     ad_export_vname(ctx, o, out, sizeof out);
     use(ctx, src);
+    if (x->numel) ctx->v[ctx->v[src].base].read = true;
     int64_t n = x->ndim ? x->shape[d] : 1, sd = x->ndim ? x->st[d] : 0;
     int64_t outer = 1, inner = 1;
     for (int j = 0; j < x->ndim; j++) { if (j < d) outer *= x->shape[j]; else if (j > d) inner *= x->shape[j]; }
@@ -1232,6 +1233,10 @@ int ad_export_lower(ad_xctx *ctx) {
         int rc = bind(ctx, n, &r);
         return rc ? rc : alias_of(ctx, &r, pref(&r, 0));
     }
+    /* list building and constant checks of the library's helpers: no C */
+    if (n->kind == AD_TN_BUILTIN && n->out.ref < 0 && !n->out.sub &&
+        (strcmp(n->fn.u.bi->name, "append") == 0 || strcmp(n->fn.u.bi->name, "assert") == 0))
+        return ADDSL_OK;
     if ((n->effect && !data) || n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX)
         return fail(ctx, "writes to a tensor or has a side effect, which an exported function cannot have");
     if (n->out.ref < 0) return fail(ctx, "has several outputs or none, which the exporter does not lower yet");

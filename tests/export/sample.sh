@@ -1,0 +1,8 @@
+#!/bin/sh
+# sample.sh: samples/export/controller (built by make check from the C that
+# addsl --export-c writes for samples/export/arm.ad) reaches its targets.
+src=${srcdir:-.}
+[ -x samples/export/controller ] || { echo "SKIP: samples/export/controller not built"; exit 77; }
+samples/export/controller > samples/export/controller.log || { echo "FAIL: controller"; exit 1; }
+diff "$src/samples/export/controller.out" samples/export/controller.log || { echo "FAIL: output differs"; exit 1; }
+echo "export sample: ok"
