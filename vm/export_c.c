@@ -233,7 +233,7 @@ static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name) 
         if (first && T->vals[F->outs[k]].kind == AD_TV_NODE && !T->vals[F->outs[k]].folded) x->out = k;
     }
     (void)name;
-    ad_xctx ctx = {S, T, F->v, chunk, F->cname, &F->body, 0, F->outs, F->nouts};
+    ad_xctx ctx = {S, T, F->v, chunk, F->cname, &F->body, &F->consts, 0, F->outs, F->nouts};
     int rc = ADDSL_OK;
     for (int i = 0; i < T->nnodes && !rc; i++) {
         if (T->nodes[i].dead || T->nodes[i].folded) continue;

@@ -45,6 +45,7 @@ typedef struct ad_xctx {
     const char *chunk;          /* script name, for comments and errors */
     const char *name;           /* the exported function's name */
     ad_buf *body;
+    ad_buf *decls;              /* file-scope declarations (constants, extern kernels) */
     int node;                   /* the record being lowered */
     int *outs;                  /* output refs, in order */
     int nouts;

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernel.h"
+#include "kernel_ids.h"
 #include "op.h"
 #include "state.h"
 #include "vm.h"
@@ -1165,6 +1167,48 @@ static int lower_mse(ad_xctx *ctx, const xrec *r) {
     return ADDSL_OK;
 }
 
+/* ---- kernels of the host ---- */
+
+/* An op whose forward is a kernel the host registered or a script bound with
+ * 'extern', of the element-wise shape v(p out, p in..., i64 n): declared
+ * extern with that signature, and called as the op's forward calls it. The
+ * program that links the exported file provides the function. */
+static int lower_extern(ad_xctx *ctx, const xrec *r) {
+    const ad_tnode *n = r->n;
+    ad_value fw = n->kind == AD_TN_OP ? n->fn.u.op->forward : ad_none();
+    if (fw.t != AD_TBUILTIN || fw.u.bi->kid < AD_K_COUNT) return fail(ctx, "has no C form");
+    int kid = fw.u.bi->kid, na = ad_kreg_nargs(ctx->S, kid);
+    const char *kn = ad_kreg_name(ctx->S, kid);
+    bool ok = na >= 2 && ad_kreg_argtype(ctx->S, kid, -1) == AD_KT_VOID && ad_kreg_argtype(ctx->S, kid, na - 1) == AD_KT_I64;
+    for (int i = 0; i < na - 1 && ok; i++) ok = ad_kreg_argtype(ctx->S, kid, i) == AD_KT_PTR;
+    if (!ok) return fail(ctx, "calls a kernel whose signature is not v(p, p..., i64)");
+    int o = out_ref(n);
+    char decl[160], call[64];
+    int k = snprintf(decl, sizeof decl, "extern void %s(", kn);
+    for (int i = 0; i < na && k < (int)sizeof decl; i++)
+        k += snprintf(decl + k, sizeof decl - (size_t)k, "%s%s", i ? ", " : "", i == na - 1 ? "int64_t" : "void *");
+    if (k < (int)sizeof decl) snprintf(decl + k, sizeof decl - (size_t)k, ");\n");
+    for (int i = 0; i < na - 2; i++) {
+        int ref = pref(r, i);
+        if (ref < 0 || !is_contig(&ctx->v[ref])) return fail(ctx, "passes a kernel an argument that is not a contiguous tensor");
+    }
+    make_buf(ctx, o);
+    if (!ctx->decls->data || !strstr(ctx->decls->data, decl)) ad_buf_puts(ctx->decls, decl);
+    comment(ctx, "a kernel of the host, declared extern");
+    ad_export_vname(ctx, o, call, sizeof call);
+    ad_buf_printf(ctx->body, "    %s(%s", kn, call);
+    for (int i = 0; i < na - 2; i++) {
+        int ref = pref(r, i);
+        char nm[32];
+        ad_export_vname(ctx, ref, nm, sizeof nm);
+        use(ctx, ref);
+        ctx->v[ctx->v[ref].base].read = true;
+        ad_buf_printf(ctx->body, ", (void *)(%s + %lld)", nm, (long long)ctx->v[ref].off);
+    }
+    ad_buf_printf(ctx->body, ", %lld);\n", (long long)ctx->v[o].numel);
+    return ADDSL_OK;
+}
+
 /* ---- the table ---- */
 
 static int dispatch(ad_xctx *ctx, const xrec *r) {
@@ -1220,7 +1264,7 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (!strcmp(nm, "log_softmax")) return lower_softmax(ctx, r, true, false);
     if (!strcmp(nm, "logsumexp")) return lower_logsumexp(ctx, r);
     if (!strcmp(nm, "mse_loss")) return lower_mse(ctx, r);
-    return fail(ctx, "has no C form");
+    return lower_extern(ctx, r);
 }
 
 int ad_export_lower(ad_xctx *ctx) {
