@@ -491,6 +491,15 @@ static const ew_row ew_table[] = {
     {"clamp_min", 2, "($0 < $1 ? $1 : $0)", "($0 < $1 ? $1 : $0)"},
     {"clamp_max", 2, "($0 > $1 ? $1 : $0)", "($0 > $1 ? $1 : $0)"},
     {"heaviside", 2, "($0 == 0 ? $1 : ($0 > 0))", NULL},
+    {"threshold", 3, "($0 > $1 ? $0 : $2)", "($0 > $1 ? $0 : $2)"},
+    {"xlog1py", 2, "($1 != $1 ? $1 : ($0 == 0 ? 0 : $0 * log1p$F($1)))", NULL},
+    {"logaddexp2", 2, "($0 > $1 ? $0 : $1) + log2$F(1 + exp2$F(-fabs$F($0 - $1)))", NULL},
+    {"sinc", 1, "($0 == 0 ? 1 : sin$F(3.14159265358979323846$F * $0) / (3.14159265358979323846$F * $0))", NULL},
+    {"logical_and", 2, "($0 != 0) && ($1 != 0)", "($0 != 0) && ($1 != 0)"},
+    {"logical_or", 2, "($0 != 0) || ($1 != 0)", "($0 != 0) || ($1 != 0)"},
+    {"logical_xor", 2, "($0 != 0) != ($1 != 0)", "($0 != 0) != ($1 != 0)"},
+    {"logical_not", 1, "!($0 != 0)", "!($0 != 0)"},
+    {"isnan", 1, "$0 != $0", "0"}, {"isinf", 1, "isinf($0) != 0", "0"}, {"isfinite", 1, "isfinite($0) != 0", "1"},
     {"tanh_backward", 2, "$0 * (1 - $1 * $1)", NULL}, {"sigmoid_backward", 2, "$0 * $1 * (1 - $1)", NULL},
     {NULL, 0, NULL, NULL},
 };
@@ -522,6 +531,16 @@ static int lower_ew(ad_xctx *ctx, const xrec *r, const ew_row *row) {
     int o = out_ref(r->n);
     if (o < 0) return fail(ctx, "has no tensor output");
     ad_dtype ct = ctx->v[o].dt;
+    if (ct == AD_BOOL) {
+        /* a predicate: computed in its operands' type */
+        bool any = false;
+        for (int i = 0; i < row->nparams; i++) {
+            int ref = pref(r, i);
+            if (ref < 0) continue;
+            ct = any ? ad_promote(ct, ctx->v[ref].dt) : ctx->v[ref].dt;
+            any = true;
+        }
+    }
     bool fl = ct == AD_FLOAT32 || ct == AD_FLOAT64;
     const char *t = fl ? row->tf : row->ti;
     if (!t) return fail(ctx, "is lowered for float32 and float64 only");
@@ -585,6 +604,29 @@ static int lower_gelu(ad_xctx *ctx, const xrec *r) {
     if (m.t == AD_TSTR && strcmp(m.u.s->data, "tanh") == 0)
         return emit_map(ctx, r, 1, "0.5$F * $0 * (1 + tanh$F(0.79788456080286535588$F * ($0 + 0.044715$F * $0 * $0 * $0)))", ct, 0);
     return emit_map(ctx, r, 1, "0.5$F * $0 * (1 + erf$F($0 * 0.70710678118654752440$F))", ct, 0);
+}
+
+/* round(self, decimals): half to even, as torch (nearbyint under the default rounding mode). */
+static int lower_round(ad_xctx *ctx, const xrec *r) {
+    double d = 0;
+    int o = out_ref(r->n);
+    if (o < 0) return fail(ctx, "has no tensor output");
+    if (!pnum(r, 1, &d)) return fail(ctx, "has decimals that are not an int");
+    ad_dtype ct = ctx->v[o].dt;
+    if (ct != AD_FLOAT32 && ct != AD_FLOAT64) return emit_map(ctx, r, 1, "$0", ct, 0);
+    if (d == 0) return emit_map(ctx, r, 1, "nearbyint$F($0)", ct, 0);
+    return fail(ctx, "with decimals is not lowered");
+}
+
+/* logit(self, eps): eps none, or the input clamped to [eps, 1 - eps] first. */
+static int lower_logit(ad_xctx *ctx, const xrec *r) {
+    int o = out_ref(r->n);
+    if (o < 0) return fail(ctx, "has no tensor output");
+    ad_dtype ct = ctx->v[o].dt;
+    if (pconst(r, 1).t == AD_TNONE) return emit_map(ctx, r, 1, "log$F($0 / (1 - $0))", ct, 0);
+    return emit_map(ctx, r, 2,
+                    "log$F(($0 < $1 ? $1 : ($0 > 1 - $1 ? 1 - $1 : $0)) / (1 - ($0 < $1 ? $1 : ($0 > 1 - $1 ? 1 - $1 : $0))))",
+                    ct, 0);
 }
 
 /* a < b on tensors: computed in the promoted type of the operands. */
@@ -714,6 +756,41 @@ static int lower_reduce(ad_xctx *ctx, const xrec *r, const char *kind) {
     if (strcmp(k, "mean") == 0 && e.acct == AD_INT64) return fail(ctx, "of an integer tensor is not lowered");
     if (e.acct == AD_BOOL) return fail(ctx, "of a bool tensor is not lowered");
     e.ct = e.acct;
+    comment(ctx, NULL);
+    emit_nest(ctx, &e);
+    return ADDSL_OK;
+}
+
+/* norm(self, p, dim, keepdim), linalg_vector_norm(self, ord, dim, keepdim):
+ * p = 2 (default), 1, inf, -inf, 0 or another number. */
+static int lower_norm(ad_xctx *ctx, const xrec *r, bool linalg) {
+    int src = pref(r, 0);
+    if (src < 0) return fail(ctx, "has no tensor input");
+    double p = 2;
+    ad_value pv = pconst(r, 1);
+    if (pv.t != AD_TNONE && !pnum(r, 1, &p)) return fail(ctx, "has an order that is not a number");
+    int64_t dims[AD_MAX_DIMS];
+    int nd = 0;
+    ad_value dv = pconst(r, 2);
+    bool all = dv.t == AD_TNONE;
+    if (!all && !pints(r, 2, dims, &nd)) return fail(ctx, "has a dim that is not an int or a list of ints");
+    if (ad_is_seq(dv) && nd == 0) all = true;
+    (void)linalg;
+    xnest e;
+    int rc = reduce_nest(ctx, r, src, dims, nd, all, &e);
+    if (rc) return rc;
+    if (e.acct != AD_FLOAT64) return fail(ctx, "is lowered for float32 and float64 only");
+    e.ct = e.acct;
+    if (p == 2) { e.expr = "$0 * $0"; e.init = "0"; e.comb = "acc += $E"; e.fin = "sqrt(acc)"; }
+    else if (p == 1) { e.expr = "fabs($0)"; e.init = "0"; e.comb = "acc += $E"; e.fin = "acc"; }
+    else if (isinf(p) && p > 0) { e.expr = "fabs($0)"; e.init = "0"; e.comb = "if (!(acc >= $E)) acc = $E"; e.fin = "acc"; }
+    else if (isinf(p)) {
+        if (e.count == 0) return fail(ctx, "reduces an empty tensor");
+        e.expr = "fabs($0)"; e.init = "HUGE_VAL"; e.comb = "if (!(acc <= $E)) acc = $E"; e.fin = "acc";
+    } else if (p == 0) { e.expr = "($0 != 0)"; e.init = "0"; e.comb = "acc += $E"; e.fin = "acc"; }
+    else {
+        return fail(ctx, "with this order is not lowered (2, 1, 0, inf and -inf are)");
+    }
     comment(ctx, NULL);
     emit_nest(ctx, &e);
     return ADDSL_OK;
@@ -936,6 +1013,24 @@ static int lower_select(ad_xctx *ctx, const xrec *r) {
     return view_from(ctx, r, src, k, sh, st, x->off + i * x->st[d]);
 }
 
+/* flip(self, dims): negative strides from the last element of each flipped dim. */
+static int lower_flip(ad_xctx *ctx, const xrec *r) {
+    int src = pref(r, 0);
+    int64_t dims[AD_MAX_DIMS];
+    int nd = 0;
+    if (src < 0 || !pints(r, 1, dims, &nd)) return fail(ctx, "has dims that are not ints");
+    const ad_xval *x = &ctx->v[src];
+    int64_t sh[AD_MAX_DIMS], st[AD_MAX_DIMS], off = x->off;
+    for (int j = 0; j < x->ndim; j++) { sh[j] = x->shape[j]; st[j] = x->st[j]; }
+    for (int i = 0; i < nd; i++) {
+        int d = wrap_dim(dims[i], x->ndim);
+        if (d < 0 || d >= x->ndim) return fail(ctx, "has a dim out of range");
+        if (sh[d] > 0) off += (sh[d] - 1) * st[d];
+        st[d] = -st[d];
+    }
+    return view_from(ctx, r, src, x->ndim, sh, st, x->numel ? off : x->off);
+}
+
 static int lower_narrow(ad_xctx *ctx, const xrec *r) {
     int src = pref(r, 0);
     double dd, s0, len;
@@ -1136,13 +1231,20 @@ static int lower_logsumexp(ad_xctx *ctx, const xrec *r) {
     return lower_softmax(ctx, r, false, true);
 }
 
-/* mse_loss(input, target, reduction) */
-static int lower_mse(ad_xctx *ctx, const xrec *r) {
+/* mse_loss, l1_loss, huber_loss(delta), smooth_l1_loss(beta): (input, target, reduction, [param]) */
+static int lower_loss(ad_xctx *ctx, const xrec *r, const char *elem, bool param) {
     ad_value red = pconst(r, 2);
     const char *m = red.t == AD_TSTR ? red.u.s->data : "mean";
     int a = pref(r, 0), b = pref(r, 1), o = out_ref(r->n);
     if (a < 0 || b < 0 || o < 0) return fail(ctx, "needs tensor operands");
-    if (strcmp(m, "none") == 0) return emit_map(ctx, r, 2, "($0 - $1) * ($0 - $1)", ctx->v[o].dt, 0);
+    double prm = 1;
+    if (param && !pnum(r, 3, &prm)) return fail(ctx, "has a parameter that is not a number");
+    if (strcmp(m, "none") == 0) {
+        if (!param) return emit_map(ctx, r, 2, elem, ctx->v[o].dt, 0);
+        xrec q = *r;
+        q.p[2] = q.p[3];
+        return emit_map(ctx, &q, 3, elem, ctx->v[o].dt, 0);
+    }
     const ad_xval *x = &ctx->v[a];
     if (ctx->v[b].ndim != x->ndim) return fail(ctx, "with broadcast operands is not lowered");
     for (int d = 0; d < x->ndim; d++) if (ctx->v[b].shape[d] != x->shape[d]) return fail(ctx, "with broadcast operands is not lowered");
@@ -1159,8 +1261,9 @@ static int lower_mse(ad_xctx *ctx, const xrec *r) {
     e.op[0].ref = a; e.op[0].off = x->off;
     e.op[1].ref = b; e.op[1].off = ctx->v[b].off;
     e.nops = 2;
+    if (param) add_lit(&e, prm);
     e.acct = e.ct = ctx->v[o].dt == AD_FLOAT32 ? AD_FLOAT64 : ctx->v[o].dt;
-    e.expr = "($0 - $1) * ($0 - $1)"; e.init = "0"; e.comb = "acc += $E";
+    e.expr = elem; e.init = "0"; e.comb = "acc += $E";
     e.fin = strcmp(m, "sum") == 0 ? "acc" : "acc / $N";
     comment(ctx, NULL);
     emit_nest(ctx, &e);
@@ -1213,6 +1316,13 @@ static int lower_extern(ad_xctx *ctx, const xrec *r) {
 
 static int dispatch(ad_xctx *ctx, const xrec *r) {
     const char *nm = rec_name(r->n);
+    /* torch.special names of the same functions */
+    if (strncmp(nm, "special_", 8) == 0 && r->n->kind == AD_TN_OP) {
+        static const char *const alias[][2] = {{"special_expit", "sigmoid"}, {"special_gammaln", "lgamma"}};
+        const char *base = nm + 8;
+        for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++) if (!strcmp(nm, alias[i][0])) base = alias[i][1];
+        nm = base;
+    }
     const ad_tnode *n = r->n;
     if (n->kind == AD_TN_COMPARE) return lower_compare(ctx, r);
     if (n->kind == AD_TN_GETATTR) {
@@ -1263,7 +1373,17 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (!strcmp(nm, "softmax")) return lower_softmax(ctx, r, false, false);
     if (!strcmp(nm, "log_softmax")) return lower_softmax(ctx, r, true, false);
     if (!strcmp(nm, "logsumexp")) return lower_logsumexp(ctx, r);
-    if (!strcmp(nm, "mse_loss")) return lower_mse(ctx, r);
+    if (!strcmp(nm, "mse_loss")) return lower_loss(ctx, r, "($0 - $1) * ($0 - $1)", false);
+    if (!strcmp(nm, "l1_loss")) return lower_loss(ctx, r, "fabs$F($0 - $1)", false);
+    if (!strcmp(nm, "huber_loss"))
+        return lower_loss(ctx, r, "(fabs$F($0 - $1) < $2 ? 0.5$F * ($0 - $1) * ($0 - $1) : $2 * (fabs$F($0 - $1) - 0.5$F * $2))", true);
+    if (!strcmp(nm, "smooth_l1_loss"))
+        return lower_loss(ctx, r, "(fabs$F($0 - $1) < $2 ? 0.5$F * ($0 - $1) * ($0 - $1) / $2 : fabs$F($0 - $1) - 0.5$F * $2)", true);
+    if (!strcmp(nm, "round")) return lower_round(ctx, r);
+    if (!strcmp(nm, "logit")) return lower_logit(ctx, r);
+    if (!strcmp(nm, "norm")) return lower_norm(ctx, r, false);
+    if (!strcmp(nm, "linalg_vector_norm")) return lower_norm(ctx, r, true);
+    if (!strcmp(nm, "flip")) return lower_flip(ctx, r);
     return lower_extern(ctx, r);
 }
 
@@ -1281,7 +1401,13 @@ int ad_export_lower(ad_xctx *ctx) {
     if (n->kind == AD_TN_BUILTIN && n->out.ref < 0 && !n->out.sub &&
         (strcmp(n->fn.u.bi->name, "append") == 0 || strcmp(n->fn.u.bi->name, "assert") == 0))
         return ADDSL_OK;
-    if ((n->effect && !data) || n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX)
+    /* builtins the tracer keeps in place that only compute */
+    static const char *const pure[] = {"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
+                                       "isfinite"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof pure / sizeof pure[0] && n->kind == AD_TN_BUILTIN; i++)
+        if (!strcmp(n->fn.u.bi->name, pure[i])) known = true;
+    if ((n->effect && !data && !known) || n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX)
         return fail(ctx, "writes to a tensor or has a side effect, which an exported function cannot have");
     if (n->out.ref < 0) return fail(ctx, "has several outputs or none, which the exporter does not lower yet");
     xrec r;
