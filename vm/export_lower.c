@@ -244,6 +244,7 @@ typedef struct xnest {
     bool flat;                  /* one loop variable for all output dims */
     bool rflat;                 /* ... for all reduced dims */
     const char *dname;          /* the destination's C name when it is not dest's (a copy into an output) */
+    bool noflat;                /* keep one loop variable per dim (the template names them: $V0..$V9) */
 } xnest;
 
 static void loopvar(const xnest *e, int k, char *s, size_t n) {
@@ -294,6 +295,11 @@ static void render(ad_xctx *ctx, const xnest *e, const char *t, const char *elem
         else if (c == 'E') render(ctx, e, elem, NULL, b);
         else if (c == 'N') ad_export_literal(b, e->acct, (double)e->count);
         else if (c == 'G') ad_buf_puts(b, e->acct == AD_FLOAT32 ? "f" : "");
+        else if (c == 'V' && p[1] >= '0' && p[1] <= '9') {
+            char v[24];
+            loopvar(e, *++p - '0', v, sizeof v);
+            ad_buf_puts(b, v);
+        }
         else { ad_buf_add(b, p - 1, 2); }
     }
 }
@@ -356,7 +362,8 @@ static void flatten_group(xnest *e, int lo, int hi, bool *flag) {
 static void emit_nest(ad_xctx *ctx, xnest *e) {
     ad_buf *b = ctx->body;
     for (int i = 0; i < e->nops; i++) if (e->op[i].ref >= 0) use(ctx, e->op[i].ref);
-    if (e->nout > 1) flatten_group(e, 0, e->nout, &e->flat);
+    if (e->noflat) {}
+    else if (e->nout > 1) flatten_group(e, 0, e->nout, &e->flat);
     else if (e->nout == 1) e->flat = true;
     if (e->nred > 1) flatten_group(e, e->nout, e->nout + e->nred, &e->rflat);
     else if (e->nred == 1) e->rflat = true;
@@ -688,6 +695,67 @@ static int lower_fill(ad_xctx *ctx, const xrec *r, double x) {
     add_lit(&e, x);
     comment(ctx, NULL);
     emit_nest(ctx, &e);
+    return ADDSL_OK;
+}
+
+/* zeros(*size), ones, empty, full(size, fill_value) made inside the program
+ * (by a derivative formula): a fill of the output's traced shape. */
+static int lower_create(ad_xctx *ctx, const xrec *r, const char *nm) {
+    double x = 0;
+    if (!strcmp(nm, "ones")) x = 1;
+    else if (!strcmp(nm, "full") && !pnum(r, 1, &x)) return fail(ctx, "needs a number fill value");
+    return lower_fill(ctx, r, x);
+}
+
+/* tril/triu(self, diagonal): the element where column - row <= k (tril) or
+ * >= k (triu), else 0; one loop variable per dim so the condition can name them. */
+static int lower_tri(ad_xctx *ctx, const xrec *r, bool lower) {
+    int src = pref(r, 0), o = out_ref(r->n);
+    double k = 0;
+    if (src < 0 || o < 0 || !pnum(r, 1, &k)) return fail(ctx, "needs a tensor and an int diagonal");
+    const ad_xval *x = &ctx->v[src];
+    if (x->ndim < 2 || x->ndim > 10) return fail(ctx, "needs 2 to 10 dims");
+    make_buf(ctx, o);
+    xnest e;
+    nest_init(ctx, &e, o);
+    e.noflat = true;
+    add_bcast(ctx, &e, src);
+    char t[96];
+    snprintf(t, sizeof t, "($V%d - $V%d %s %lld ? $0 : 0)", x->ndim - 1, x->ndim - 2, lower ? "<=" : ">=", (long long)k);
+    e.expr = t;
+    comment(ctx, NULL);
+    emit_nest(ctx, &e);
+    return ADDSL_OK;
+}
+
+/* diag_embed(self, offset, dim1, dim2): zeros, then the input's last dim
+ * written on the diagonal (dim1, dim2) of the output. */
+static int lower_diag_embed(ad_xctx *ctx, const xrec *r) {
+    int src = pref(r, 0), o = out_ref(r->n);
+    double off = 0, a = -2, b = -1;
+    if (src < 0 || o < 0 || !pnum(r, 1, &off) || !pnum(r, 2, &a) || !pnum(r, 3, &b)) return fail(ctx, "has arguments that are not ints");
+    const ad_xval *x = &ctx->v[src];
+    int rc = lower_fill(ctx, r, 0);
+    if (rc) return rc;
+    const ad_xval *y = &ctx->v[o];
+    int d1 = wrap_dim((int64_t)a, y->ndim), d2 = wrap_dim((int64_t)b, y->ndim);
+    if (x->ndim < 1 || d1 < 0 || d2 < 0 || d1 >= y->ndim || d2 >= y->ndim || d1 == d2) return fail(ctx, "has dims out of range");
+    int64_t yst[AD_MAX_DIMS];
+    contiguous_st(y, yst);
+    xnest e;
+    memset(&e, 0, sizeof e);
+    e.dest = o;
+    e.nout = x->ndim;
+    for (int d = 0; d < x->ndim; d++) e.shape[d] = x->shape[d];
+    int k = 0;
+    for (int j = 0; j < y->ndim; j++) if (j != d1 && j != d2) e.dst[k++] = yst[j];
+    e.dst[k] = yst[d1] + yst[d2];
+    int64_t of = (int64_t)off;
+    e.doff = of >= 0 ? of * yst[d2] : -of * yst[d1];
+    e.ct = e.acct = y->dt;
+    e.expr = "$0";
+    add_bcast(ctx, &e, src);
+    if (x->numel) emit_nest(ctx, &e);
     return ADDSL_OK;
 }
 
@@ -1341,6 +1409,10 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (!strcmp(nm, "float") || !strcmp(nm, "double") || !strcmp(nm, "long") || !strcmp(nm, "to") || !strcmp(nm, "type_as"))
         return lower_convert(ctx, r);
     if (!strcmp(nm, "clone") || !strcmp(nm, "contiguous") || !strcmp(nm, "detach")) return alias_of(ctx, r, pref(r, 0));
+    if (!strcmp(nm, "zeros") || !strcmp(nm, "ones") || !strcmp(nm, "empty") || !strcmp(nm, "full"))
+        return lower_create(ctx, r, nm);
+    if (!strcmp(nm, "tril") || !strcmp(nm, "triu")) return lower_tri(ctx, r, nm[3] == 'l');
+    if (!strcmp(nm, "diag_embed")) return lower_diag_embed(ctx, r);
     if (!strcmp(nm, "zeros_like")) return lower_fill(ctx, r, 0);
     if (!strcmp(nm, "ones_like")) return lower_fill(ctx, r, 1);
     if (!strcmp(nm, "full_like")) {
