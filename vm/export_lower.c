@@ -1221,10 +1221,13 @@ static int lower_cat(ad_xctx *ctx, const xrec *r, bool stack) {
     return ADDSL_OK;
 }
 
-/* ---- softmax family ---- */
+/* ---- ops along one dim: softmax family, scans ---- */
 
-/* softmax / log_softmax along 'dim': max, sum of exp, then the output. */
-static int lower_softmax(ad_xctx *ctx, const xrec *r, bool logsm, bool lse) {
+typedef enum { ROW_SOFTMAX, ROW_LOG_SOFTMAX, ROW_LOGSUMEXP, ROW_CUMSUM, ROW_CUMPROD } row_kind;
+
+/* One loop over the rows (every index of the other dims), each read through
+ * the input's strides from 'at' and written at o*n*inner + r*inner + p. */
+static int lower_rows(ad_xctx *ctx, const xrec *r, row_kind kind) {
     int src = pref(r, 0), o = out_ref(r->n);
     if (src < 0 || o < 0) return fail(ctx, "has no tensor input or output");
     const ad_xval *x = &ctx->v[src];
@@ -1232,8 +1235,10 @@ static int lower_softmax(ad_xctx *ctx, const xrec *r, bool logsm, bool lse) {
     int nd = 0;
     if (!pints(r, 1, dims, &nd) || nd != 1) return fail(ctx, "needs one int dim");
     int d = x->ndim ? wrap_dim(dims[0], x->ndim) : 0;
+    if (x->ndim && (d < 0 || d >= x->ndim)) return fail(ctx, "has a dim out of range");
     ad_dtype dt = ctx->v[o].dt;
-    if (dt != AD_FLOAT32 && dt != AD_FLOAT64) return fail(ctx, "is lowered for float32 and float64 only");
+    bool scan = kind == ROW_CUMSUM || kind == ROW_CUMPROD;
+    if (dt != AD_FLOAT32 && dt != AD_FLOAT64 && !(scan && dt == AD_INT64)) return fail(ctx, "is lowered for float32 and float64 only");
     make_buf(ctx, o);
     char in[32], out[32];
     ad_export_vname(ctx, src, in, sizeof in);
@@ -1245,58 +1250,50 @@ static int lower_softmax(ad_xctx *ctx, const xrec *r, bool logsm, bool lse) {
     for (int j = 0; j < x->ndim; j++) { if (j < d) outer *= x->shape[j]; else if (j > d) inner *= x->shape[j]; }
     comment(ctx, NULL);
     ad_buf *b = ctx->body;
-    const char *F = dt == AD_FLOAT32 ? "f" : "";
+    const char *ct = ad_export_ctype(dt);
     if (x->numel == 0) {
         /* no rows, or empty rows: logsumexp of an empty row is -inf */
-        if (lse && ctx->v[o].numel)
+        if (kind == ROW_LOGSUMEXP && ctx->v[o].numel)
             ad_buf_printf(b, "    for (long i = 0; i < %lld; i++) %s[i] = -HUGE_VAL;\n", (long long)ctx->v[o].numel, out);
         return ADDSL_OK;
     }
-    /* rows: (outer, inner) index pairs over the other dims, read through strides */
     ad_buf_printf(b, "    for (long i = 0; i < %lld; i++) {\n", (long long)(outer * inner));
-    ad_buf_puts(b, "        long o = i / ");
-    ad_buf_printf(b, "%lld, p = i %% %lld, at = %lld", (long long)inner, (long long)inner, (long long)x->off);
-    /* offset of (o, p): unravel o over dims < d and p over dims > d */
-    ad_buf_puts(b, ";\n");
-    {
-        int64_t rest;
-        ad_buf_puts(b, "        long q;\n");
-        rest = outer;
-        ad_buf_puts(b, "        q = o;\n");
-        for (int j = d - 1; j >= 0; j--) {
-            rest /= x->shape[j];
-            (void)rest;
-            ad_buf_printf(b, "        at += (q %% %lld) * %lld; q /= %lld;\n", (long long)x->shape[j], (long long)x->st[j],
-                          (long long)x->shape[j]);
-        }
-        ad_buf_puts(b, "        q = p;\n");
-        for (int j = x->ndim - 1; j > d; j--)
-            ad_buf_printf(b, "        at += (q %% %lld) * %lld; q /= %lld;\n", (long long)x->shape[j], (long long)x->st[j],
-                          (long long)x->shape[j]);
-        ad_buf_puts(b, "        (void)q;\n");
+    ad_buf_printf(b, "        long o = i / %lld, p = i %% %lld, at = %lld, q;\n", (long long)inner, (long long)inner,
+                  (long long)x->off);
+    /* the row's start: o unravelled over the dims before d, p over those after */
+    ad_buf_puts(b, "        q = o;\n");
+    for (int j = d - 1; j >= 0; j--)
+        ad_buf_printf(b, "        at += (q %% %lld) * %lld; q /= %lld;\n", (long long)x->shape[j], (long long)x->st[j],
+                      (long long)x->shape[j]);
+    ad_buf_puts(b, "        q = p;\n");
+    for (int j = x->ndim - 1; j > d; j--)
+        ad_buf_printf(b, "        at += (q %% %lld) * %lld; q /= %lld;\n", (long long)x->shape[j], (long long)x->st[j],
+                      (long long)x->shape[j]);
+    ad_buf_puts(b, "        (void)q;\n");
+    char dst[96];
+    snprintf(dst, sizeof dst, "%s[o*%lld + r*%lld + p]", out, (long long)(n * inner), (long long)inner);
+    if (scan) {
+        ad_buf_printf(b, "        %s acc = %s;\n", dt == AD_INT64 ? "int64_t" : "double", kind == ROW_CUMSUM ? "0" : "1");
+        ad_buf_printf(b, "        for (long r = 0; r < %lld; r++) {\n", (long long)n);
+        ad_buf_printf(b, "            acc %s %s[at + r*%lld];\n", kind == ROW_CUMSUM ? "+=" : "*=", in, (long long)sd);
+        ad_buf_printf(b, "            %s = (%s)acc;\n        }\n    }\n", dst, ct);
+        return ADDSL_OK;
     }
     ad_buf_printf(b, "        double m = -HUGE_VAL, s = 0;\n");
     ad_buf_printf(b, "        for (long r = 0; r < %lld; r++) if (%s[at + r*%lld] > m) m = %s[at + r*%lld];\n", (long long)n, in,
                   (long long)sd, in, (long long)sd);
     ad_buf_printf(b, "        if (m == -HUGE_VAL) m = 0;\n");
     ad_buf_printf(b, "        for (long r = 0; r < %lld; r++) s += exp(%s[at + r*%lld] - m);\n", (long long)n, in, (long long)sd);
-    if (lse) {
-        ad_buf_printf(b, "        %s[i] = (%s)(m + log(s));\n", out, ad_export_ctype(dt));
-    } else if (logsm) {
-        ad_buf_printf(b, "        for (long r = 0; r < %lld; r++) %s[o*%lld + r*%lld + p] = (%s)(%s[at + r*%lld] - m - log(s));\n",
-                      (long long)n, out, (long long)(n * inner), (long long)inner, ad_export_ctype(dt), in, (long long)sd);
-    } else {
-        ad_buf_printf(b, "        for (long r = 0; r < %lld; r++) %s[o*%lld + r*%lld + p] = (%s)(exp(%s[at + r*%lld] - m) / s);\n",
-                      (long long)n, out, (long long)(n * inner), (long long)inner, ad_export_ctype(dt), in, (long long)sd);
-    }
-    (void)F;
+    if (kind == ROW_LOGSUMEXP)
+        ad_buf_printf(b, "        %s[i] = (%s)(m + log(s));\n", out, ct);
+    else if (kind == ROW_LOG_SOFTMAX)
+        ad_buf_printf(b, "        for (long r = 0; r < %lld; r++) %s = (%s)(%s[at + r*%lld] - m - log(s));\n", (long long)n, dst, ct,
+                      in, (long long)sd);
+    else
+        ad_buf_printf(b, "        for (long r = 0; r < %lld; r++) %s = (%s)(exp(%s[at + r*%lld] - m) / s);\n", (long long)n, dst, ct,
+                      in, (long long)sd);
     ad_buf_puts(b, "    }\n");
     return ADDSL_OK;
-}
-
-/* logsumexp(self, dim, keepdim) with one dim: as softmax's first two passes. */
-static int lower_logsumexp(ad_xctx *ctx, const xrec *r) {
-    return lower_softmax(ctx, r, false, true);
 }
 
 /* mse_loss, l1_loss, huber_loss(delta), smooth_l1_loss(beta): (input, target, reduction, [param]) */
@@ -1442,9 +1439,11 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (!strcmp(nm, "index_get")) return lower_index_get(ctx, r);
     if (!strcmp(nm, "cat") || !strcmp(nm, "concat") || !strcmp(nm, "concatenate")) return lower_cat(ctx, r, false);
     if (!strcmp(nm, "stack")) return lower_cat(ctx, r, true);
-    if (!strcmp(nm, "softmax")) return lower_softmax(ctx, r, false, false);
-    if (!strcmp(nm, "log_softmax")) return lower_softmax(ctx, r, true, false);
-    if (!strcmp(nm, "logsumexp")) return lower_logsumexp(ctx, r);
+    if (!strcmp(nm, "softmax")) return lower_rows(ctx, r, ROW_SOFTMAX);
+    if (!strcmp(nm, "log_softmax")) return lower_rows(ctx, r, ROW_LOG_SOFTMAX);
+    if (!strcmp(nm, "logsumexp")) return lower_rows(ctx, r, ROW_LOGSUMEXP);
+    if (!strcmp(nm, "cumsum")) return lower_rows(ctx, r, ROW_CUMSUM);
+    if (!strcmp(nm, "cumprod")) return lower_rows(ctx, r, ROW_CUMPROD);
     if (!strcmp(nm, "mse_loss")) return lower_loss(ctx, r, "($0 - $1) * ($0 - $1)", false);
     if (!strcmp(nm, "l1_loss")) return lower_loss(ctx, r, "fabs$F($0 - $1)", false);
     if (!strcmp(nm, "huber_loss"))
