@@ -365,7 +365,7 @@ static int write_files(ad_state *S, const char *path, const char *name, const ch
     return rc;
 }
 
-/* The library's export_vjp_fn(f) or export_jvp_fn(f) (lib/export.ad):
+/* The library's export_fwd_fn, export_vjp_fn or export_jvp_fn (lib/export.ad):
  * g(xs, vs) whose trace is the VJP or JVP program. */
 static int derivative_function(ad_state *S, const char *which, ad_value f, ad_value *g) {
     int slot = ad_global_slot(S, which, false);
@@ -423,6 +423,22 @@ static int export_derivative(ad_state *S, xfun *V, const xfun *F, bool jvp, ad_v
     return rc;
 }
 
+/* The function itself, traced through lib/export.ad's export_fwd_fn(f). */
+static int export_forward(ad_state *S, xfun *F, ad_value f, ad_value args) {
+    ad_value g = ad_none();
+    int rc = derivative_function(S, "export_fwd_fn", f, &g);
+    ad_list *gargs = rc ? NULL : ad_list_new(S, AD_TLIST, 1);
+    if (!rc && !gargs) rc = ADDSL_ENOMEM;
+    if (!rc) {
+        gargs->items[0] = args;
+        ad_value_incref(args);
+        rc = trace_fun(S, F, g, gargs);
+    }
+    if (gargs) ad_value_decref(S, ad_list_value(gargs, AD_TLIST));
+    ad_value_decref(S, g);
+    return rc;
+}
+
 /* export_c(f, args, path, name="f") */
 static int bi_export_c(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
@@ -460,7 +476,7 @@ static int bi_export_c(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     F[1].cname = vname;
     F[2].cname = jname;
     const char *ch = chunk ? base_name(chunk) : "?";
-    rc = trace_fun(S, &F[0], f, argv[1].u.l);
+    rc = export_forward(S, &F[0], f, argv[1]);
     if (!rc) rc = lower_fun(S, &F[0], ch, name);
     if (!rc) rc = export_derivative(S, &F[1], &F[0], false, f, argv[1], ch);
     if (!rc) rc = export_derivative(S, &F[2], &F[0], true, f, argv[1], ch);
