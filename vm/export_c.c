@@ -365,7 +365,7 @@ static int write_files(ad_state *S, const char *path, const char *name, const ch
     return rc;
 }
 
-/* The library's export_fwd_fn, export_vjp_fn or export_jvp_fn (lib/export.ad):
+/* The library's xc_fwd_fn, xc_vjp_fn or xc_jvp_fn (lib/export.ad):
  * g(xs, vs) whose trace is the VJP or JVP program. */
 static int derivative_function(ad_state *S, const char *which, ad_value f, ad_value *g) {
     int slot = ad_global_slot(S, which, false);
@@ -398,7 +398,7 @@ static int zero_examples(ad_state *S, const xfun *F, bool outputs, ad_list **out
 static int export_derivative(ad_state *S, xfun *V, const xfun *F, bool jvp, ad_value f, ad_value args, const char *chunk) {
     ad_value g = ad_none();
     ad_list *vs = NULL;
-    int rc = derivative_function(S, jvp ? "export_jvp_fn" : "export_vjp_fn", f, &g);
+    int rc = derivative_function(S, jvp ? "xc_jvp_fn" : "xc_vjp_fn", f, &g);
     if (!rc) rc = zero_examples(S, F, !jvp, &vs);
     ad_list *gargs = rc ? NULL : ad_list_new(S, AD_TLIST, 2);
     if (!rc && !gargs) rc = ADDSL_ENOMEM;
@@ -423,10 +423,10 @@ static int export_derivative(ad_state *S, xfun *V, const xfun *F, bool jvp, ad_v
     return rc;
 }
 
-/* The function itself, traced through lib/export.ad's export_fwd_fn(f). */
+/* The function itself, traced through lib/export.ad's xc_fwd_fn(f). */
 static int export_forward(ad_state *S, xfun *F, ad_value f, ad_value args) {
     ad_value g = ad_none();
-    int rc = derivative_function(S, "export_fwd_fn", f, &g);
+    int rc = derivative_function(S, "xc_fwd_fn", f, &g);
     ad_list *gargs = rc ? NULL : ad_list_new(S, AD_TLIST, 1);
     if (!rc && !gargs) rc = ADDSL_ENOMEM;
     if (!rc) {
