@@ -498,6 +498,7 @@ static const ew_row ew_table[] = {
     {"clamp_min", 2, "($0 < $1 ? $1 : $0)", "($0 < $1 ? $1 : $0)"},
     {"clamp_max", 2, "($0 > $1 ? $1 : $0)", "($0 > $1 ? $1 : $0)"},
     {"heaviside", 2, "($0 == 0 ? $1 : ($0 > 0))", NULL},
+    {"masked_fill", 3, "$1 ? $2 : $0", "$1 ? $2 : $0"},
     {"threshold", 3, "($0 > $1 ? $0 : $2)", "($0 > $1 ? $0 : $2)"},
     {"xlog1py", 2, "($1 != $1 ? $1 : ($0 == 0 ? 0 : $0 * log1p$F($1)))", NULL},
     {"logaddexp2", 2, "($0 > $1 ? $0 : $1) + log2$F(1 + exp2$F(-fabs$F($0 - $1)))", NULL},
@@ -551,7 +552,8 @@ static int lower_ew(ad_xctx *ctx, const xrec *r, const ew_row *row) {
     bool fl = ct == AD_FLOAT32 || ct == AD_FLOAT64;
     const char *t = fl ? row->tf : row->ti;
     if (!t) return fail(ctx, "is lowered for float32 and float64 only");
-    return emit_map(ctx, r, row->nparams, t, ct, strcmp(row->name, "where") == 0 ? 1 : 0);
+    int raw = strcmp(row->name, "where") == 0 ? 1 : strcmp(row->name, "masked_fill") == 0 ? 2 : 0;
+    return emit_map(ctx, r, row->nparams, t, ct, raw);
 }
 
 /* add/sub(self, other, alpha) */
@@ -864,6 +866,57 @@ static int lower_norm(ad_xctx *ctx, const xrec *r, bool linalg) {
     return ADDSL_OK;
 }
 
+/* var/std(self, dim, correction, keepdim, unbiased): per output element, the
+ * mean, then the squared deviations from it (two passes, as the library). */
+static int lower_var(ad_xctx *ctx, const xrec *r, bool std) {
+    int src = pref(r, 0);
+    if (src < 0) return fail(ctx, "has no tensor input");
+    int64_t dims[AD_MAX_DIMS];
+    int nd = 0;
+    ad_value dv = pconst(r, 1);
+    bool all = dv.t == AD_TNONE;
+    if (!all && !pints(r, 1, dims, &nd)) return fail(ctx, "has a dim that is not an int or a list of ints");
+    if (ad_is_seq(dv) && nd == 0) all = true;
+    double corr = 1;
+    if (pconst(r, 4).t == AD_TBOOL) corr = pconst(r, 4).u.b ? 1 : 0;
+    else if (!pnum(r, 2, &corr)) return fail(ctx, "has a correction that is not a number");
+    xnest e;
+    int rc = reduce_nest(ctx, r, src, dims, nd, all, &e);
+    if (rc) return rc;
+    if (e.acct != AD_FLOAT64) return fail(ctx, "is lowered for float32 and float64 only");
+    e.ct = AD_FLOAT64;
+    ad_buf *b = ctx->body;
+    comment(ctx, NULL);
+    use(ctx, src);
+    if (e.nout > 1) flatten_group(&e, 0, e.nout, &e.flat);
+    else if (e.nout == 1) e.flat = true;
+    if (e.nred > 1) flatten_group(&e, e.nout, e.nout + e.nred, &e.rflat);
+    else if (e.nred == 1) e.rflat = true;
+    char dn[32];
+    ad_export_vname(ctx, e.dest, dn, sizeof dn);
+    open_loops(&e, 0, e.nout, 1, b);
+    int depth = 1 + (e.nout == 0 ? 0 : (e.flat ? 1 : e.nout));
+    int bd = e.nout ? depth - 1 : depth, in = bd + 1, rd = in + (e.nred == 0 ? 0 : (e.rflat ? 1 : e.nred));
+    double den = (double)e.count - corr;
+    indent(b, bd); ad_buf_puts(b, "{\n");
+    indent(b, in); ad_buf_puts(b, "double m = 0, s = 0;\n");
+    open_loops(&e, e.nout, e.nout + e.nred, in, b);
+    indent(b, rd); render(ctx, &e, "m += $0;\n", NULL, b);
+    indent(b, in); ad_buf_puts(b, "m /= ");
+    ad_export_literal(b, AD_FLOAT64, (double)e.count);
+    ad_buf_puts(b, ";\n");
+    open_loops(&e, e.nout, e.nout + e.nred, in, b);
+    indent(b, rd); render(ctx, &e, "s += ($0 - m) * ($0 - m);\n", NULL, b);
+    indent(b, in);
+    ad_buf_printf(b, "%s[", dn);
+    index_expr(&e, e.doff, e.dst, true, b);
+    ad_buf_printf(b, "] = (%s)(%s(s / ", ad_export_ctype(ctx->v[e.dest].dt), std ? "sqrt" : "");
+    ad_export_literal(b, AD_FLOAT64, den > 0 ? den : 0);
+    ad_buf_puts(b, "));\n");
+    indent(b, bd); ad_buf_puts(b, "}\n");
+    return ADDSL_OK;
+}
+
 /* trace(self): the sum of the diagonal of a matrix. */
 static int lower_trace(ad_xctx *ctx, const xrec *r) {
     int src = pref(r, 0), o = out_ref(r->n);
@@ -888,7 +941,22 @@ static int lower_trace(ad_xctx *ctx, const xrec *r) {
 /* out[..., i, j] = sum_k a[..., i, k] * b[..., k, j] with numpy's matmul
  * rules (1-D operands promoted then squeezed, batch dims broadcast); 'bias'
  * (or -1) is added, broadcast over the output. */
+static int emit_matmul_ab(ad_xctx *ctx, const xrec *r, int a, int b, bool bt, int bias, double alpha, double beta);
+
 static int emit_matmul(ad_xctx *ctx, const xrec *r, int a, int b, bool bt, int bias) {
+    return emit_matmul_ab(ctx, r, a, b, bt, bias, 1, 1);
+}
+
+/* addmm, addmv, baddbmm(self, m1, m2, beta, alpha): beta * self + alpha * (m1 @ m2) */
+static int lower_addmm(ad_xctx *ctx, const xrec *r) {
+    double beta = 1, alpha = 1;
+    if (!pnum(r, 3, &beta) || !pnum(r, 4, &alpha)) return fail(ctx, "has a beta or alpha that is not a number");
+    int self = pref(r, 0);
+    if (self < 0) return fail(ctx, "needs tensor operands");
+    return emit_matmul_ab(ctx, r, pref(r, 1), pref(r, 2), false, self, alpha, beta);
+}
+
+static int emit_matmul_ab(ad_xctx *ctx, const xrec *r, int a, int b, bool bt, int bias, double alpha, double beta) {
     int o = out_ref(r->n);
     if (o < 0 || a < 0 || b < 0) return fail(ctx, "needs tensor operands");
     const ad_xval *A = &ctx->v[a], *B = &ctx->v[b];
@@ -935,6 +1003,16 @@ static int emit_matmul(ad_xctx *ctx, const xrec *r, int a, int b, bool bt, int b
     if (bias >= 0) {
         add_bcast(ctx, &e, bias);
         e.fin = "acc + $2";
+        if (alpha != 1 || beta != 1) {
+            add_lit(&e, alpha);
+            add_lit(&e, beta);
+            /* torch ignores self when beta is 0 (no nan from it) */
+            e.fin = beta == 0 ? "$3 * acc" : "$3 * acc + $4 * $2";
+        }
+    } else if (alpha != 1) {
+        add_lit(&e, 0);
+        add_lit(&e, alpha);
+        e.fin = "$3 * acc";
     }
     comment(ctx, NULL);
     emit_nest(ctx, &e);
@@ -1047,6 +1125,63 @@ static int lower_expand(ad_xctx *ctx, const xrec *r) {
         if (k >= 0) st[d] = x->shape[k] == y->shape[d] ? x->st[k] : 0;
     }
     return view_from(ctx, r, src, y->ndim, sh, st, x->off);
+}
+
+/* movedim/moveaxis(self, source, destination): the permutation that puts
+ * each source dim at its destination, the others in order. */
+static int lower_movedim(ad_xctx *ctx, const xrec *r) {
+    int src = pref(r, 0);
+    int64_t a[AD_MAX_DIMS], b[AD_MAX_DIMS];
+    int na = 0, nb = 0;
+    if (src < 0 || !pints(r, 1, a, &na) || !pints(r, 2, b, &nb) || na != nb) return fail(ctx, "has dims that are not ints");
+    const ad_xval *x = &ctx->v[src];
+    int nd = x->ndim, perm[AD_MAX_DIMS];
+    bool used[AD_MAX_DIMS] = {false}, placed[AD_MAX_DIMS] = {false};
+    for (int i = 0; i < nd; i++) perm[i] = -1;
+    for (int i = 0; i < na; i++) {
+        int s0 = wrap_dim(a[i], nd), d0 = wrap_dim(b[i], nd);
+        if (s0 < 0 || d0 < 0 || s0 >= nd || d0 >= nd) return fail(ctx, "has a dim out of range");
+        perm[d0] = s0; used[s0] = true; placed[d0] = true;
+    }
+    int k = 0;
+    for (int d = 0; d < nd; d++) {
+        if (placed[d]) continue;
+        while (k < nd && used[k]) k++;
+        perm[d] = k++;
+    }
+    return lower_permute(ctx, r, perm);
+}
+
+/* repeat(self, *repeats), tile(self, *dims): each output dim d of size
+ * k*n is two loop dims (k, n), so the copy stays index arithmetic. */
+static int lower_repeat(ad_xctx *ctx, const xrec *r) {
+    int src = pref(r, 0), o = out_ref(r->n);
+    if (src < 0 || o < 0) return fail(ctx, "has no tensor input or output");
+    const ad_xval *x = &ctx->v[src], *y = &ctx->v[o];
+    if (2 * y->ndim > XMAX_LOOP) return fail(ctx, "has too many dims");
+    make_buf(ctx, o);
+    xnest e;
+    memset(&e, 0, sizeof e);
+    e.dest = o;
+    e.nout = 2 * y->ndim;
+    int64_t yst[AD_MAX_DIMS];
+    contiguous_st(y, yst);
+    xoperand *op = &e.op[0];
+    op->ref = src; op->off = x->off;
+    e.nops = 1;
+    for (int d = 0; d < y->ndim; d++) {
+        int k = d - (y->ndim - x->ndim);
+        int64_t n = k >= 0 ? x->shape[k] : 1;
+        int64_t reps = n ? y->shape[d] / n : 0;
+        e.shape[2 * d] = reps; e.shape[2 * d + 1] = n;
+        e.dst[2 * d] = n * yst[d]; e.dst[2 * d + 1] = yst[d];
+        op->st[2 * d] = 0; op->st[2 * d + 1] = k >= 0 ? x->st[k] : 0;
+    }
+    e.ct = e.acct = y->dt;
+    e.expr = "$0";
+    comment(ctx, NULL);
+    if (y->numel) emit_nest(ctx, &e);
+    return ADDSL_OK;
 }
 
 /* squeeze, unsqueeze: the output's shape with strides carried over. */
@@ -1420,6 +1555,10 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     static const char *const reds[] = {"sum", "nansum", "mean", "prod", "amax", "amin", "max_all", "min_all"};
     for (size_t i = 0; i < sizeof reds / sizeof reds[0]; i++) if (!strcmp(nm, reds[i])) return lower_reduce(ctx, r, nm);
     if (!strcmp(nm, "trace")) return lower_trace(ctx, r);
+    if (!strcmp(nm, "addmm") || !strcmp(nm, "addmv") || !strcmp(nm, "baddbmm")) return lower_addmm(ctx, r);
+    if (!strcmp(nm, "movedim") || !strcmp(nm, "moveaxis")) return lower_movedim(ctx, r);
+    if (!strcmp(nm, "repeat") || !strcmp(nm, "tile")) return lower_repeat(ctx, r);
+    if (!strcmp(nm, "var") || !strcmp(nm, "std")) return lower_var(ctx, r, nm[0] == 's');
     if (!strcmp(nm, "matmul") || !strcmp(nm, "mm") || !strcmp(nm, "bmm") || !strcmp(nm, "mv") || !strcmp(nm, "dot") ||
         !strcmp(nm, "inner"))
         return emit_matmul(ctx, r, pref(r, 0), pref(r, 1), false, -1);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # op_table.sh: every op of the op table that lowers, exported by export_c with
-# its VJP and JVP on its test input sets (tests/export/op_table.ad), compiled
+# its VJP and JVP on its test input sets (tests/export/cases.ad), compiled
 # with -std=c99 -Wall -Wextra -Werror -pedantic -O2 and run against the
 # interpreter's outputs (float64 to 1e-12, float32 to 1e-5). The first of gcc
 # and clang builds and runs it, the other checks that it compiles cleanly too;
@@ -10,7 +10,7 @@ addsl=${1:?usage: $0 PATH-TO-ADDSL}
 src=${srcdir:-.}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/addsl-export.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT INT TERM
-"$addsl" "$src/tests/export/op_table.ad" "$dir" > "$dir/main.c" || { echo "FAIL: op_table.ad"; exit 1; }
+"$addsl" "$src/tests/export/cases.ad" "$dir" > "$dir/main.c" || { echo "FAIL: op_table.ad"; exit 1; }
 # One translation unit for all cases: one compiler run instead of thousands.
 cat "$dir"/c[0-9]*.c > "$dir/cases.c"
 flags="-std=c99 -Wall -Wextra -Werror -pedantic"
