@@ -866,8 +866,9 @@ static int lower_norm(ad_xctx *ctx, const xrec *r, bool linalg) {
     return ADDSL_OK;
 }
 
-/* var/std(self, dim, correction, keepdim, unbiased): per output element, the
- * mean, then the squared deviations from it (two passes, as the library). */
+/* var/std(self, dim, correction, keepdim, unbiased): Welford's one-pass update
+ * in double, as the library's kernel (builtins/kernels_reduce.c), so that a
+ * constant line has a variance of exactly 0 there too (std's gradient). */
 static int lower_var(ad_xctx *ctx, const xrec *r, bool std) {
     int src = pref(r, 0);
     if (src < 0) return fail(ctx, "has no tensor input");
@@ -899,14 +900,10 @@ static int lower_var(ad_xctx *ctx, const xrec *r, bool std) {
     int bd = e.nout ? depth - 1 : depth, in = bd + 1, rd = in + (e.nred == 0 ? 0 : (e.rflat ? 1 : e.nred));
     double den = (double)e.count - corr;
     indent(b, bd); ad_buf_puts(b, "{\n");
-    indent(b, in); ad_buf_puts(b, "double m = 0, s = 0;\n");
+    indent(b, in); ad_buf_puts(b, "double m = 0, s = 0, k = 0;\n");
     open_loops(&e, e.nout, e.nout + e.nred, in, b);
-    indent(b, rd); render(ctx, &e, "m += $0;\n", NULL, b);
-    indent(b, in); ad_buf_puts(b, "m /= ");
-    ad_export_literal(b, AD_FLOAT64, (double)e.count);
-    ad_buf_puts(b, ";\n");
-    open_loops(&e, e.nout, e.nout + e.nred, in, b);
-    indent(b, rd); render(ctx, &e, "s += ($0 - m) * ($0 - m);\n", NULL, b);
+    indent(b, rd);
+    render(ctx, &e, "{ double x = $0, d = x - m; k += 1; m += d / k; s += d * (x - m); }\n", NULL, b);
     indent(b, in);
     ad_buf_printf(b, "%s[", dn);
     index_expr(&e, e.doff, e.dst, true, b);
