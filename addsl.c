@@ -42,6 +42,7 @@ typedef struct options {
     int disasm;
     int interactive;           /* -i: the REPL follows the script */
     int unbuffered;            /* -u */
+    const char *export_c;      /* --export-c OUT.c: the file the script's export_c call writes */
     int nargs;                 /* script arguments */
     const char *const *args;
     addsl_config cfg;
@@ -79,6 +80,9 @@ static const char usage_text[] =
     "  --disasm             print the bytecode of the script instead of running it\n"
     "  --memory-limit BYTES limit tensor storage (suffix K, M or G; 0 = no limit)\n"
     "  --max-depth N        limit the script call depth to N\n"
+    "  --export-c OUT.c     the script's export_c call writes OUT.c and OUT.h\n"
+    "                       instead of the path it names (docs/export.md); a\n"
+    "                       second export_c call, or none, is an error\n"
     "  --sandbox            close extern and file access (load, save, plot,\n"
     "                       makedirs) to the script\n"
     "  -h, --help           print this help and exit\n"
@@ -381,6 +385,13 @@ static int parse_valued(options *o, int argc, char **argv, int *i)
             return usage_error("bad --memory-limit '%s' (BYTES, with an optional K, M or G)", v);
         return 0;
     }
+    if (is_long(arg, "--export-c")) {
+        v = option_value(arg, strlen("--export-c"), argc, argv, i);
+        if (!v)
+            return usage_error("option '%s' needs a value", "--export-c");
+        o->export_c = v;
+        return 0;
+    }
     if (is_long(arg, "--max-depth")) {
         v = option_value(arg, strlen("--max-depth"), argc, argv, i);
         if (!v)
@@ -535,6 +546,8 @@ static int run_stdin(addsl_state *S, const options *o)
 static int run_script(addsl_state *S, const options *o)
 {
     int rc = addsl_set_args(S, o->nargs, o->args);
+    if (rc == ADDSL_OK && o->export_c)
+        rc = addsl_set_export_c(S, o->export_c);
     if (rc != ADDSL_OK)
         return rc;
     switch (o->kind) {
@@ -969,6 +982,10 @@ static int run_main(addsl_state *S, const options *o, output *out)
         return 1;
     report(S, rc);
     status = exit_status(S, rc);
+    if (rc == ADDSL_OK && o->export_c && addsl_export_c_calls(S) == 0) {
+        fprintf(stderr, "addsl: --export-c %s: the script made no export_c call\n", o->export_c);
+        status = 1;
+    }
     stop_other_ranks(S, status);
     if (o->interactive && rc != ADDSL_EXIT && !o->disasm)
         status = repl_loop(S, out);

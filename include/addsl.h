@@ -209,6 +209,13 @@ ADDSL_API void addsl_value_release(addsl_state *S, addsl_value *v);
  * arguments checked for that dtype. */
 ADDSL_API int addsl_register_kernel(addsl_state *S, const char *name, void (*fn)(void), const char *sig);
 
+/* export_c (docs/export.md): from now on every export_c call of the scripts
+ * writes 'path' (and its .h) instead of the path it names; a second call is an
+ * error. export_c_calls counts the calls that wrote since; addsl --export-c
+ * uses both. The path is copied. */
+ADDSL_API int addsl_set_export_c(addsl_state *S, const char *path);
+ADDSL_API int addsl_export_c_calls(addsl_state *S);
+
 /* Version of the library ("0.1.0"). */
 ADDSL_API const char *addsl_version(void);
 

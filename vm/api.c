@@ -23,6 +23,7 @@
 #include "module.h"
 #include "op.h"
 #include "compiled.h"
+#include "export_c.h"
 #include "help.h"
 #include "state.h"
 #include "tensor.h"
@@ -64,6 +65,7 @@ static const ad_builtin_def *const builtin_tables[] = {
     ad_bi_fft_defs,
     ad_bi_mpi_defs,
     ad_compiled_defs,
+    ad_export_c_defs,
 };
 
 extern const char *const ad_lib_names[];

@@ -19,7 +19,7 @@ extern const ad_builtin_def ad_bi_dict_defs[];
 
 /* Prefixes of the library's helpers: formulas, test generators and the
  * optimisers' internals, which scripts never call by name. */
-static const char *const internal_prefixes[] = {"rs_", "ew_", "EW_", "optim_", "fx_", "ad_", "traj_", "inplace_", "build_", "sp_"};
+static const char *const internal_prefixes[] = {"rs_", "ew_", "EW_", "optim_", "fx_", "ad_", "traj_", "inplace_", "build_", "sp_", "xc_"};
 /* Operators' ops and the accumulation their gradients use; frexp's two
  * kernels (frexp(x) is the public name). */
 static const char *const internal_names[] = {"index_get", "index_add_at", "test_inputs", "op_test_inputs", "reduce_loss_",

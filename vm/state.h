@@ -61,6 +61,8 @@ struct addsl_state {
     struct ad_dict *modules;   /* imported files (vm/module.c): real path -> module, or its name while it runs */
     struct ad_mpi *mpi;        /* rank, size and communicator (builtins/bi_mpi.c) */
     struct ad_trace *trace;    /* compile() is tracing a function (vm/trace.h), else NULL */
+    char export_c_path[1024];  /* addsl --export-c OUT.c: the path every export_c call writes; "" unless set */
+    int export_c_calls;        /* export_c calls that wrote files since it was set */
     void *ad_state_ext;        /* autograd/forward-AD state (later issues) */
 };
 

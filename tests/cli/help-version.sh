@@ -10,7 +10,7 @@ if [ $rc -ne 0 ]; then
     echo "FAIL: --help exited $rc"
     fail=1
 fi
-for opt in -e -i -u --disasm --memory-limit --max-depth --sandbox --help --version ADDSL_HISTORY ADDSL_CUDA_MODULE; do
+for opt in -e -i -u --disasm --memory-limit --max-depth --export-c --sandbox --help --version ADDSL_HISTORY ADDSL_CUDA_MODULE; do
     case $out in
         *"$opt"*) ;;
         *) echo "FAIL: --help does not mention $opt"; fail=1 ;;

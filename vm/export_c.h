@@ -1,0 +1,80 @@
+/* export_c.h: export_c(f, args, PATH): a traced program (vm/trace.h) written
+ * as standalone C99; the interface between the writer and the op lowering. */
+#ifndef AD_EXPORT_C_H
+#define AD_EXPORT_C_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ad_limits.h"
+#include "buf.h"
+#include "tensor.h"
+#include "trace.h"
+#include "value.h"
+
+/* How the C code holds a traced value. Every value is immutable once made
+ * (programs with writes are not exported), so views alias their base. */
+typedef enum {
+    AD_XV_NONE,    /* not a tensor, or not reached */
+    AD_XV_INPUT,   /* the caller's array inK */
+    AD_XV_CONST,   /* a static const array kN (folded or read from outside f) */
+    AD_XV_BUF,     /* made by a record: a block of the work buffer, or output outK */
+    AD_XV_VIEW     /* offset and strides over another value's storage */
+} ad_xv_kind;
+
+typedef struct ad_xval {
+    ad_xv_kind kind;
+    ad_dtype dt;
+    int ndim;
+    int64_t shape[AD_MAX_DIMS];
+    int64_t numel;
+    int base;                   /* the INPUT, CONST or BUF holding the elements */
+    int64_t off;                /* in elements of base */
+    int64_t st[AD_MAX_DIMS];    /* strides over base, in elements */
+    int index;                  /* INPUT: argument number */
+    int out;                    /* BUF: >= 0 when it is written straight into output 'out' */
+    int def, last;              /* BUF: the record making it, the last record reading it (through views too) */
+    int64_t woff;               /* BUF in work: byte offset */
+    bool read;                  /* some record or output reads it (inputs, constants) */
+} ad_xval;
+
+typedef struct ad_xctx {
+    ad_state *S;
+    ad_trace *T;
+    ad_xval *v;                 /* T->nvals */
+    const char *chunk;          /* script name, for comments and errors */
+    const char *name;           /* the exported function's name */
+    ad_buf *body;
+    ad_buf *decls;              /* file-scope declarations (constants, extern kernels) */
+    int node;                   /* the record being lowered */
+    int *outs;                  /* output refs, in order */
+    int nouts;
+} ad_xctx;
+
+/* One argument of a record bound to an op parameter: the traced argument, or
+ * the parameter's default. */
+typedef struct ad_xarg {
+    const ad_targ *a;           /* NULL: use 'c' */
+    ad_value c;                 /* the default (borrowed) */
+    bool sizes;                 /* '*NAME' parameter: numbers collected from 'first' on */
+    int first, count;
+} ad_xarg;
+
+/* export_c. */
+extern const ad_builtin_def ad_export_c_defs[];
+
+/* Lowers record 'ctx->node' into ctx->body, making its outputs BUF or VIEW
+ * values. Errors name the op and the script's line:col. */
+int ad_export_lower(ad_xctx *ctx);
+
+/* Copies value 'ref' into output k unless it was computed there. */
+int ad_export_copy_out(ad_xctx *ctx, int ref, int k);
+
+/* C spellings. */
+const char *ad_export_ctype(ad_dtype dt);
+/* Appends 'x' as a C literal of dtype 'dt' (exact: %.17g for doubles). */
+void ad_export_literal(ad_buf *b, ad_dtype dt, double x);
+/* The C name of value 'id' (its base's storage). */
+void ad_export_vname(const ad_xctx *ctx, int id, char *out, size_t n);
+
+#endif
