@@ -100,7 +100,8 @@ crow c4g "  LSTM f+bwd, compiled vs eager (ms)" ms "$(med lstm_cf_grad)" eager "
 crow c5  "MLP step 256x784-256-10, compiled (ms)" ms "$(med mlp_step_compiled)" torch "$(med torch_mlp_step)" "<=0.40"
 crow c5e "  same, compiled vs eager (ms)" ms "$(med mlp_step_compiled)" eager "$(med mlp_step)" -
 crow c6  "trajectory sample iteration (ms)" ms "$(med traj_iter_compiled)" eager "$(med traj_iter_eager)" "<=0.60"
-echo "same results: chain grad $(med chain100k_same_grad), trajectory cost $(med traj_same_cost), MLP loss: see mlp_loss"
+echo "same results: chain grad $(med chain100k_same_grad), trajectory cost $(med traj_same_cost)," \
+    "MLP loss after the steps: eager $(med mlp_loss), compiled $(med mlp_loss_compiled)"
 echo "fk_chain values (eager / compiled / ADOL-C$( [ $TORCH = 1 ] && echo " / torch")):"
 VALUES=("$TMP/fk_chain.out")
 [ $ADOLC = 1 ] && VALUES+=("$TMP/adolc.out")
