@@ -139,10 +139,11 @@ if [ $ADOLC = 1 ]; then
     printf '    %-38s %14s (batch 1)  %s (batch 1000)\n' "ADOL-C gradient()" \
         "$(instr 200 "$TMP/fk_adolc" b1 CALLS)" "$(instr 3 "$TMP/fk_adolc" b1000 CALLS)"
 fi
-ce=$(instr 1 "$ADDSL" "$BENCH/chain_compile.ad" grad CALLS eager)
-cc=$(instr 1 "$ADDSL" "$BENCH/chain_compile.ad" grad CALLS compiled)
-irow "100k chain, grad in f (per op)" "$(awk -v a="$ce" 'BEGIN { printf "%.0f", a / 100000 }')" \
-    "$(awk -v a="$cc" 'BEGIN { printf "%.0f", a / 100000 }')"
+per_op() { awk -v a="$1" 'BEGIN { if (a != "-") printf "%.0f", a / 100000; else printf "-" }'; }
+for r in grad backward; do
+    irow "100k chain, $r (per op)" "$(per_op "$(instr 1 "$ADDSL" "$BENCH/chain_compile.ad" $r CALLS eager)")" \
+        "$(per_op "$(instr 1 "$ADDSL" "$BENCH/chain_compile.ad" $r CALLS compiled)")"
+done
 irow "MLP step (bench/compile.ad mlp)" "$(instr 3 "$ADDSL" "$BENCH/compile.ad" mlp CALLS eager)" \
     "$(instr 3 "$ADDSL" "$BENCH/compile.ad" mlp CALLS compiled)"
 irow "trajectory iteration" "$(instr 20 "$ADDSL" "$BENCH/traj_compile.ad" CALLS eager)" \
