@@ -141,13 +141,41 @@ for dn in f64 f32; do
     done
 done
 for dn in f32 f64; do
-    for op in mul tanh sum matmul; do
+    for op in mul exp tanh sum mean matmul; do
         for e in 3 4 5 6; do
             row "s" "$op 1e$e $dn (us)" us "$(med addsl_sweep_${op}_1e${e}_$dn)" torch "$(med torch_sweep_${op}_1e${e}_$dn)" 1.00
             row "s" "  same, forward + backward (us)" us "$(med addsl_sweep_${op}_1e${e}_${dn}_fb)" torch "$(med torch_sweep_${op}_1e${e}_${dn}_fb)" 1.00
         done
     done
 done
+# Cost per element of every sweep series (matmul: per multiply-add of its k x k product), so that
+# a middle size slower per element than both its neighbours shows: such a row is flagged SLOW-MID.
+echo
+echo "sweep, ns per element (matmul: per multiply-add); SLOW-MID: a middle size above 1.2x both neighbours"
+printf "%-22s %9s %9s %9s %9s\n" "series" 1e3 1e4 1e5 1e6
+for dn in f32 f64; do
+    for op in mul exp tanh sum mean matmul; do
+        for fb in "" _fb; do
+            vals=""
+            for e in 3 4 5 6; do vals+="$(med addsl_sweep_${op}_1e${e}_$dn${fb}) "; done
+            awk -v name="$op $dn${fb:+ f+b}" -v op="$op" -v vals="$vals" '
+            BEGIN {
+                n = split(vals, t, " ")
+                for (i = 1; i <= 4; i++) {
+                    e = 10 ^ (i + 2)
+                    if (op == "matmul") { k = int(sqrt(e) + 0.5); e = k * k * k }
+                    c[i] = (i <= n && t[i] != "") ? t[i] * 1e9 / e : -1
+                }
+                flag = ""
+                for (i = 2; i <= 3; i++)
+                    if (c[i] > 0 && c[i - 1] > 0 && c[i + 1] > 0 && c[i] > 1.2 * c[i - 1] && c[i] > 1.2 * c[i + 1])
+                        flag = flag sprintf(" SLOW-MID(1e%d)", i + 2)
+                printf "%-22s %9.3f %9.3f %9.3f %9.3f%s\n", name, c[1], c[2], c[3], c[4], flag
+            }'
+        done
+    done
+done
+echo
 row 5  "start-up, -e 1 vs import torch (ms)" ms "$(med addsl_startup)" torch "$(med torch_startup)" -
 row 5b "start-up, fastest run (ms)"        ms "$(med addsl_startup_min)" torch "$(med torch_startup_min)" -
 awk -v t="$(med addsl_startup)" 'BEGIN { printf "    start-up target: addsl under 10 ms: %s (%s, %s and %s runs)\n", (t < 0.010 ? "MET" : "MISSED"), "'"$TOOL"'", '"$STARTUP_RUNS"', '"$TORCH_STARTUP_RUNS"' }'

@@ -6,6 +6,7 @@
 #include "../cuda/traj_cuda.h"
 #include "builtins.h"
 #include "device.h"
+#include "ew_nd.h"
 #include "kernel_ids.h"
 #include "state.h"
 #include "tensor.h"
@@ -67,6 +68,9 @@ typedef struct ew_ops {
     int ndim;
     int64_t shape[AD_MAX_DIMS];
     int device;               /* where the kernel runs: a GPU operand brings it there */
+    bool views;               /* operands may stay broadcast or strided views (set before ew_prepare) */
+    bool walk;                /* some operand is such a view: the kernel runs along 'nd' */
+    ew_nd nd;
 } ew_ops;
 
 static void ew_release(ad_state *S, ew_ops *o) {
@@ -139,12 +143,47 @@ static int ew_place(ad_state *S, ew_ops *o, int i, ad_dtype dt) {
                                                                             : ad_tensor_expand(S, t, o->ndim, o->shape);
         ad_tensor_decref(S, t);
         if (!e) return S->errcode;
+        /* On the CPU a view is walked run by run (ew_walk_plan) instead of copied. */
+        if (o->views && !o->device && o->n > 1) {
+            o->t[i] = e;
+            o->walk = true;
+            return AD_OK;
+        }
         t = ad_tensor_contiguous(S, e);
         ad_tensor_decref(S, e);
         if (!t) return S->errcode;
     }
     o->t[i] = t;
     return AD_OK;
+}
+
+/* Plans the run-by-run walk over the operands that ew_place left as views;
+ * an operand that the kernels cannot read along the innermost dimension (a
+ * stride other than 0 or 1) is copied after all, and the plan made again. */
+static int ew_walk_plan(ad_state *S, ew_ops *o, ad_dtype out_dt) {
+    int64_t cstr[AD_MAX_DIMS], zero[AD_MAX_DIMS] = {0};
+    const int64_t *str[EW_ND_MAX_OPS];
+    size_t esz[EW_ND_MAX_OPS];
+    int64_t acc = 1;
+    for (int d = o->ndim - 1; d >= 0; d--) { cstr[d] = acc; acc *= o->shape[d]; }
+    for (;;) {
+        str[0] = cstr;
+        esz[0] = ad_dtype_size(out_dt);
+        for (int i = 0; i < o->n; i++) {
+            const ad_tensor *t = o->t[i];
+            str[i + 1] = o->s[i] == 0 ? zero : ad_tensor_is_contiguous(t) ? cstr : t->strides;
+            esz[i + 1] = ad_dtype_size(t->dtype);
+        }
+        if (ew_nd_plan(&o->nd, o->ndim, o->shape, o->n + 1, str, esz)) return AD_OK;
+        for (int i = 0; i < o->n; i++) {
+            if (o->s[i] == 0 || ad_tensor_is_contiguous(o->t[i]) || o->nd.inner[i + 1] == 0 || o->nd.inner[i + 1] == 1)
+                continue;
+            ad_tensor *c = ad_tensor_contiguous(S, o->t[i]);
+            if (!c) return S->errcode;
+            ad_tensor_decref(S, o->t[i]);
+            o->t[i] = c;
+        }
+    }
 }
 
 /* Broadcasts every operand and converts operand i to dts[i]. */
@@ -205,8 +244,67 @@ static int ew_device(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, cons
                          name);
 }
 
-static int ew_run_as(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const double *param, bool serial) {
+/* The shape of every binary kernel (kernels_elementwise.h), called directly
+ * on each run: through the registry a run of ten elements cost more in
+ * argument packing than in arithmetic. */
+typedef void (*ew_bin_fn)(void *out, const void *a, int64_t sa, const void *b, int64_t sb, int64_t n);
+
+typedef struct ew_walk_ctx {
+    ad_state *S;
+    int kid, n;
+    const int64_t *inner;  /* per operand, the output first: 0 or 1 */
+    const double *param;
+    ew_bin_fn bin;         /* NULL: through the registry */
+} ew_walk_ctx;
+
+static void ew_walk_rows(void *vc, char *const *ptr, const int64_t *step, int64_t rows, int64_t len) {
+    const ew_walk_ctx *c = vc;
+    if (c->bin) {
+        char *o = ptr[0], *a = ptr[1], *b = ptr[2];
+        for (int64_t r = 0; r < rows; r++, o += step[0], a += step[1], b += step[2])
+            c->bin(o, a, c->inner[1], b, c->inner[2], len);
+        return;
+    }
+    ad_karg a[AD_KERNEL_MAX_ARGS];
+    for (int64_t r = 0; r < rows; r++) {
+        int k = 0;
+        a[k++].p = ptr[0] + r * step[0];
+        for (int i = 1; i <= c->n; i++) {
+            a[k++].p = ptr[i] + r * step[i];
+            a[k++].i64 = c->inner[i];
+        }
+        a[k++].i64 = len;
+        if (c->param) a[k++].f64 = *c->param;
+        ad_kreg_call(c->S, c->kid, a, NULL);
+    }
+}
+
+/* Runs kernel 'kid' along the innermost dimension of broadcast or strided
+ * operands, in parallel (by whole runs) past the threshold unless 'serial'. */
+static int ew_walk(ad_state *S, int kid, ad_tensor *out, ew_ops *o, const double *param, bool serial) {
+    int rc = ew_walk_plan(S, o, out->dtype);
+    if (rc) return rc;
+    char *base[EW_ND_MAX_OPS];
+    base[0] = ad_tensor_data(out);
+    for (int i = 0; i < o->n; i++) base[i + 1] = ad_tensor_data(o->t[i]);
+    ew_walk_ctx c = {S, kid, o->n, o->nd.inner, param, NULL};
+    if (o->n == 2 && !param) c.bin = (ew_bin_fn)ad_kreg_fn(S, kid);
+    int64_t runs = ew_nd_runs(&o->nd), len = ew_nd_run_len(&o->nd);
+    if (serial || runs * len <= AD_OMP_THRESHOLD || runs == 1) {
+        ew_nd_each(&o->nd, base, 0, runs, ew_walk_rows, &c);
+        return AD_OK;
+    }
+    int64_t per = len >= AD_OMP_THRESHOLD ? 1 : AD_OMP_THRESHOLD / len;
+    int64_t nchunks = (runs + per - 1) / per;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nchunks; k++)
+        ew_nd_each(&o->nd, base, k * per, runs - k * per < per ? runs : k * per + per, ew_walk_rows, &c);
+    return AD_OK;
+}
+
+static int ew_run_as(ad_state *S, int kid, ad_tensor *out, ew_ops *o, const double *param, bool serial) {
     if (o->device) return ew_device(S, kid, out, o, param, 1);
+    if (o->walk) return ew_walk(S, kid, out, o, param, serial);
     int64_t n = numel_of(o);
     if (serial || n <= AD_OMP_THRESHOLD) { ew_call(S, kid, out, o, param, 0, n); return AD_OK; }
     int64_t nchunks = (n + AD_OMP_THRESHOLD - 1) / AD_OMP_THRESHOLD;
@@ -219,7 +317,7 @@ static int ew_run_as(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, cons
 }
 
 /* Runs the kernel into res; on failure res is dropped and NULL returned. */
-static ad_tensor *ew_run_into(ad_state *S, int kid, ad_tensor *res, const ew_ops *o, const double *param, bool serial) {
+static ad_tensor *ew_run_into(ad_state *S, int kid, ad_tensor *res, ew_ops *o, const double *param, bool serial) {
     if (res && ew_run_as(S, kid, res, o, param, serial)) { ad_tensor_decref(S, res); return NULL; }
     return res;
 }
@@ -347,6 +445,8 @@ static int ew_binary(ad_state *S, const ew_binop *op, ad_value a, ad_value b, ad
                            "If you are trying to invert a mask, use `logical_not()` instead.");
     }
     ad_dtype dts[2] = {cdt, cdt};
+    /* check_values reads the integer divisor or exponent as a flat array */
+    o.views = !(cdt == AD_INT64 && ((op->flags & EW_INT_DIV) || op == &BIN_pow));
     rc = ew_prepare(S, &o, dts);
     if (!rc) rc = check_values(S, op, cdt, &o);
     if (rc) { ew_release(S, &o); return rc; }
@@ -572,6 +672,7 @@ static int clamp_tensors(ad_state *S, const char *fn, ad_value x, ad_value lo, a
     ad_dtype rt = result_type(3, o.v);
     if (rt == AD_BOOL) rt = AD_INT64;
     ad_dtype dts[3] = {rt, rt, rt};
+    o.views = true;
     rc = ew_prepare(S, &o, dts);
     if (rc) { ew_release(S, &o); return rc; }
     ad_tensor *res = ew_run_into(S, TER_clamp.k[rt], ew_output(S, &o, rt), &o, NULL, false);
@@ -618,6 +719,7 @@ static int ternary(ad_state *S, const char *fn, const char *const *names, const 
     if (kid_of_dt[rt] == NO_K && rt == AD_BOOL) rt = AD_INT64;
     if (kid_of_dt[rt] == NO_K) rt = AD_FLOAT32;
     ad_dtype dts[3] = {cond_first ? AD_BOOL : rt, rt, rt};
+    o.views = true;
     rc = ew_prepare(S, &o, dts);
     if (rc) { ew_release(S, &o); return rc; }
     ad_tensor *res = ew_run_into(S, kid_of_dt[rt], ew_output(S, &o, rt), &o, value, false);

@@ -28,6 +28,7 @@ extern const ad_builtin_def ad_bi_tensor_defs[];      /* builtins/bi_tensor.c: n
 extern const ad_builtin_def ad_bi_io_defs[];          /* builtins/npy.c: load, save */
 extern const ad_builtin_def ad_bi_dict_defs[];        /* builtins/bi_dict.c: dict, keys, values, items, get, pop, update, copy */
 extern const ad_builtin_def ad_bi_format_defs[];      /* builtins/bi_format.c: format, int, f-string helpers */
+extern const ad_builtin_def ad_bi_string_defs[];      /* builtins/bi_string.c: Python's string methods */
 extern const ad_builtin_def ad_bi_progress_defs[];    /* builtins/progress.c: progress */
 extern const ad_builtin_def ad_bi_plot_defs[];        /* builtins/plot.c: plot, plot_is_available */
 extern const ad_builtin_def ad_bi_fs_defs[];          /* builtins/bi_fs.c: makedirs */

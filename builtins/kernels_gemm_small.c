@@ -66,6 +66,18 @@
         one_##SUF(a, ars, acs, bl, n, c, m, n, k, alpha, beta);                                \
     }
 
+/* The build targets baseline x86-64 (SSE2, two doubles a vector); the products are compute
+ * bound, so a copy per wider ISA, picked once at load time, is most of the distance to
+ * libxsmm (bench/gemm_small_xsmm.sh). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define AD_GEMM_SMALL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef AD_GEMM_SMALL_CLONES
+#define AD_GEMM_SMALL_CLONES
+#endif
+
 /* g: {nbatch, m, n, k, batch stride of a, ars, acs, batch stride of b, brs, bcs}. The
  * common square sizes get their own copies of the loop with the sizes as constants. */
 #define SQUARE_CASE(SUF, D)                                                                   \
@@ -77,7 +89,7 @@
 
 #define DEF_BATCHED(SUF, T, ACC)                                                              \
     DEF_ONE(SUF, T, ACC)                                                                      \
-    void ad_red_gemm_small_##SUF(const void *ap, const void *bp, void *cp, const int64_t *g,  \
+    AD_GEMM_SMALL_CLONES void ad_red_gemm_small_##SUF(const void *ap, const void *bp, void *cp, const int64_t *g,  \
                                  double alpha_d, double beta_d) {                             \
         const T *a = ap, *b = bp;                                                             \
         T *c = cp;                                                                            \
@@ -91,6 +103,7 @@
                 SQUARE_CASE(SUF, 3)                                                           \
                 SQUARE_CASE(SUF, 4)                                                           \
                 SQUARE_CASE(SUF, 8)                                                           \
+                SQUARE_CASE(SUF, 16)                                                          \
             default: break;                                                                   \
             }                                                                                 \
         }                                                                                     \

@@ -52,7 +52,7 @@ void addsl_config_init(addsl_config *cfg) {
 
 static const ad_builtin_def *const builtin_tables[] = {
     ad_bi_core_defs, ad_bi_elementwise_defs, ad_bi_reduce_defs, ad_bi_linalg_defs, ad_bi_lapack_defs,
-    ad_bi_loss_defs, ad_bi_shape_defs, ad_bi_create_defs, ad_bi_tensor_defs, ad_bi_io_defs, ad_bi_format_defs,
+    ad_bi_loss_defs, ad_bi_shape_defs, ad_bi_create_defs, ad_bi_tensor_defs, ad_bi_io_defs, ad_bi_format_defs, ad_bi_string_defs,
     ad_bi_autograd_defs, ad_bi_autograd_index_defs, ad_bi_extern_defs, ad_bi_traj_defs, ad_bi_device_defs,
     ad_inplace_defs,
     ad_bi_dict_defs,

@@ -18,6 +18,7 @@
 #include "op.h"
 #include "state.h"
 #include "tensor.h"
+#include "trace.h"
 #include "vm.h"
 
 /* ---- nodes ---- */
@@ -27,19 +28,59 @@ static void edge_release(ad_state *S, ad_edge *e, ad_node **keep);
 static void node_release_saved(ad_state *S, ad_node *n) {
     if (n->released) return;
     n->released = true;
-    for (int i = 0; i < n->nargs; i++) ad_value_decref(S, n->args[i]);
-    for (int i = 0; i < n->nout; i++) {
-        if (!n->outs[i]) continue;
-        n->outs[i]->grad_fn = NULL; /* the weak back pointer must not outlive us */
-        ad_tensor_decref(S, n->outs[i]);
-        n->outs[i] = NULL;
+    ad_value *args = ad_node_args(n);
+    for (int i = 0; i < n->nargs; i++) ad_value_decref(S, args[i]);
+    for (int i = 0; i < n->nout && n->saves_outs; i++) {
+        ad_tensor **o = &ad_node_outs_raw(n)[i];
+        if (!*o) continue;
+        (*o)->grad_fn = NULL; /* the weak back pointer must not outlive us */
+        ad_tensor_decref(S, *o);
+        *o = NULL;
     }
 }
 
-/* A node and its arrays, one header (the size release gives back). */
-static size_t node_size(size_t na, size_t no) {
-    return sizeof(ad_node) + (na + no) * sizeof(ad_value) + na * sizeof(ad_edge) + no * sizeof(ad_tensor *)
-           + (na + no) * sizeof(uint32_t);
+/* Read by every node without an edge for a parameter; never written. */
+static const ad_edge no_edge;
+
+ad_edge *ad_node_edge(const ad_node *n, int i) {
+    uint32_t bit = (uint32_t)1 << i;
+    if (!(n->edge_mask & bit)) return (ad_edge *)&no_edge;
+    return ad_node_edges(n) + __builtin_popcount(n->edge_mask & (bit - 1));
+}
+
+#define META_ALIGN 8
+
+/* Where the metadata of the parameters in meta_mask starts (8-aligned). */
+static char *node_meta_start(const ad_node *n) {
+    uintptr_t p = (uintptr_t)(ad_node_out_versions(n) + (n->saves_outs ? n->nout : 0));
+    return (char *)((p + META_ALIGN - 1) & ~(uintptr_t)(META_ALIGN - 1));
+}
+
+static size_t meta_size(int ndim) { return sizeof(ad_node_meta) + (size_t)ndim * sizeof(int64_t); }
+
+/* The metadata of parameter i (in meta_mask): sizes follow it. */
+static const ad_node_meta *node_meta(const ad_node *n, int i) {
+    char *p = node_meta_start(n);
+    for (int j = 0; j < i; j++)
+        if ((n->meta_mask >> j) & 1u) p += meta_size(((const ad_node_meta *)p)->ndim);
+    return (const ad_node_meta *)p;
+}
+
+/* A node and its arrays, one header (the size release gives back): see autograd.h. */
+static size_t node_size(size_t na, size_t no, int nedges, bool saves_outs, size_t meta) {
+    size_t so = saves_outs ? no : 0;
+    size_t s = sizeof(ad_node) + (na + no) * sizeof(ad_value) + (size_t)nedges * sizeof(ad_edge)
+               + so * sizeof(ad_tensor *) + (na + so) * sizeof(uint32_t);
+    if (meta) s = ((s + META_ALIGN - 1) & ~(size_t)(META_ALIGN - 1)) + meta;
+    return s;
+}
+
+static size_t node_meta_bytes(const ad_node *n) {
+    if (!n->meta_mask) return 0;
+    const char *p = node_meta_start(n), *start = p;
+    for (int j = 0; j < n->nargs; j++)
+        if ((n->meta_mask >> j) & 1u) p += meta_size(((const ad_node_meta *)p)->ndim);
+    return (size_t)(p - start);
 }
 
 void ad_node_decref(ad_state *S, ad_node *n) {
@@ -48,11 +89,12 @@ void ad_node_decref(ad_state *S, ad_node *n) {
     while (n && --n->refcount == 0) {
         ad_node *next = NULL;
         node_release_saved(S, n);
-        for (int i = 0; i < n->nargs; i++) edge_release(S, &n->edges[i], &next);
-        for (int i = 0; i < n->nout; i++) ad_value_decref(S, n->gbuf[i]);
+        int ne = ad_node_nedges(n);
+        for (int i = 0; i < ne; i++) edge_release(S, &ad_node_edges(n)[i], &next);
+        for (int i = 0; i < n->nout; i++) ad_value_decref(S, ad_node_gbuf(n)[i]);
         ad_value opv; opv.t = AD_TOP; opv.u.op = n->op;
         ad_value_decref(S, opv);
-        ad_heap_release_header(S, n, node_size((size_t)n->nargs, (size_t)n->nout));
+        ad_heap_release_header(S, n, node_size(n->nargs, n->nout, ne, n->saves_outs, node_meta_bytes(n)));
         n = next;
     }
 }
@@ -83,10 +125,14 @@ static void edge_release(ad_state *S, ad_edge *e, ad_node **keep) {
     ad_free(S, e->sub);
 }
 
+static bool diff_param(const ad_opdef *op, int i) {
+    return op->kind[i] == AD_PARAM_DIFF || op->kind[i] == AD_PARAM_NOTIMPL;
+}
+
 bool ad_autograd_needs_record(ad_state *S, const ad_opdef *op, const ad_value *args) {
     if (!S->grad_enabled) return false;
     for (int i = 0; i < op->nparams; i++)
-        if ((op->kind[i] == AD_PARAM_DIFF || op->kind[i] == AD_PARAM_NOTIMPL) && requires_grad(args[i])) return true;
+        if (diff_param(op, i) && requires_grad(args[i])) return true;
     return false;
 }
 
@@ -108,55 +154,99 @@ static ad_value saved_view(ad_state *S, ad_tensor *t, bool read) {
     return ad_tensor_value(a);
 }
 
+/* Which parameters get an edge (a tensor or list that requires grad) and
+ * which are kept as metadata only (a tensor no formula mentions: the engine
+ * needs its shape and dtype, nobody its header); the metadata's bytes. */
+static void node_plan(const ad_opdef *op, const ad_value *args, uint32_t *edges, uint32_t *meta, size_t *meta_bytes) {
+    *edges = *meta = 0;
+    *meta_bytes = 0;
+    for (int i = 0; i < op->nparams; i++) {
+        if (diff_param(op, i) && requires_grad(args[i])) *edges |= (uint32_t)1 << i;
+        if (args[i].t == AD_TTENSOR && !((op->mentions_args >> i) & 1u)) {
+            *meta |= (uint32_t)1 << i;
+            *meta_bytes += meta_size(args[i].u.tensor->ndim);
+        }
+    }
+}
+
+static void meta_fill(ad_node *n, const ad_value *args) {
+    char *p = node_meta_start(n);
+    for (int i = 0; i < n->nargs; i++) {
+        if (!((n->meta_mask >> i) & 1u)) continue;
+        const ad_tensor *t = args[i].u.tensor;
+        ad_node_meta *m = (ad_node_meta *)p;
+        m->ndim = t->ndim;
+        m->dtype = (int32_t)t->dtype;
+        if (t->ndim) memcpy(m + 1, t->shape, (size_t)t->ndim * sizeof(int64_t));
+        p += meta_size(t->ndim);
+    }
+}
+
+/* A header-only stand-in for parameter i kept as metadata: what fit_to reads. */
+static void meta_like(const ad_node *n, int i, ad_tensor *like) {
+    const ad_node_meta *m = node_meta(n, i);
+    memset(like, 0, sizeof *like);
+    like->ndim = m->ndim;
+    like->dtype = (ad_dtype)m->dtype;
+    like->shape = (int64_t *)(m + 1);
+    like->numel = 1;
+    for (int d = 0; d < m->ndim; d++) like->numel *= like->shape[d];
+}
+
 int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout, ad_tensor **outs) {
     /* One allocation per node, from the heap's pool of headers: recording a
      * long chain of small ops is dominated by allocator calls otherwise. */
     size_t na = (size_t)op->nparams, no = (size_t)nout;
-    size_t size = node_size(na, no);
+    uint32_t edge_mask, meta_mask;
+    size_t meta_bytes;
+    node_plan(op, args, &edge_mask, &meta_mask, &meta_bytes);
+    /* a single output that no formula reads is not kept (see below) */
+    bool saves_outs = !(nout == 1 && !op->reads_result);
+    size_t size = node_size(na, no, __builtin_popcount(edge_mask), saves_outs, meta_bytes);
     ad_node *n = ad_heap_alloc_header(S, size);
     if (!n) return ADDSL_ENOMEM;
-    memset(n, 0, size);
-    char *p = (char *)(n + 1);
-    n->args = (ad_value *)p; p += na * sizeof(ad_value);
-    n->gbuf = (ad_value *)p; p += no * sizeof(ad_value); /* all none (zero bits) */
-    n->edges = (ad_edge *)p; p += na * sizeof(ad_edge);
-    n->outs = (ad_tensor **)p; p += no * sizeof(ad_tensor *);
-    n->versions = (uint32_t *)p; p += na * sizeof(uint32_t);
-    n->out_versions = (uint32_t *)p;
+    memset(n, 0, size); /* arguments and gradient buffers none (zero bits), edges empty */
     n->refcount = 1;
     n->op = op; op->hdr.refcount++;
-    n->nargs = op->nparams;
-    n->nout = nout;
+    n->nargs = (uint8_t)op->nparams;
+    n->nout = (uint8_t)nout;
+    n->edge_mask = edge_mask;
+    n->meta_mask = meta_mask;
+    n->saves_outs = saves_outs;
+    if (meta_mask) meta_fill(n, args);
     ad_vm_current_pos(S, &n->line, &n->col, &n->chunk);
+    ad_value *nargs = ad_node_args(n);
+    uint32_t *versions = ad_node_versions(n);
     for (int i = 0; i < n->nargs; i++) {
-        n->args[i] = args[i];
+        if (args[i].t == AD_TTENSOR && (edge_mask >> i) & 1u) edge_set(ad_node_edge(n, i), args[i].u.tensor);
+        if ((meta_mask >> i) & 1u) continue;
+        nargs[i] = args[i];
         ad_value_incref(args[i]);
         if (args[i].t != AD_TTENSOR) continue;
         ad_tensor *t = args[i].u.tensor;
-        n->versions[i] = t->storage->version;
-        if ((t->base || !((op->reads_args >> i) & 1u)) && !(n->args[i] = saved_view(S, t, (op->reads_args >> i) & 1u)).u.tensor) {
-            n->args[i] = ad_none();
+        versions[i] = t->storage->version;
+        bool read = (op->reads_args >> i) & 1u;
+        if ((t->base || !read) && !(nargs[i] = saved_view(S, t, read)).u.tensor) {
+            nargs[i] = ad_none();
             ad_node_decref(S, n);
             return S->errcode;
         }
-        if (op->kind[i] != AD_PARAM_DIFF && op->kind[i] != AD_PARAM_NOTIMPL) continue;
-        edge_set(&n->edges[i], t);
     }
     for (int i = 0; i < n->nargs; i++) {
-        if (!ad_is_seq(args[i]) || (op->kind[i] != AD_PARAM_DIFF && op->kind[i] != AD_PARAM_NOTIMPL)) continue;
-        if (!requires_grad(args[i])) continue;
+        if (!ad_is_seq(args[i]) || !((edge_mask >> i) & 1u)) continue;
         const ad_list *l = args[i].u.l;
-        n->edges[i].sub = ad_calloc(S, (size_t)l->len, sizeof(ad_edge));
-        if (!n->edges[i].sub) { ad_node_decref(S, n); return ADDSL_ENOMEM; }
-        n->edges[i].nsub = (int)l->len;
+        ad_edge *e = ad_node_edge(n, i);
+        e->sub = ad_calloc(S, (size_t)l->len, sizeof(ad_edge));
+        if (!e->sub) { ad_node_decref(S, n); return ADDSL_ENOMEM; }
+        e->nsub = (int)l->len;
         for (int64_t j = 0; j < l->len; j++)
-            if (l->items[j].t == AD_TTENSOR) edge_set(&n->edges[i].sub[j], l->items[j].u.tensor);
+            if (l->items[j].t == AD_TTENSOR) edge_set(&e->sub[j], l->items[j].u.tensor);
     }
     for (int k = 0; k < nout; k++) {
         ad_tensor *o = outs[k];
         if (!o) continue;
         bool diff = op->out_diff[k] && ad_dtype_is_float(o->dtype);
-        if (nout == 1 && !op->reads_result) {
+        if (!saves_outs) {
             /* Nothing reads the output back: keep no alias, so an in-place
              * write to it later does not invalidate this node. */
             if (!diff) continue;
@@ -167,8 +257,8 @@ int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout
         }
         ad_tensor *alias = ad_tensor_alias(S, o);
         if (!alias) { ad_node_decref(S, n); return S->errcode; }
-        n->outs[k] = alias;
-        n->out_versions[k] = o->storage->version;
+        ad_node_outs_raw(n)[k] = alias;
+        ad_node_out_versions(n)[k] = o->storage->version;
         if (!diff) continue; /* saved for the formulas (e.g. indices), but no gradient flows */
         alias->grad_fn = n; alias->grad_fn_weak = true; alias->output_nr = k; alias->requires_grad = true;
         o->grad_fn = n; n->refcount++;
@@ -225,9 +315,9 @@ static int discover(engine *E, ad_node *root) {
         if (n->released) { rc = ad_error(S, "%s", freed_msg); break; }
         if (!grow_arr(S, (void **)&E->nodes, &E->cap, E->n, sizeof *E->nodes)) { rc = ad_nomem(S); break; }
         E->nodes[E->n++] = n;
-        for (int i = 0; i < n->nout; i++) { ad_value_decref(S, n->gbuf[i]); n->gbuf[i] = ad_none(); }
+        for (int i = 0; i < n->nout; i++) { ad_value_decref(S, ad_node_gbuf(n)[i]); ad_node_gbuf(n)[i] = ad_none(); }
         for (int i = 0; i < n->nargs && !rc; i++) {
-            ad_edge *e = &n->edges[i];
+            ad_edge *e = ad_node_edge(n, i);
             int m = e->nsub ? e->nsub : 1;
             for (int j = 0; j < m; j++) {
                 ad_node *c = e->nsub ? e->sub[j].node : e->node;
@@ -283,13 +373,16 @@ static void add_into(ad_tensor *a, const ad_tensor *b) {
 static int accumulate(engine *E, ad_value *acc, ad_value g) {
     if (g.t == AD_TNONE) return ADDSL_OK;
     if (acc->t == AD_TNONE) { *acc = g; return ADDSL_OK; }
-    if (!E->create_graph && can_add_into(*acc, g)) {
+    /* A flattened backward (compile()) records the sum as an add op; a write
+     * in place would be invisible to the program. */
+    bool traced = ad_trace_on(E->S);
+    if (!E->create_graph && !traced && can_add_into(*acc, g)) {
         add_into(acc->u.tensor, g.u.tensor);
         ad_value_decref(E->S, g);
         return ADDSL_OK;
     }
     ad_value sum = ad_none(), args[2] = {*acc, g};
-    int rc = E->create_graph ? call_global(E->S, "add", 2, args, &sum) : ad_bi_add(E->S, *acc, g, &sum);
+    int rc = E->create_graph || traced ? call_global(E->S, "add", 2, args, &sum) : ad_bi_add(E->S, *acc, g, &sum);
     ad_value_decref(E->S, g);
     if (rc) return rc;
     ad_value_decref(E->S, *acc);
@@ -374,25 +467,25 @@ static int leaf_accumulate(engine *E, ad_tensor *leaf, ad_value g) {
  * must be as they were when saved. */
 static int check_versions(ad_state *S, const ad_node *n, uint32_t reads, bool result) {
     for (int i = 0; i < n->nargs; i++) {
-        if (n->args[i].t != AD_TTENSOR || !(reads & ((uint32_t)1 << i))) continue;
-        const ad_tensor *t = n->args[i].u.tensor;
-        if (t->storage->version == n->versions[i]) continue;
+        if (ad_node_args(n)[i].t != AD_TTENSOR || !(reads & ((uint32_t)1 << i))) continue;
+        const ad_tensor *t = ad_node_args(n)[i].u.tensor;
+        if (t->storage->version == ad_node_versions(n)[i]) continue;
         ad_buf b;
         ad_buf_init(&b, S);
         ad_buf_shape(&b, t->ndim, t->shape);
         int rc = ad_error(S, "one of the variables needed for gradient computation has been modified by an inplace "
                           "operation: [%s %s], input '%s' of op '%s', is at version %u; expected version %u instead",
                           ad_dtype_name(t->dtype), b.data ? b.data : "", n->op->pnames[i], n->op->name,
-                          t->storage->version, n->versions[i]);
+                          t->storage->version, ad_node_versions(n)[i]);
         ad_buf_free(&b);
         return rc;
     }
     for (int k = 0; k < n->nout && result; k++) {
-        const ad_tensor *t = n->outs[k];
-        if (t && t->storage->version != n->out_versions[k])
+        const ad_tensor *t = ad_node_out(n, k);
+        if (t && t->storage->version != ad_node_out_versions(n)[k])
             return ad_error(S, "one of the variables needed for gradient computation has been modified by an inplace "
                             "operation: output %d of op '%s' is at version %u; expected version %u instead",
-                            k, n->op->name, t->storage->version, n->out_versions[k]);
+                            k, n->op->name, t->storage->version, ad_node_out_versions(n)[k]);
     }
     return ADDSL_OK;
 }
@@ -420,10 +513,10 @@ static int anomaly_check(engine *E, const ad_node *n, int param, ad_value g) {
  * zeros for an output that got none when a formula reads the gradients. */
 static int output_grads(ad_state *S, const ad_node *n, unsigned uses, ad_value *g) {
     for (int k = 0; k < n->nout; k++) {
-        g[k] = n->gbuf[k];
+        g[k] = ad_node_gbuf(n)[k];
         ad_value_incref(g[k]);
-        if (g[k].t != AD_TNONE || !n->outs[k] || !(uses & AD_VJP_USES_GRADS)) continue;
-        ad_tensor *z = ad_tensor_full_like(S, n->outs[k], 0.0);
+        if (g[k].t != AD_TNONE || !ad_node_out(n, k) || !(uses & AD_VJP_USES_GRADS)) continue;
+        ad_tensor *z = ad_tensor_full_like(S, ad_node_out(n, k), 0.0);
         if (!z) { for (int j = 0; j < k; j++) ad_value_decref(S, g[j]); return S->errcode; }
         g[k] = ad_tensor_value(z);
     }
@@ -450,11 +543,11 @@ static int formula_args(engine *E, ad_node *n, unsigned uses, ad_value *args, in
     int total = ad_op_formula_nargs(np, no, named);
     for (int i = 0; i < total; i++) args[i] = ad_none();
     *nargs = total;
-    for (int i = 0; i < np; i++) { args[i] = n->args[i]; ad_value_incref(args[i]); }
+    for (int i = 0; i < np; i++) { args[i] = ad_node_args(n)[i]; ad_value_incref(args[i]); }
     ad_value g[AD_OP_MAX_OUTS], outs[AD_OP_MAX_OUTS];
     int rc = output_grads(S, n, uses, g);
     if (rc) return rc;
-    for (int k = 0; k < no; k++) outs[k] = n->outs[k] ? ad_tensor_value(n->outs[k]) : ad_none();
+    for (int k = 0; k < no; k++) outs[k] = ad_node_out(n, k) ? ad_tensor_value(ad_node_out(n, k)) : ad_none();
     /* 'grad' is the gradient of the one differentiable output, whichever it is. */
     int gi = 0;
     while (gi < no - 1 && !n->op->out_diff[gi]) gi++;
@@ -472,7 +565,7 @@ static int formula_args(engine *E, ad_node *n, unsigned uses, ad_value *args, in
     if (!rc && (uses & AD_VJP_USES_MASK)) {
         ad_list *mask = ad_list_new(S, AD_TLIST, np);
         if (!mask) return S->errcode;
-        for (int i = 0; i < np; i++) mask->items[i] = ad_bool(edge_live(&n->edges[i]));
+        for (int i = 0; i < np; i++) mask->items[i] = ad_bool(edge_live(ad_node_edge(n, i)));
         args[total - 1] = ad_list_value(mask, AD_TLIST);
     }
     return rc;
@@ -483,9 +576,9 @@ static int route_to(engine *E, ad_node *n, int param, ad_edge *e, ad_value arg, 
 static int route(engine *E, ad_node *n, int param, ad_value g) {
     ad_state *S = E->S;
     if (g.t == AD_TNONE) return ADDSL_OK;
-    ad_edge *e = &n->edges[param];
+    ad_edge *e = ad_node_edge(n, param);
     if (!edge_live(e)) { ad_value_decref(S, g); return ADDSL_OK; }
-    if (!e->nsub) return route_to(E, n, param, e, n->args[param], g);
+    if (!e->nsub) return route_to(E, n, param, e, ad_node_args(n)[param], g);
     /* A list argument takes a list of gradients, one per element. */
     if (!ad_is_seq(g) || g.u.l->len != e->nsub) {
         ad_value_decref(S, g);
@@ -496,7 +589,7 @@ static int route(engine *E, ad_node *n, int param, ad_value g) {
     for (int j = 0; j < e->nsub && !rc; j++) {
         ad_value gj = g.u.l->items[j];
         ad_value_incref(gj);
-        rc = route_to(E, n, param, &e->sub[j], n->args[param].u.l->items[j], gj);
+        rc = route_to(E, n, param, &e->sub[j], ad_node_args(n)[param].u.l->items[j], gj);
     }
     ad_value_decref(S, g);
     return rc;
@@ -509,6 +602,8 @@ static int route_to(engine *E, ad_node *n, int param, ad_edge *e, ad_value arg, 
     int rc = anomaly_check(E, n, param, g);
     if (rc) { ad_value_decref(S, g); return rc; }
     ad_value fitted;
+    ad_tensor meta;
+    if (arg.t == AD_TNONE && ((n->meta_mask >> param) & 1u)) { meta_like(n, param, &meta); arg = ad_tensor_value(&meta); }
     if (arg.t == AD_TTENSOR) {
         rc = fit_to(E, g, arg.u.tensor, &fitted);
         ad_value_decref(S, g);
@@ -517,7 +612,7 @@ static int route_to(engine *E, ad_node *n, int param, ad_edge *e, ad_value arg, 
         fitted = g;
     }
     if (e->leaf) return leaf_accumulate(E, e->leaf, fitted);
-    return accumulate(E, &e->node->gbuf[e->nr], fitted);
+    return accumulate(E, &ad_node_gbuf(e->node)[e->nr], fitted);
 }
 
 /* Whether a gradient sent along edge e can reach one of grad()'s inputs: a
@@ -548,7 +643,7 @@ static bool edge_reaches_inputs(engine *E, const ad_edge *e) {
         for (int i = 0; i < E->ninputs && !found; i++)
             if (E->inputs[i]->grad_fn == n) found = true;
         for (int a = 0; a < n->nargs && !found && !oom; a++) {
-            const ad_edge *x = &n->edges[a];
+            const ad_edge *x = ad_node_edge(n, a);
             int nx = x->nsub ? x->nsub : 1;
             for (int j = 0; j < nx && !found; j++) {
                 const ad_edge *y = x->nsub ? &x->sub[j] : x;
@@ -571,19 +666,19 @@ static int apply_node(engine *E, ad_node *n) {
     ad_state *S = E->S;
     ad_opdef *op = n->op;
     bool any = false;
-    for (int k = 0; k < n->nout; k++) if (n->gbuf[k].t != AD_TNONE) any = true;
+    for (int k = 0; k < n->nout; k++) if (ad_node_gbuf(n)[k].t != AD_TNONE) any = true;
     /* grad() of a non-leaf input: its gradient is what reached this node. */
     for (int i = 0; i < E->ninputs; i++) {
         ad_tensor *t = E->inputs[i];
-        if (t->grad_fn == n && n->gbuf[t->output_nr].t != AD_TNONE && E->captured[i].t == AD_TNONE) {
-            E->captured[i] = n->gbuf[t->output_nr];
+        if (t->grad_fn == n && ad_node_gbuf(n)[t->output_nr].t != AD_TNONE && E->captured[i].t == AD_TNONE) {
+            E->captured[i] = ad_node_gbuf(n)[t->output_nr];
             ad_value_incref(E->captured[i]);
         }
     }
     if (!any) return ADDSL_OK;
     for (int i = 0; i < n->nargs; i++)
-        if (op->kind[i] == AD_PARAM_NOTIMPL && edge_live(&n->edges[i]) &&
-            (!E->only_inputs || edge_reaches_inputs(E, &n->edges[i])))
+        if (op->kind[i] == AD_PARAM_NOTIMPL && edge_live(ad_node_edge(n, i)) &&
+            (!E->only_inputs || edge_reaches_inputs(E, ad_node_edge(n, i))))
             return ad_error(S, "the derivative of op '%s' for input '%s' is not implemented: %s", op->name,
                             op->pnames[i], op->notimpl[i] ? op->notimpl[i] : "");
     /* The formulas whose inputs want a gradient, and what they read. */
@@ -594,7 +689,7 @@ static int apply_node(engine *E, ad_node *n) {
     for (int e = 0; e < op->nvjp; e++) {
         needed[e] = false;
         for (int j = 0; j < op->vjp[e].nnames; j++)
-            if (edge_live(&n->edges[op->vjp[e].params[j]])) needed[e] = true;
+            if (edge_live(ad_node_edge(n, op->vjp[e].params[j]))) needed[e] = true;
         if (!needed[e]) continue;
         uses |= op->vjp[e].uses;
         reads |= op->vjp[e].reads;
@@ -632,7 +727,7 @@ static void engine_free(engine *E) {
     ad_state *S = E->S;
     for (int i = 0; i < E->n; i++) {
         ad_node *n = E->nodes[i];
-        for (int k = 0; k < n->nout; k++) { ad_value_decref(S, n->gbuf[k]); n->gbuf[k] = ad_none(); }
+        for (int k = 0; k < n->nout; k++) { ad_value_decref(S, ad_node_gbuf(n)[k]); ad_node_gbuf(n)[k] = ad_none(); }
         ad_node_decref(S, n);
     }
     for (int i = 0; i < E->nleaves; i++) ad_value_decref(S, E->leaves[i].g);
@@ -654,7 +749,7 @@ static int run_engine(engine *E, int nroots, ad_tensor **roots, ad_value *seeds)
     if (rc) return rc;
     for (int i = 0; i < nroots && !rc; i++) {
         ad_value_incref(seeds[i]);
-        if (roots[i]->grad_fn) rc = accumulate(E, &roots[i]->grad_fn->gbuf[roots[i]->output_nr], seeds[i]);
+        if (roots[i]->grad_fn) rc = accumulate(E, &ad_node_gbuf(roots[i]->grad_fn)[roots[i]->output_nr], seeds[i]);
         else rc = leaf_accumulate(E, roots[i], seeds[i]);
     }
     for (int i = 0; i < E->n && !rc; i++) {
@@ -664,13 +759,16 @@ static int run_engine(engine *E, int nroots, ad_tensor **roots, ad_value *seeds)
     }
     bool grad_mode = S->grad_enabled;
     S->grad_enabled = E->create_graph;
+    /* A backward being flattened (compile()) may be abandoned half-way and
+     * run again as one record: the saved values go only once it is done. */
+    bool traced = ad_trace_on(S);
     while (E->nready > 0 && !rc) {
         ad_node *n = E->ready[--E->nready];
         rc = apply_node(E, n);
         if (rc) break;
-        for (int k = 0; k < n->nout; k++) { ad_value_decref(S, n->gbuf[k]); n->gbuf[k] = ad_none(); }
+        for (int k = 0; k < n->nout; k++) { ad_value_decref(S, ad_node_gbuf(n)[k]); ad_node_gbuf(n)[k] = ad_none(); }
         for (int i = 0; i < n->nargs && !rc; i++) {
-            ad_edge *e = &n->edges[i];
+            ad_edge *e = ad_node_edge(n, i);
             int m = e->nsub ? e->nsub : 1;
             for (int j = 0; j < m; j++) {
                 ad_node *c = e->nsub ? e->sub[j].node : e->node;
@@ -681,8 +779,9 @@ static int run_engine(engine *E, int nroots, ad_tensor **roots, ad_value *seeds)
                 }
             }
         }
-        if (!E->retain) node_release_saved(S, n);
+        if (!E->retain && !traced) node_release_saved(S, n);
     }
+    for (int i = 0; traced && !rc && !E->retain && i < E->n; i++) node_release_saved(S, E->nodes[i]);
     S->grad_enabled = grad_mode;
     return rc;
 }
@@ -739,6 +838,56 @@ static int make_seeds(ad_state *S, const char *fn, ad_tensor **roots, int n, ad_
     return ADDSL_OK;
 }
 
+int ad_autograd_accum_leaf(ad_state *S, ad_tensor *leaf, ad_tensor *gt, bool create) {
+    if (!create && gt->grad_fn) {
+        ad_tensor *d = ad_tensor_alias(S, gt);
+        ad_tensor_decref(S, gt);
+        if (!d) return S->errcode;
+        gt = d;
+    }
+    if (!leaf->grad) { leaf->grad = gt; return ADDSL_OK; }
+    ad_value sum;
+    int rc = create ? call_global(S, "add", 2, (ad_value[]){ad_tensor_value(leaf->grad), ad_tensor_value(gt)}, &sum)
+                    : ad_bi_add(S, ad_tensor_value(leaf->grad), ad_tensor_value(gt), &sum);
+    ad_tensor_decref(S, gt);
+    if (rc) return rc;
+    ad_tensor_decref(S, leaf->grad);
+    leaf->grad = sum.u.tensor;
+    return ADDSL_OK;
+}
+
+bool ad_autograd_graph_within(ad_state *S, ad_tensor *const *roots, int nroots, bool (*known)(const ad_state *, const void *)) {
+    ad_node **stack = NULL;
+    int ns = 0, caps = 0;
+    bool ok = true;
+    uint64_t epoch = ++S->grad_epoch;
+    for (int i = 0; i < nroots && ok; i++) {
+        ad_node *r = roots[i]->grad_fn;
+        if (!r || r->epoch == epoch) continue;
+        if (!grow_arr(S, (void **)&stack, &caps, ns, sizeof *stack)) { ok = false; break; }
+        r->epoch = epoch;
+        stack[ns++] = r;
+    }
+    while (ns > 0 && ok) {
+        ad_node *n = stack[--ns];
+        if (!known(S, n)) { ok = false; break; }
+        for (int i = 0; i < n->nargs && ok; i++) {
+            const ad_edge *e = ad_node_edge(n, i);
+            int m = e->nsub ? e->nsub : 1;
+            for (int j = 0; j < m; j++) {
+                ad_node *c = e->nsub ? e->sub[j].node : e->node;
+                if (!c || c->epoch == epoch) continue;
+                if (!grow_arr(S, (void **)&stack, &caps, ns, sizeof *stack)) { ok = false; break; }
+                c->epoch = epoch;
+                stack[ns++] = c;
+            }
+        }
+    }
+    if (!ok) ad_clear_error(S);
+    ad_free(S, stack);
+    return ok;
+}
+
 static int bi_backward(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     ad_tensor **roots = NULL, **inputs = NULL;
@@ -767,24 +916,13 @@ static int bi_backward(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         ad_value g = E.leaves[i].g;
         E.leaves[i].g = ad_none();
         if (g.t != AD_TTENSOR) { ad_value_decref(S, g); continue; }
-        ad_tensor *gt = g.u.tensor;
-        if (!create && gt->grad_fn) {
-            ad_tensor *d = ad_tensor_alias(S, gt);
-            ad_tensor_decref(S, gt);
-            if (!d) { rc = S->errcode; break; }
-            gt = d;
-        }
-        if (leaf->grad) {
-            ad_value sum;
-            rc = create ? call_global(S, "add", 2, (ad_value[]){ad_tensor_value(leaf->grad), ad_tensor_value(gt)}, &sum)
-                        : ad_bi_add(S, ad_tensor_value(leaf->grad), ad_tensor_value(gt), &sum);
-            ad_tensor_decref(S, gt);
-            if (rc) break;
-            ad_tensor_decref(S, leaf->grad);
-            leaf->grad = sum.u.tensor;
+        if (ad_trace_on(S)) {
+            rc = ad_trace_accum_grad(S, leaf, g, create);
+            ad_value_decref(S, g);
         } else {
-            leaf->grad = gt;
+            rc = ad_autograd_accum_leaf(S, leaf, g.u.tensor, create);
         }
+        if (rc) break;
     }
     for (int i = 0; i < nroots; i++) ad_value_decref(S, seeds[i]);
     engine_free(&E);

@@ -222,16 +222,17 @@ static void note_value_reads(ad_opinfo *in, int v, const ad_node *body) {
     if (res) in->vjp_reads_result |= (uint32_t)1 << v;
 }
 
-/* own[] = names[], with each optional argument the formula 'body' never reads
+/* own[] = names[], with each argument the formula 'body' never mentions
  * renamed AD_FORMULA_UNUSED + name: the engine then skips building it (the
- * grads list, the result tuple, grad_input_mask) for every node of the op. */
+ * grads list, the result tuple, grad_input_mask) for every node of the op,
+ * and a node keeps only the shape of a tensor parameter no formula mentions. */
 static void mark_unused(octx *c, const ad_node *body, const char **names, const char **own, int n) {
     ad_opinfo *in = c->info;
     bool seen[AD_OP_MAX_PARAMS * 2 + 3 * AD_OP_MAX_OUTS + 8] = {false};
-    mentions(body, names, in->nparams, n, seen);
+    mentions(body, names, 0, n, seen);
     for (int i = 0; i < n; i++) {
         own[i] = names[i];
-        if (i >= in->nparams && !seen[i - in->nparams] && param_index(in, names[i]) < 0)
+        if (!seen[i] && (i < in->nparams || param_index(in, names[i]) < 0))
             own[i] = astr(c, AD_FORMULA_UNUSED, names[i]);
     }
 }

@@ -7,6 +7,7 @@
 
 #include "ad_limits.h"
 #include "buf.h"
+#include "compiled_vjp.h"
 #include "device.h"
 #include "op.h"
 #include "state.h"
@@ -19,6 +20,9 @@ typedef struct ad_centry {
     ad_buf desc;           /* ... as text */
     ad_value held;         /* a list keeping alive the objects the signature names by address */
     ad_trace *prog;        /* NULL: this signature runs eagerly */
+    ad_opdef *node_op;     /* calls with grad: one graph node (vm/compiled_vjp.c), held, or NULL */
+    bool node_tried;
+    char node_why[200];    /* ... why not */
     char why[240];         /* ... and why */
     uint64_t hits;
 } ad_centry;
@@ -145,6 +149,22 @@ static void entry_clear(ad_state *S, ad_centry *e) {
     e->held = ad_none();
     ad_trace_free(S, e->prog);
     e->prog = NULL;
+    if (e->node_op) ad_value_decref(S, (ad_value){.t = AD_TOP, .u.op = e->node_op});
+    e->node_op = NULL;
+    e->node_tried = false;
+    e->node_why[0] = '\0';
+}
+
+/* A replay; with grad, one graph node when the program allows it. */
+static int replay(ad_state *S, ad_centry *e, ad_tensor *const *inputs, ad_value *out) {
+    if (!ad_cvjp_wanted(S, inputs, e->prog->ninputs)) return ad_trace_replay(S, e->prog, inputs, out);
+    if (!e->node_tried) {
+        e->node_tried = true;
+        int rc = ad_cvjp_derive(S, e->prog, inputs, &e->node_op, e->node_why, sizeof e->node_why);
+        if (rc) return rc;
+    }
+    if (!e->node_op) return ad_trace_replay(S, e->prog, inputs, out);
+    return ad_cvjp_call(S, e->node_op, inputs, out);
 }
 
 static void compiled_free(ad_state *S, void *ud) {
@@ -184,6 +204,7 @@ static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *
         ad_trace_free(S, T);
         return ADDSL_OK;
     }
+    if (T->note[0]) warn(S, "warning: compile(%s): %s\n", c->name, T->note);
     e->prog = T;
     return ADDSL_OK;
 }
@@ -205,11 +226,14 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
         ad_centry *e = &c->e[hit];
         e->hits++;
         if (!e->prog) rc = ad_vm_call_value_kw(S, c->f, argc, argv, kw, out);
-        else if (ad_trace_guards_hold(S, e->prog)) rc = ad_trace_replay(S, e->prog, sc.inputs, out);
+        else if (ad_trace_guards_hold(S, e->prog)) rc = replay(S, e, sc.inputs, out);
         else {
             /* A global or captured tensor that f reads was rebound: trace again. */
             ad_trace_free(S, e->prog);
             e->prog = NULL;
+            if (e->node_op) ad_value_decref(S, (ad_value){.t = AD_TOP, .u.op = e->node_op});
+            e->node_op = NULL;
+            e->node_tried = false;
             rc = trace_into(S, b, e, argv, argc, kw, &sc, out);
         }
     } else if (!rc && c->n == AD_COMPILE_CACHE) {
@@ -309,6 +333,8 @@ static int graph_text(ad_state *S, const ad_compiled *c, ad_buf *b) {
         if (!e->prog) { ad_buf_printf(b, "  runs eagerly: %s\n", e->why); continue; }
         int rc = ad_trace_print(S, e->prog, b);
         if (rc) return rc;
+        if (e->node_op && (rc = ad_cvjp_print(S, e->node_op, b))) return rc;
+        if (!e->node_op && e->node_tried) ad_buf_printf(b, "  a graph node per op (calls with grad): %s\n", e->node_why);
     }
     return b->failed ? ADDSL_ENOMEM : ADDSL_OK;
 }

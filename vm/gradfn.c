@@ -93,7 +93,7 @@ static int next_functions(ad_state *S, const ad_gradfn *g, ad_value *out) {
     const ad_node *n = g->node;
     for (int i = 0; n && i < n->nargs; i++) {
         if (!differentiable_param(n, i)) continue;
-        const ad_edge *e = &n->edges[i];
+        const ad_edge *e = ad_node_edge(n, i);
         int m = e->nsub ? e->nsub : 1;
         for (int k = 0; k < m; k++) {
             ad_value pair;

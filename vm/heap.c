@@ -3,6 +3,10 @@
 #include "heap.h"
 
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 #include "state.h"
 
@@ -29,7 +33,14 @@
 #endif
 
 #define HDR_CLASSES 32                /* headers up to 32 * 16 = 512 bytes come from slabs */
-#define SLAB_BYTES ((size_t)64 << 10) /* one system allocation carved into many headers */
+/* Slabs grow geometrically: a small script takes 64 KB, a long recorded loop
+ * soon gets 8 MB slabs, few allocator calls and (below) few page faults. */
+#define SLAB_MIN ((size_t)64 << 10)
+#define SLAB_MAX ((size_t)8 << 20)
+/* Slabs from this size on are pre-faulted in one call and offered huge pages:
+ * page faults, one per 4 KB touched, were most of a first run's extra time. */
+#define SLAB_PREFAULT ((size_t)1 << 20)
+#define HUGE_PAGE ((size_t)2 << 20)
 
 /* Every storage block is preceded by this record (inside the slack left for
  * alignment), so release needs nothing but the pointer and the granted size,
@@ -51,7 +62,7 @@ typedef struct hdr {
     uint64_t pad0, pad1;
 } hdr;
 
-typedef struct slab { struct slab *next; uint64_t pad; } slab;
+typedef struct slab { struct slab *next; size_t bytes; } slab;
 typedef struct hfree { struct hfree *next; } hfree;
 
 #define BLK_PREFIX (((sizeof(blk) + HEAP_ALIGN - 1) / HEAP_ALIGN) * HEAP_ALIGN)
@@ -64,6 +75,7 @@ struct ad_heap {
     slab *slabs;              /* every slab, for close */
     char *bump;               /* the unused end of the newest slab */
     size_t bump_left;
+    size_t slab_next;         /* size of the next slab */
     hdr hlive;                /* sentinel of the ring of large headers */
     ad_heap_stats st;
 };
@@ -227,6 +239,43 @@ void ad_heap_stats_get(ad_state *S, ad_heap_stats *out) {
 
 void ad_heap_set_limit(ad_state *S, size_t limit) { S->cfg.memory_limit = limit; }
 
+/* Asks the kernel to back a big slab with huge pages where it can and to map
+ * it now, in one call, rather than one fault per page as headers are carved.
+ * Both are advice: on failure (an older kernel, another system) the pages
+ * fault in as they are touched, as before. */
+static void slab_prefault(void *p, size_t bytes) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0 || bytes < SLAB_PREFAULT) return;
+    uintptr_t lo = (uintptr_t)p, hi = lo + bytes;
+#ifdef MADV_HUGEPAGE
+    uintptr_t hlo = (lo + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1), hhi = hi & ~(uintptr_t)(HUGE_PAGE - 1);
+    if (hhi > hlo) (void)madvise((void *)hlo, hhi - hlo, MADV_HUGEPAGE);
+#endif
+    uintptr_t plo = (lo + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1), phi = hi & ~(uintptr_t)(pg - 1);
+    if (phi > plo) (void)madvise((void *)plo, phi - plo, MADV_POPULATE_WRITE);
+#else
+    (void)p; (void)bytes;
+#endif
+}
+
+/* A new slab to carve headers from (the old one's tail is left unused). */
+static bool slab_new(ad_state *S, struct ad_heap *h) {
+    size_t bytes = h->slab_next ? h->slab_next : SLAB_MIN;
+    slab *sl = S->cfg.alloc(S->cfg.alloc_ud, NULL, bytes);
+    if (!sl && bytes > SLAB_MIN) sl = S->cfg.alloc(S->cfg.alloc_ud, NULL, bytes = SLAB_MIN);
+    if (!sl) { ad_nomem(S); return false; }
+    slab_prefault(sl, bytes);
+    sl->next = h->slabs;
+    sl->bytes = bytes;
+    h->slabs = sl;
+    h->bump = (char *)(sl + 1);
+    h->bump_left = bytes - sizeof(slab);
+    h->slab_next = bytes < SLAB_MAX ? 2 * bytes : SLAB_MAX;
+    HEAP_POISON(h->bump, h->bump_left);
+    return true;
+}
+
 void *ad_heap_alloc_header(ad_state *S, size_t size) {
     struct ad_heap *h = S->heap;
     size_t c = size ? (size - 1) / HDR_GRAIN : 0;
@@ -246,15 +295,7 @@ void *ad_heap_alloc_header(ad_state *S, size_t size) {
         return f;
     }
     size_t n = (c + 1) * HDR_GRAIN;
-    if (h->bump_left < n) {
-        slab *sl = ad_malloc(S, SLAB_BYTES);
-        if (!sl) return NULL;
-        sl->next = h->slabs;
-        h->slabs = sl;
-        h->bump = (char *)(sl + 1);
-        h->bump_left = SLAB_BYTES - sizeof(slab);
-        HEAP_POISON(h->bump, h->bump_left);
-    }
+    if (h->bump_left < n && !slab_new(S, h)) return NULL;
     void *p = h->bump;
     h->bump += n;
     h->bump_left -= n;
@@ -300,7 +341,7 @@ void ad_heap_free(ad_state *S, struct ad_heap *h) {
         ad_free(S, b->raw);
     }
     while (h->slabs) {
-        HEAP_UNPOISON(h->slabs, SLAB_BYTES);
+        HEAP_UNPOISON(h->slabs, h->slabs->bytes);
         slab *n = h->slabs->next;
         ad_free(S, h->slabs);
         h->slabs = n;

@@ -68,16 +68,16 @@ static ad_tensor *graph_alias(ad_state *S, ad_tensor *t, bool copy) {
  * what backward reads and n never holds t (which will point back to n). */
 static int protect_saved(ad_state *S, ad_node *n, const ad_tensor *t) {
     for (int i = 0; i < n->nargs; i++) {
-        if (n->args[i].t != AD_TTENSOR) continue;
-        ad_tensor *a = n->args[i].u.tensor;
+        if (ad_node_args(n)[i].t != AD_TTENSOR) continue;
+        ad_tensor *a = ad_node_args(n)[i].u.tensor;
         if (a->storage != t->storage) continue;
         bool read = false;
         for (int e = 0; e < n->op->nvjp; e++) read |= (n->op->vjp[e].reads >> i) & 1u;
         ad_tensor *c = graph_alias(S, a, read);
         if (!c) return S->errcode;
         ad_tensor_decref(S, a);
-        n->args[i] = ad_tensor_value(c);
-        n->versions[i] = c->storage->version;
+        ad_node_args(n)[i] = ad_tensor_value(c);
+        ad_node_versions(n)[i] = c->storage->version;
     }
     return ADDSL_OK;
 }

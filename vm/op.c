@@ -3,8 +3,10 @@
  * record one graph node, and propagate forward-mode tangents. */
 #include "op.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../builtins/builtins.h"
@@ -100,6 +102,19 @@ static unsigned vjp_uses(const ad_opdef *op, ad_value fn) {
     return u;
 }
 
+/* Bit i: the VJP closure mentions parameter i (its values or only its
+ * .shape); every bit when the closure's names do not tell. */
+static uint32_t vjp_mentions(const ad_opdef *op, ad_value fn) {
+    int b = op->nparams;
+    uint32_t all = b >= 32 ? UINT32_MAX : ((uint32_t)1 << b) - 1;
+    if (fn.t != AD_TFUNC) return all;
+    const ad_proto *p = fn.u.fn->p;
+    if (p->nparams != ad_op_formula_nargs(b, op->nout, op->outnames != NULL)) return all;
+    uint32_t m = 0;
+    for (int i = 0; i < b; i++) if (reads(p, i)) m |= (uint32_t)1 << i;
+    return m;
+}
+
 int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_value *out) {
     ad_opdef *op = ad_calloc(S, 1, sizeof *op);
     if (!op) return ADDSL_ENOMEM;
@@ -145,6 +160,7 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
             op->vjp[i].reads = t->vjp_reads[i];
             op->vjp[i].reads_result = (t->vjp_reads_result >> i) & 1u;
             op->reads_args |= op->vjp[i].reads;
+            op->mentions_args |= vjp_mentions(op, op->vjp[i].fn);
         }
     }
     for (int i = 0; i < t->njvp; i++) { op->jvp[i] = regs[r++]; ad_value_incref(op->jvp[i]); }
@@ -159,6 +175,14 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
 }
 
 /* ---- the call ---- */
+
+/* gather(t, dim) without an index is what an MPI user writes for the
+ * collective; torch.gather keeps the name, so point at the collective's. */
+static const char *missing_hint(const char *op, const char *param) {
+    if (!strcmp(op, "gather") && !strcmp(param, "index"))
+        return " (to gather a tensor from every MPI rank, use all_gather(t, dim))";
+    return "";
+}
 
 static int bind(ad_state *S, const ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *slots) {
     int nkw = kw ? (int)kw->len : 0;
@@ -178,7 +202,8 @@ static int bind(ad_state *S, const ad_opdef *op, const ad_value *args, int nargs
     int first_def = np - op->ndefaults;
     for (int j = 0; j < np; j++) {
         if (set[j]) continue;
-        if (j < first_def) return ad_error(S, "%s() missing required argument '%s'", op->name, op->pnames[j]);
+        if (j < first_def)
+            return ad_error(S, "%s() missing required argument '%s'%s", op->name, op->pnames[j], missing_hint(op->name, op->pnames[j]));
         slots[j] = op->defaults[j - first_def];
     }
     return ADDSL_OK;
@@ -340,8 +365,8 @@ static int set_tangent(ad_state *S, ad_tensor *out, uint64_t level, ad_value tan
     rc = ad_tensor_set_tangent(S, out, level, t);
     /* The node's saved copy of this output ('result' in formulas) carries
      * the tangent too, so forward-over-reverse differentiates through it. */
-    if (!rc && out->grad_fn && !out->grad_fn_weak && out->grad_fn->outs && !out->grad_fn->released) {
-        ad_tensor *saved = out->grad_fn->outs[out->output_nr];
+    if (!rc && out->grad_fn && !out->grad_fn_weak && out->grad_fn->saves_outs && !out->grad_fn->released) {
+        ad_tensor *saved = ad_node_out(out->grad_fn, out->output_nr);
         if (saved) {
             ad_tensor *d = detached_dual(S, t);
             rc = d ? ad_tensor_set_tangent(S, saved, level, d) : S->errcode;
@@ -550,9 +575,45 @@ static int op_call_sizes(ad_state *S, ad_opdef *op, const ad_value *args, int na
     return rc;
 }
 
+/* Python's abs() and round() of a plain number give a number (a script reads
+ * them as Python, not as torch.abs of a 0-d tensor): round half to even, and
+ * with ndigits the correctly rounded decimal, as printf gives it. */
+static bool number_builtin(ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    bool is_abs = !strcmp(op->name, "abs"), is_round = !strcmp(op->name, "round");
+    if ((!is_abs && !is_round) || nargs < 1 || (args[0].t != AD_TINT && args[0].t != AD_TNUM)) return false;
+    double x = args[0].u.n;
+    if (is_abs) {
+        if (nargs != 1) return false;
+        out->t = args[0].t;
+        out->u.n = fabs(x);
+        return true;
+    }
+    if (nargs > 2 || (kw && kw->len > 0 && strcmp(kw->items[0].u.s->data, "decimals") && strcmp(kw->items[0].u.s->data, "ndigits"))) return false;
+    if (nargs == 1 || args[1].t == AD_TNONE) { *out = ad_int(nearbyint(x)); return true; }
+    if (args[1].t != AD_TINT || !isfinite(x)) return false;
+    double n = args[1].u.n;
+    if (n >= 0) {
+        char buf[400];
+        snprintf(buf, sizeof buf, "%.*f", (int)fmin(n, 340), x);
+        x = strtod(buf, NULL);
+    } else {
+        double p = pow(10.0, -n);
+        x = isfinite(p) ? nearbyint(x / p) * p : 0.0 * x;
+    }
+    out->t = args[0].t;
+    out->u.n = x;
+    return true;
+}
+
 int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     *out = ad_none();
+    if (number_builtin(op, args, nargs, kw, out)) return ADDSL_OK;
     if (ad_trace_on(S)) return ad_trace_op(S, op, args, nargs, kw, out);
+    return ad_op_call_direct(S, op, args, nargs, kw, out);
+}
+
+int ad_op_call_direct(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    *out = ad_none();
     int rc = op->sizes_param ? op_call_sizes(S, op, args, nargs, kw, out) : op_call(S, op, args, nargs, kw, out);
     /* Outputs with names make a named tuple, as torch.return_types.max. */
     if (!rc && op->result_names && out->t == AD_TTUPLE && out->u.l->hdr.refcount == 1)

@@ -63,6 +63,7 @@ typedef struct ad_opdef {
     bool has_formulas;              /* records one node; else differentiated through its body */
     bool reads_result;              /* some VJP formula reads an output (else a single output is not kept) */
     uint32_t reads_args;            /* bit i: some VJP formula reads parameter i's values */
+    uint32_t mentions_args;         /* bit i: some VJP formula mentions parameter i (else a node keeps its shape only) */
     int nvjp;
     ad_vjp_entry *vjp;
     ad_jvp_kind jvp_kind;
@@ -112,6 +113,8 @@ void ad_opdef_free(ad_state *S, ad_opdef *op);
 size_t ad_op_public_name(const ad_opdef *op, char *buf, size_t size);
 /* Calls the op with arguments (kw: names of the trailing nkw arguments). */
 int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
+/* The same, past the tracing hook (compile() running a composite's body at the recording level). */
+int ad_op_call_direct(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
 /* Looks up global ops used by operators after the library loads. */
 int ad_ops_bind_operators(ad_state *S);
 void ad_ops_unbind_operators(ad_state *S);

@@ -129,6 +129,9 @@ bool ad_tensor_is_contiguous(const ad_tensor *t) {
 /* The header of a storage whose data is inline: the header and nbytes rounded to 16. */
 static size_t inline_storage_size(size_t nbytes) { return sizeof(ad_storage) + ((nbytes + 15) & ~(size_t)15); }
 
+/* A storage over host memory with a release callback: its user data follows. */
+#define WRAPPED_STORAGE_SIZE (sizeof(ad_storage) + sizeof(void *))
+
 static ad_storage *storage_new(ad_state *S, size_t nbytes, int device) {
     /* A small CPU tensor's data sits in its storage header: one slab slot instead
      * of a header and a pooled block (a recorded op on [4] costs less than half). */
@@ -141,7 +144,6 @@ static ad_storage *storage_new(ad_state *S, size_t nbytes, int device) {
         st->nbytes = nbytes;
         st->granted = 0;
         st->release = NULL;
-        st->release_ud = NULL;
         st->version = 0;
         st->device = 0;
         st->inline_data = true;
@@ -162,9 +164,8 @@ static ad_storage *storage_new(ad_state *S, size_t nbytes, int device) {
     st->nbytes = nbytes;
     st->granted = granted;
     st->release = NULL;
-    st->release_ud = NULL;
     st->version = 0;
-    st->device = device;
+    st->device = (int16_t)device;
     return st;
 }
 
@@ -175,8 +176,12 @@ static void storage_decref(ad_state *S, ad_storage *st) {
         ad_heap_release_header(S, st, inline_storage_size(st->nbytes));
         return;
     }
-    if (st->release) st->release(st->release_ud, st->data);
-    else if (st->device) { ad_device_release(S, st->data, st->granted); ad_heap_discharge_device(S, st->nbytes); }
+    if (st->release) {
+        st->release(*ad_storage_release_ud(st), st->data);
+        ad_heap_release_header(S, st, WRAPPED_STORAGE_SIZE);
+        return;
+    }
+    if (st->device) { ad_device_release(S, st->data, st->granted); ad_heap_discharge_device(S, st->nbytes); }
     else if (st->granted) ad_heap_release(S, st->data, st->granted);
     ad_heap_release_header(S, st, sizeof *st);
 }
@@ -259,14 +264,14 @@ ad_tensor *ad_tensor_wrap(ad_state *S, ad_dtype dt, int ndim, const int64_t *sha
     int64_t numel;
     size_t nbytes;
     if (checked_nbytes(S, dt, ndim, shape, &numel, &nbytes)) return NULL;
-    ad_storage *st = ad_heap_alloc_header(S, sizeof *st);
+    ad_storage *st = ad_heap_alloc_header(S, release ? WRAPPED_STORAGE_SIZE : sizeof *st);
     if (!st) return NULL;
     st->refcount = 1;
     st->data = data;
     st->nbytes = nbytes;
     st->granted = 0;
     st->release = release;
-    st->release_ud = ud;
+    if (release) *ad_storage_release_ud(st) = ud;
     st->version = 0;
     st->device = 0;
     st->inline_data = false;

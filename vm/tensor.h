@@ -18,17 +18,22 @@ typedef enum {
     AD_FLOAT32 = 0, AD_FLOAT64 = 1, AD_INT64 = 2, AD_BOOL = 3, AD_NDTYPES = 4
 } ad_dtype;
 
+/* 48 bytes, from the heap's header slabs. Small CPU data follows the header
+ * (inline_data); host memory wrapped with a release callback has the
+ * callback's user data after the header instead (ad_storage_release_ud). */
 typedef struct ad_storage {
     int64_t refcount;
     void *data;
     size_t nbytes;         /* usable bytes */
     size_t granted;        /* bytes taken from the heap (0 when host memory) */
     void (*release)(void *ud, void *data); /* host memory: called on last unref */
-    void *release_ud;
     uint32_t version;      /* bumped by every in-place write (autograd checks it) */
-    int device;            /* 0: CPU */
+    int16_t device;        /* 0: CPU */
     bool inline_data;      /* data lives right after this header (small CPU tensors) */
 } ad_storage;
+
+/* Where a wrapped storage keeps its release callback's user data. */
+static inline void **ad_storage_release_ud(ad_storage *st) { return (void **)(st + 1); }
 
 /* A tensor's tangent at one forward-mode level (one active jvp() call). Nested
  * levels make a tensor a dual number in each: the tangent of level L may itself

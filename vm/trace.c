@@ -14,10 +14,12 @@
 #include <string.h>
 
 #include "../builtins/builtins.h"
+#include "autograd.h"
 #include "buf.h"
 #include "device.h"
 #include "dict.h"
 #include "op.h"
+#include "plan.h"
 #include "tensor.h"
 #include "vm.h"
 
@@ -61,6 +63,76 @@ static int map_set(ad_state *S, ad_trace *T, const ad_tensor *t, int id) {
     return ADDSL_OK;
 }
 
+/* storage -> the newest value over it; older ones chain through prev_storage. */
+static int smap_find(const ad_trace *T, const void *st) {
+    if (!T->scap) return -1;
+    size_t m = (size_t)T->scap - 1;
+    for (size_t i = hash_ptr(st) & m;; i = (i + 1) & m) {
+        if (!T->skeys[i]) return -1;
+        if (T->skeys[i] == st) return T->sids[i];
+    }
+}
+
+static void smap_put_raw(const void **keys, int *ids, int cap, const void *st, int id) {
+    size_t m = (size_t)cap - 1;
+    for (size_t i = hash_ptr(st) & m;; i = (i + 1) & m) {
+        if (!keys[i] || keys[i] == st) { keys[i] = st; ids[i] = id; return; }
+    }
+}
+
+static int smap_set(ad_state *S, ad_trace *T, const void *st, int id) {
+    if (2 * (T->sn + 1) > T->scap) {
+        int cap = T->scap ? 2 * T->scap : 64;
+        const void **keys = ad_calloc(S, (size_t)cap, sizeof *keys);
+        int *ids = ad_calloc(S, (size_t)cap, sizeof *ids);
+        if (!keys || !ids) { ad_free(S, (void *)keys); ad_free(S, ids); return ADDSL_ENOMEM; }
+        for (int i = 0; i < T->scap; i++)
+            if (T->skeys[i]) smap_put_raw(keys, ids, cap, T->skeys[i], T->sids[i]);
+        ad_free(S, (void *)T->skeys); ad_free(S, T->sids);
+        T->skeys = keys; T->sids = ids; T->scap = cap;
+    }
+    if (smap_find(T, st) < 0) T->sn++;
+    smap_put_raw(T->skeys, T->sids, T->scap, st, id);
+    return ADDSL_OK;
+}
+
+static bool gnode_has(const ad_trace *T, const void *node) {
+    if (!T->gcap) return false;
+    size_t m = (size_t)T->gcap - 1;
+    for (size_t i = hash_ptr(node) & m; T->gnodes[i]; i = (i + 1) & m)
+        if (T->gnodes[i] == node) return true;
+    return false;
+}
+
+static void gnode_add(ad_state *S, ad_trace *T, const void *node) {
+    if (gnode_has(T, node)) return;
+    if (2 * (T->gn + 1) > T->gcap) {
+        int cap = T->gcap ? 2 * T->gcap : 64;
+        const void **nodes = ad_calloc(S, (size_t)cap, sizeof *nodes);
+        /* Without room the node stays unknown: a backward through it is kept as one record. */
+        if (!nodes) { ad_clear_error(S); return; }
+        for (int i = 0; i < T->gcap; i++) {
+            if (!T->gnodes[i]) continue;
+            size_t m = (size_t)cap - 1, j = hash_ptr(T->gnodes[i]) & m;
+            while (nodes[j]) j = (j + 1) & m;
+            nodes[j] = T->gnodes[i];
+        }
+        ad_free(S, (void *)T->gnodes);
+        T->gnodes = nodes; T->gcap = cap;
+    }
+    if (T->nglog == T->capglog) {
+        int cap = T->capglog ? 2 * T->capglog : 64;
+        const void **log = ad_realloc(S, (void *)T->glog, (size_t)cap * sizeof *log);
+        if (!log) { ad_clear_error(S); return; }
+        T->glog = log; T->capglog = cap;
+    }
+    T->glog[T->nglog++] = node;
+    size_t m = (size_t)T->gcap - 1, j = hash_ptr(node) & m;
+    while (T->gnodes[j]) j = (j + 1) & m;
+    T->gnodes[j] = node;
+    T->gn++;
+}
+
 static void describe(ad_value v, char *out, size_t n) {
     if (v.t != AD_TTENSOR) { snprintf(out, n, "%s", ad_type_name(v)); return; }
     const ad_tensor *t = v.u.tensor;
@@ -81,10 +153,14 @@ static int val_new(ad_state *S, ad_trace *T, ad_tval_kind kind, ad_value v, bool
     }
     ad_tval *x = &T->vals[T->nvals];
     memset(x, 0, sizeof *x);
-    x->kind = kind; x->dep = dep; x->node = node; x->v = v;
+    x->kind = kind; x->dep = dep; x->node = node; x->v = v; x->prev_storage = -1;
     ad_value_incref(v);
     describe(v, x->desc, sizeof x->desc);
-    if (v.t == AD_TTENSOR && map_set(S, T, v.u.tensor, T->nvals)) { ad_value_decref(S, v); return -1; }
+    if (v.t == AD_TTENSOR) {
+        const void *st = v.u.tensor->storage;
+        x->prev_storage = smap_find(T, st);
+        if (map_set(S, T, v.u.tensor, T->nvals) || smap_set(S, T, st, T->nvals)) { ad_value_decref(S, v); return -1; }
+    }
     return T->nvals++;
 }
 
@@ -127,7 +203,9 @@ void ad_trace_free(ad_state *S, ad_trace *T) {
         if (T->cells[i]) ad_value_decref(S, (ad_value){.t = AD_TCELL, .u.cell = T->cells[i]});
     ad_free(S, T->cells);
     targ_free(S, &T->result);
+    ad_plan_free(S, T->plan);
     ad_free(S, T->nodes); ad_free(S, T->vals); ad_free(S, T->keys); ad_free(S, T->ids);
+    ad_free(S, (void *)T->skeys); ad_free(S, T->sids); ad_free(S, (void *)T->gnodes); ad_free(S, (void *)T->glog);
     ad_free(S, T);
 }
 
@@ -172,13 +250,28 @@ static bool holds_dep(const ad_trace *T, ad_value v) {
 /* A tensor the trace never saw that shares memory with one computed from
  * the inputs came out of a path outside the seam: its replay would be stale. */
 static void check_alias(ad_trace *T, const ad_tensor *t) {
-    for (int i = 0; i < T->nvals; i++) {
-        const ad_tval *x = &T->vals[i];
-        if (x->dep && x->v.t == AD_TTENSOR && x->v.u.tensor->storage == t->storage) {
+    for (int i = smap_find(T, t->storage); i >= 0; i = T->vals[i].prev_storage) {
+        if (T->vals[i].dep) {
             set_fail(T, "a tensor that shares memory with a traced value was made outside the op seam");
             return;
         }
     }
+}
+
+/* A header the trace never saw over the memory of a value it did, with the
+ * same layout: an alias made outside the seam (a graph node's saved input or
+ * output, ad_tensor_alias). It reads what the newest such value holds. */
+static int alias_of(const ad_trace *T, const ad_tensor *t) {
+    for (int i = smap_find(T, t->storage); i >= 0; i = T->vals[i].prev_storage) {
+        ad_value v = T->vals[i].v;
+        if (v.t != AD_TTENSOR) continue;
+        const ad_tensor *u = v.u.tensor;
+        if (u->dtype != t->dtype || u->ndim != t->ndim || u->offset != t->offset) continue;
+        bool same = true;
+        for (int k = 0; k < t->ndim && same; k++) same = u->shape[k] == t->shape[k] && u->strides[k] == t->strides[k];
+        if (same) return i;
+    }
+    return -1;
 }
 
 /* A function value made while f ran may capture traced tensors: the replay
@@ -212,6 +305,7 @@ static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep
     targ_clear(a);
     if (v.t == AD_TTENSOR) {
         int id = map_find(T, v.u.tensor);
+        if (id < 0) id = alias_of(T, v.u.tensor);
         if (id < 0) {
             check_alias(T, v.u.tensor);
             if ((id = val_new(S, T, AD_TV_CONST, v, false, -1)) < 0) return S->errcode ? S->errcode : ADDSL_ENOMEM;
@@ -233,6 +327,13 @@ static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep
     }
     check_closure(T, v);
     if (v.t == AD_TDICT && holds_dep(T, v)) set_fail(T, "a dict holding traced tensors is passed to a call or returned");
+    if (T->soft && ad_is_seq(v)) {
+        /* Library code may change its list after the call (append): the record keeps it as it was. */
+        ad_list *l = ad_list_copy(S, v.u.l, v.t);
+        if (!l) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+        a->c = ad_list_value(l, v.t);
+        return ADDSL_OK;
+    }
     a->c = v;
     ad_value_incref(v);
     return ADDSL_OK;
@@ -279,7 +380,15 @@ static int run_call(ad_state *S, const ad_tnode *n, const ad_value *args, ad_val
     case AD_TN_GETATTR: return ad_vm_get_attr(S, args[0], n->attr, out);
     case AD_TN_SETATTR: return ad_vm_set_attr(S, args[0], n->attr, args[1]);
     case AD_TN_SETINDEX: return ad_vm_set_index(S, args[0], n->nargs - 2, args + 1, args[n->nargs - 1]);
-    case AD_TN_COMPARE: return ad_bi_compare(S, n->attr, args[0], args[1], out);
+    case AD_TN_COMPARE:
+        /* A program replayed while another is traced (vm/compiled_vjp.c) is recorded there. */
+        if (ad_trace_on(S)) return ad_trace_vm(S, AD_TN_COMPARE, n->attr, args, 2, out);
+        return ad_bi_compare(S, n->attr, args[0], args[1], out);
+    case AD_TN_ACCUMGRAD:
+        if (args[0].t != AD_TTENSOR || args[1].t != AD_TTENSOR)
+            return ad_error(S, "compiled program: accumulate_grad() needs two tensors");
+        ad_tensor_incref(args[1].u.tensor);
+        return ad_autograd_accum_leaf(S, args[0].u.tensor, args[1].u.tensor, args[2].t == AD_TBOOL && args[2].u.b);
     }
     return ad_error(S, "compiled program: unknown record");
 }
@@ -292,6 +401,7 @@ static const char *node_name(const ad_tnode *n) {
     case AD_TN_SETATTR: return "setattr";
     case AD_TN_SETINDEX: return "setitem";
     case AD_TN_COMPARE: return "compare";
+    case AD_TN_ACCUMGRAD: return "accumulate_grad";
     }
     return "?";
 }
@@ -324,6 +434,15 @@ static bool trailing_underscore(const char *name) {
 }
 
 static int data_dependent(ad_state *S, const char *what) {
+    if (S->trace && S->trace->soft) {
+        /* Library code (a VJP formula, a composite's body) reads a value: the
+         * flattened grad() or the composite's body is abandoned (the error
+         * unwinds to it) and recorded as one call instead. A trace that
+         * already failed runs eagerly anyway: the read is fine. */
+        if (S->trace->fail[0]) return ADDSL_OK;
+        S->trace->soft_reads++;
+        return ad_error(S, "compile(): library code reads a traced value (%s)", what);
+    }
     return ad_error(S, "data-dependent control flow: %s reads the value of a tensor computed from the inputs of a "
                        "compiled function, which tracing cannot follow (use tensor ops such as where(), or call "
                        "the function without compile())", what);
@@ -338,6 +457,12 @@ static int push_node(ad_state *S, ad_trace *T, const ad_tnode *n) {
     }
     T->nodes[T->nnodes++] = *n;
     return ADDSL_OK;
+}
+
+static void note_nodes(ad_state *S, ad_trace *T, ad_value v) {
+    if (v.t == AD_TTENSOR && v.u.tensor->grad_fn) gnode_add(S, T, v.u.tensor->grad_fn);
+    if (ad_is_seq(v))
+        for (int64_t i = 0; i < v.u.l->len; i++) note_nodes(S, T, v.u.l->items[i]);
 }
 
 /* Runs the call one level down (where nothing is recorded), then appends it. */
@@ -355,28 +480,48 @@ static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out)
     for (int i = 0; i < n->nargs && !rc; i++) rc = make_targ(S, T, args[i], &n->args[i], &dep);
     ad_value res = ad_none();
     ad_rng before = S->rng;
+    /* The graph nodes an op with formulas makes save its bound arguments and
+     * outputs, which the program names: a backward walk through them can be
+     * flattened. (Other calls may make nodes over values they keep to themselves.) */
+    bool formulas = n->kind == AD_TN_OP && n->fn.u.op->has_formulas;
+    const ad_tensor *argt[8];
+    const void *argfn[8];
+    int nargt = 0;
+    for (int i = 0; formulas && i < n->nargs && nargt < 8; i++)
+        if (args[i].t == AD_TTENSOR) { argt[nargt] = args[i].u.tensor; argfn[nargt++] = args[i].u.tensor->grad_fn; }
     if (!rc) {
         T->depth++;
         rc = run_call(S, n, args, &res);
         T->depth--;
     }
+    if (!rc && formulas) {
+        note_nodes(S, T, res);
+        for (int i = 0; i < nargt; i++)
+            if (argt[i]->grad_fn && argt[i]->grad_fn != argfn[i]) gnode_add(S, T, argt[i]->grad_fn);
+    }
     if (rc) { n->fn = ad_none(); n->kw = NULL; node_free(S, n); return rc; }
     n->random = memcmp(&before, &S->rng, sizeof before) != 0;
     const char *name = node_name(n);
+    if (T->soft && n->kind == AD_TN_BUILTIN && res.t == AD_TNONE && !n->random) {
+        /* Library code (a composite's body) changing a list of its own
+         * (append): what the list holds is in the later records' arguments. */
+        bool tensors = false;
+        for (int i = 0; i < n->nargs && !tensors; i++) tensors = holds_tensor(args[i]);
+        if (!tensors) { n->fn = ad_none(); n->kw = NULL; node_free(S, n); if (out) *out = res; return ADDSL_OK; }
+    }
     if ((n->kind == AD_TN_OP || n->kind == AD_TN_BUILTIN) && !holds_tensor(res) && res.t != AD_TNONE) {
         /* A plain value: fixed by the signature unless it was read from the data. */
         n->fn = ad_none(); n->kw = NULL; node_free(S, n);
         if ((dep || n->random) && !metadata_builtin(name)) {
-            ad_value_decref(S, res);
             char what[96];
             snprintf(what, sizeof what, "%s()", name);
-            return data_dependent(S, what);
+            if ((rc = data_dependent(S, what))) { ad_value_decref(S, res); return rc; }
         }
         if (out) *out = res; else ad_value_decref(S, res);
         return ADDSL_OK;
     }
     n->effect = n->random || res.t == AD_TNONE || trailing_underscore(name) || n->kind == AD_TN_GETATTR ||
-                n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX ||
+                n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX || n->kind == AD_TN_ACCUMGRAD ||
                 (n->kind == AD_TN_BUILTIN && (n->fn.u.bi->call || !pure_builtin(name)));
     n->weak_fn = n->fn.t == AD_TBUILTIN && n->fn.u.bi == T->self;
     if (!n->weak_fn) ad_value_incref(n->fn);
@@ -388,7 +533,59 @@ static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out)
     return ADDSL_OK;
 }
 
+/* Drops what was recorded since the trace had nnodes records, nvals values
+ * and nglog known graph nodes; the maps are rebuilt from what remains. */
+static int rollback(ad_state *S, ad_trace *T, int nnodes, int nvals, int nglog) {
+    for (int i = nnodes; i < T->nnodes; i++) node_free(S, &T->nodes[i]);
+    T->nnodes = nnodes;
+    for (int i = nvals; i < T->nvals; i++) ad_value_decref(S, T->vals[i].v);
+    T->nvals = nvals;
+    if (T->mapcap) memset((void *)T->keys, 0, (size_t)T->mapcap * sizeof *T->keys);
+    if (T->scap) memset((void *)T->skeys, 0, (size_t)T->scap * sizeof *T->skeys);
+    if (T->gcap) memset((void *)T->gnodes, 0, (size_t)T->gcap * sizeof *T->gnodes);
+    T->mapn = T->sn = T->gn = 0;
+    for (int i = 0; i < nvals; i++) {
+        ad_value v = T->vals[i].v;
+        if (v.t != AD_TTENSOR) continue;
+        if (map_set(S, T, v.u.tensor, i) || smap_set(S, T, v.u.tensor->storage, i)) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    }
+    int n = T->nglog < nglog ? T->nglog : nglog;
+    T->nglog = 0;
+    for (int i = 0; i < n; i++) gnode_add(S, T, T->glog[i]);
+    return ADDSL_OK;
+}
+
+static bool any_requires_grad(const ad_value *args, int nargs) {
+    for (int i = 0; i < nargs; i++) {
+        ad_value v = args[i];
+        if (v.t == AD_TTENSOR && v.u.tensor->requires_grad) return true;
+        if (ad_is_seq(v))
+            for (int64_t j = 0; j < v.u.l->len; j++)
+                if (v.u.l->items[j].t == AD_TTENSOR && v.u.l->items[j].u.tensor->requires_grad) return true;
+    }
+    return false;
+}
+
 int ad_trace_op(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    if (!op->has_formulas && S->grad_enabled && any_requires_grad(args, nargs)) {
+        /* A composite differentiated through its body: the body's op calls are
+         * what the graph holds, so they are what the program records (a
+         * backward inside f can then be flattened through them). */
+        ad_trace *T = S->trace;
+        int nnodes = T->nnodes, nvals = T->nvals, nglog = T->nglog, reads = T->soft_reads;
+        bool failed = T->fail[0] != 0;
+        ad_rng rng = S->rng;
+        T->soft++;
+        int rc = ad_op_call_direct(S, op, args, nargs, kw, out);
+        T->soft--;
+        if (!rc || failed || T->soft_reads == reads) return rc;
+        /* The body reads a traced value: the composite becomes one record
+         * again (its body runs whole at each replay), from the same draws. */
+        ad_clear_error(S);
+        T->soft_reads = reads;
+        if ((rc = rollback(S, T, nnodes, nvals, nglog))) return rc;
+        S->rng = rng;
+    }
     ad_tnode n;
     memset(&n, 0, sizeof n);
     n.kind = AD_TN_OP;
@@ -398,7 +595,54 @@ int ad_trace_op(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, cons
     return record(S, &n, args, out);
 }
 
+/* grad(outputs, ...) and backward(tensors, ...) are flattened, their VJP
+ * formulas recorded as op calls, when every graph node they walk was made by
+ * a recorded op call; else one record runs the engine at each replay. */
+static bool flattenable(ad_state *S, ad_trace *T, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw) {
+    bool is_grad = strcmp(b->name, "grad") == 0;
+    if (!is_grad && strcmp(b->name, "backward") != 0) return false;
+    int npos = nargs - (kw ? (int)kw->len : 0);
+    const char *why = NULL;
+    ad_tensor *roots[64];
+    int nroots = 0;
+    if (npos < 1) why = "its outputs are given by keyword";
+    else if (S->anomaly) why = "detect_anomaly is on";
+    else if (args[0].t == AD_TTENSOR) roots[nroots++] = args[0].u.tensor;
+    else if (ad_is_seq(args[0]) && args[0].u.l->len <= 64) {
+        for (int64_t i = 0; i < args[0].u.l->len && !why; i++) {
+            if (args[0].u.l->items[i].t != AD_TTENSOR) why = "its outputs are not tensors";
+            else roots[nroots++] = args[0].u.l->items[i].u.tensor;
+        }
+    } else why = "its outputs are not tensors";
+    if (!why && !ad_autograd_graph_within(S, roots, nroots, ad_trace_knows_node))
+        why = "the graph it walks has nodes made outside the trace (before f, or inside a builtin or in-place call)";
+    if (!why) return true;
+    if (!T->note[0]) snprintf(T->note, sizeof T->note, "%s() kept as one record: %s", b->name, why);
+    return false;
+}
+
 int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    if (flattenable(S, S->trace, b, args, nargs, kw)) {
+        ad_trace *T = S->trace;
+        int nnodes = T->nnodes, nvals = T->nvals, nglog = T->nglog, reads = T->soft_reads;
+        bool failed = T->fail[0] != 0;
+        ad_rng rng = S->rng;
+        const ad_builtin *prev = T->through;
+        T->through = b;
+        T->soft++;
+        int rc = ad_vm_call_builtin(S, b, args, nargs, kw, out);
+        T->soft--;
+        T->through = prev;
+        if (!rc) { T->flattened++; return rc; }
+        if (failed || T->soft_reads == reads) return rc;
+        /* A formula read a traced value: the engine stopped before releasing
+         * anything, so the call runs again as one record. */
+        ad_clear_error(S);
+        T->soft_reads = reads;
+        if ((rc = rollback(S, T, nnodes, nvals, nglog))) return rc;
+        S->rng = rng;
+        if (!T->note[0]) snprintf(T->note, sizeof T->note, "%s() kept as one record: a VJP formula reads a traced value", b->name);
+    }
     if (strcmp(b->name, "apply") == 0) {
         /* apply(f, args) is f(args...): the calls f makes are what the program records. */
         ad_trace *T = S->trace;
@@ -425,6 +669,23 @@ int ad_trace_vm(ad_state *S, ad_tnode_kind kind, int attr, const ad_value *args,
     n.attr = attr;
     n.nargs = nargs;
     return record(S, &n, args, out);
+}
+
+bool ad_trace_knows_node(const ad_state *S, const void *node) {
+    return S->trace && gnode_has(S->trace, node);
+}
+
+void ad_trace_fail(ad_state *S, const char *why) {
+    if (S->trace) set_fail(S->trace, why);
+}
+
+int ad_trace_accum_grad(ad_state *S, ad_tensor *leaf, ad_value g, bool create) {
+    ad_tnode n;
+    memset(&n, 0, sizeof n);
+    n.kind = AD_TN_ACCUMGRAD;
+    n.fn = ad_none();
+    n.nargs = 3;
+    return record(S, &n, (ad_value[]){ad_tensor_value(leaf), g, ad_bool(create)}, NULL);
 }
 
 int ad_trace_check_truth(ad_state *S, ad_value v, const char *what) {
@@ -691,6 +952,36 @@ static int eliminate_dead(ad_state *S, ad_trace *T) {
     return removed;
 }
 
+/* Op records under grad mode whose graph no one walks at replay: a
+ * flattened backward already walked it at trace time, so unless an output
+ * is returned, or reaches a record that is not a plain op call (an opaque
+ * backward, a write, .grad), through records that keep grad mode, it runs
+ * under no_grad and records no graph node. */
+static int prune_graph(ad_state *S, ad_trace *T) {
+    bool *need = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *need);
+    if (!need) { ad_clear_error(S); return 0; }
+    targ_mark(&T->result, need);
+    int pruned = 0;
+    for (int i = T->nnodes - 1; i >= 0; i--) {
+        ad_tnode *n = &T->nodes[i];
+        if (n->dead || n->folded) continue;
+        bool plain = n->kind == AD_TN_OP && !n->effect;
+        if (!plain && n->kind != AD_TN_COMPARE) {
+            for (int k = 0; k < n->nargs; k++) targ_mark(&n->args[k], need);
+            continue;
+        }
+        if (!plain || !n->grad_enabled) continue;
+        if (targ_any(&n->out, need)) {
+            for (int k = 0; k < n->nargs; k++) targ_mark(&n->args[k], need);
+            continue;
+        }
+        n->grad_enabled = false;
+        pruned++;
+    }
+    ad_free(S, need);
+    return pruned;
+}
+
 static void unfold_shared(ad_state *S, ad_trace *T, const ad_targ *a) {
     if (a->ref >= 0 && T->vals[a->ref].folded && T->vals[a->ref].v.t == AD_TTENSOR) {
         ad_tensor *c = ad_tensor_clone(S, T->vals[a->ref].v.u.tensor);
@@ -753,8 +1044,10 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
         fold_constants(T, T->nodes, &w, folded);
         T->removed_cse = eliminate_common(S, T, &w, rep);
         T->removed_dce = eliminate_dead(S, T);
+        if (T->flattened) T->pruned = prune_graph(S, T);
         for (int i = 0; i < T->nnodes; i++) if (T->nodes[i].folded && !T->nodes[i].dead) T->folded++;
     }
+    T->plan = ad_plan_build(S, T);
     /* The replay needs the trace-time values of constants and folded values only. */
     for (int i = 0; i < T->nvals; i++) {
         ad_tval *x = &T->vals[i];
@@ -857,7 +1150,15 @@ static int replay_node(ad_state *S, const ad_tnode *n, ad_value *env) {
     return rc;
 }
 
+int ad_trace_replay_node(ad_state *S, const ad_tnode *n, ad_value *env) { return replay_node(S, n, env); }
+
+int ad_trace_result_value(ad_state *S, const ad_trace *T, ad_value *env, ad_value *out) {
+    return result_value(S, T, env, &T->result, out);
+}
+
 int ad_trace_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_value *out) {
+    int planned = ad_plan_replay(S, T, inputs, out);
+    if (planned >= 0) return planned;
     *out = ad_none();
     ad_value *env = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *env);
     if (!env) return ADDSL_ENOMEM;
@@ -875,6 +1176,49 @@ int ad_trace_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad
     for (int i = 0; i < T->nvals; i++) ad_value_decref(S, env[i]);
     ad_free(S, env);
     return rc;
+}
+
+/* ---- pieces of the replay, for a program run in parts (vm/compiled_vjp.c) ---- */
+
+int ad_trace_placeholder(ad_state *S, ad_trace *T, ad_tensor *t) {
+    int id = val_new(S, T, AD_TV_INPUT, ad_tensor_value(t), true, -1);
+    return id < 0 ? -(S->errcode ? S->errcode : ADDSL_ENOMEM) : id;
+}
+
+int ad_trace_value_of(const ad_trace *T, const ad_tensor *t) { return map_find(T, t); }
+
+ad_value *ad_trace_env_new(ad_state *S, const ad_trace *T, ad_tensor *const *inputs) {
+    ad_value *env = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *env);
+    if (!env) return NULL;
+    for (int i = 0; i < T->ninputs; i++) { env[i] = ad_tensor_value(inputs[i]); ad_tensor_incref(inputs[i]); }
+    for (int i = T->ninputs; i < T->nvals; i++)
+        if (T->vals[i].kind != AD_TV_INPUT) { env[i] = T->vals[i].v; ad_value_incref(env[i]); }
+    return env;
+}
+
+void ad_trace_env_free(ad_state *S, const ad_trace *T, ad_value *env) {
+    if (!env) return;
+    for (int i = 0; i < T->nvals; i++) ad_value_decref(S, env[i]);
+    ad_free(S, env);
+}
+
+int ad_trace_run(ad_state *S, const ad_trace *T, ad_value *env, int from, int to, int grad) {
+    bool mode = S->grad_enabled;
+    int rc = ADDSL_OK;
+    for (int i = from; i < to && !rc; i++) {
+        const ad_tnode *n = &T->nodes[i];
+        if (n->dead || n->folded) continue;
+        if (grad < 0) { rc = replay_node(S, n, env); continue; }
+        ad_tnode m = *n;
+        m.grad_enabled = grad > 0;
+        rc = replay_node(S, &m, env);
+    }
+    S->grad_enabled = mode;
+    return rc;
+}
+
+int ad_trace_build(ad_state *S, const ad_trace *T, ad_value *env, const ad_targ *a, ad_value *out) {
+    return result_value(S, T, env, a, out);
 }
 
 /* ---- printing ---- */
@@ -913,6 +1257,10 @@ int ad_trace_print(ad_state *S, const ad_trace *T, ad_buf *b) {
     for (int i = 0; i < T->nnodes; i++) live += !T->nodes[i].dead && !T->nodes[i].folded;
     ad_buf_printf(b, "  %d ops (traced %d; removed: dead %d, common %d; folded %d)\n", live, T->traced_nodes,
                   T->removed_dce, T->removed_cse, T->folded);
+    if (T->flattened)
+        ad_buf_printf(b, "  backward flattened: %d grad()/backward() call%s; %d forward op%s without graph\n", T->flattened,
+                      T->flattened == 1 ? "" : "s", T->pruned, T->pruned == 1 ? "" : "s");
+    if (T->note[0]) ad_buf_printf(b, "  note: %s\n", T->note);
     for (int i = 0; i < T->nvals; i++) {
         const ad_tval *x = &T->vals[i];
         if (x->kind == AD_TV_INPUT) ad_buf_printf(b, "  %%%d = input %s\n", i, x->desc);
@@ -934,11 +1282,14 @@ int ad_trace_print(ad_state *S, const ad_trace *T, ad_buf *b) {
             if (k >= npos) ad_buf_printf(b, "%s=", n->kw->items[k - npos].u.s->data);
             print_targ(T, &n->args[k], b);
         }
-        ad_buf_printf(b, ")%s%s%s  # %d:%d\n", n->grad_enabled ? "" : " no_grad", n->effect ? " effect" : "",
-                      n->random ? " random" : "", n->line, n->col);
+        ad_buf_printf(b, ")%s%s%s", n->grad_enabled ? "" : " no_grad", n->effect ? " effect" : "",
+                      n->random ? " random" : "");
+        ad_plan_print_tag(T->plan, i, b);
+        ad_buf_printf(b, "  # %d:%d\n", n->line, n->col);
     }
     ad_buf_puts(b, "  return ");
     print_targ(T, &T->result, b);
     ad_buf_puts(b, "\n");
+    ad_plan_print(T, T->plan, b);
     return b->failed ? ADDSL_ENOMEM : ADDSL_OK;
 }

@@ -10,6 +10,7 @@
 #include "value.h"
 
 struct ad_opdef;
+struct ad_plan;
 
 /* An argument as the program sees it: an IR value, a constant, or a list
  * or tuple some of whose items are IR values. */
@@ -28,7 +29,9 @@ typedef enum {
     AD_TN_GETATTR,  /* t.grad, t.data */
     AD_TN_SETATTR,  /* t.grad = v, t.requires_grad = v */
     AD_TN_SETINDEX, /* t[idx] = v: args t, idx..., v */
-    AD_TN_COMPARE   /* a < b on tensors (attr: the comparison) */
+    AD_TN_COMPARE,  /* a < b on tensors (attr: the comparison) */
+    AD_TN_ACCUMGRAD /* backward() into a leaf: leaf.grad = g, or leaf.grad + g when it has one
+                     * (args leaf, g, create_graph; an effect, out none) */
 } ad_tnode_kind;
 
 typedef struct ad_tnode {
@@ -58,6 +61,7 @@ typedef struct ad_tval {
     int node;              /* producing node (AD_TV_NODE) */
     ad_value v;            /* trace-time value: held while tracing, kept for constants */
     bool folded;           /* a constant computed at trace time by a folded node */
+    int prev_storage;      /* the previous value over the same storage, or -1 (alias lookups) */
     char desc[48];         /* "f64[3,4]", for printing */
 } ad_tval;
 
@@ -82,6 +86,20 @@ typedef struct ad_trace {
     const ad_tensor **keys;/* tensor -> value id (open addressing; tensors held, so keys stay unique) */
     int *ids;
     int mapcap, mapn;
+    const void **skeys;    /* storage -> newest value id over it (open addressing) */
+    int *sids;
+    int scap, sn;
+    const void **gnodes;   /* graph nodes made by recorded calls (a set by address): the
+                            * backward walk is flattened only through these */
+    int gcap, gn;
+    const void **glog;     /* the same nodes in the order added (a composite's body is undone) */
+    int nglog, capglog;
+    int soft_reads;        /* data-dependent reads seen while soft */
+    int soft;              /* > 0: inside a flattened backward or a composite's body, where a
+                            * data-dependent read fails the trace instead of raising */
+    int flattened;         /* grad()/backward() calls flattened into records */
+    int pruned;            /* op records the passes moved to no_grad (their graph is never walked) */
+    char note[200];        /* why a grad()/backward() was kept as one record (printed, warned) */
     int ninputs;
     ad_tguard *guards;
     int nguards, capguards;
@@ -91,6 +109,7 @@ typedef struct ad_trace {
     char fail[200];        /* non-empty: cannot be replayed exactly (the signature runs eagerly) */
     int traced_nodes;      /* before the passes */
     int removed_dce, removed_cse, folded;
+    struct ad_plan *plan;  /* records run outside the seam (vm/plan.h), or NULL */
 } ad_trace;
 
 /* Whether the state is tracing and outside any recorded call. */
@@ -107,6 +126,20 @@ int ad_trace_set_result(ad_state *S, ad_trace *T, ad_value v);
 void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes);
 /* Runs the program on 'inputs' (ninputs tensors) through the op seam. */
 int ad_trace_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_value *out);
+/* One record through the seam, and f's result, for the planned replay (vm/replay.c). */
+int ad_trace_replay_node(ad_state *S, const ad_tnode *n, ad_value *env);
+int ad_trace_result_value(ad_state *S, const ad_trace *T, ad_value *env, ad_value *out);
+/* A program run in parts (vm/compiled_vjp.c): a value standing for a tensor
+ * given later (its id, or -error); the id of a traced tensor (while
+ * tracing); an environment with the inputs and constants; records
+ * [from, to) run on it (grad: 1 or 0 forces the grad mode, -1 keeps each
+ * record's); a value of the program rebuilt from it. */
+int ad_trace_placeholder(ad_state *S, ad_trace *T, ad_tensor *t);
+int ad_trace_value_of(const ad_trace *T, const ad_tensor *t);
+ad_value *ad_trace_env_new(ad_state *S, const ad_trace *T, ad_tensor *const *inputs);
+void ad_trace_env_free(ad_state *S, const ad_trace *T, ad_value *env);
+int ad_trace_run(ad_state *S, const ad_trace *T, ad_value *env, int from, int to, int grad);
+int ad_trace_build(ad_state *S, const ad_trace *T, ad_value *env, const ad_targ *a, ad_value *out);
 /* Appends the printed program to 'b' (an ad_buf). */
 struct ad_buf;
 int ad_trace_print(ad_state *S, const ad_trace *T, struct ad_buf *b);
@@ -128,6 +161,13 @@ void ad_trace_new_cell(ad_state *S, ad_cell *c);
 /* f assigned captured variable 'c' (SETUPVAL): fails the trace unless f made it. */
 void ad_trace_cell_write(ad_state *S, ad_cell *c);
 bool ad_trace_guards_hold(const ad_state *S, const ad_trace *T);
+/* The backward engine (vm/autograd.c) while a grad()/backward() is being
+ * flattened into the program: whether graph node 'node' was made by a
+ * recorded call (else the walk left the trace), a failure that makes the
+ * signature run eagerly, and the write of a leaf's .grad as an effect record. */
+bool ad_trace_knows_node(const ad_state *S, const void *node);
+void ad_trace_fail(ad_state *S, const char *why);
+int ad_trace_accum_grad(ad_state *S, ad_tensor *leaf, ad_value g, bool create);
 /* Whether 't' depends on the traced inputs (iteration goes through the indexing op then). */
 bool ad_trace_depends(const ad_state *S, const ad_tensor *t);
 

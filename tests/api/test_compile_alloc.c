@@ -1,0 +1,74 @@
+/* test_compile_alloc.c: a compiled program's planned part allocates nothing
+ * after its first call, counted through the allocator hook: the allocations of
+ * one call do not grow with the number of fused records (vm/plan.h). Tensor
+ * storage and headers come from the state's pools once warm, eager or not
+ * (tests/unit/test_plan.c counts those requests); what the hook sees here is
+ * everything else: the plan's arena and environment, kept from the first replay. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "addsl.h"
+#include "tap_api.h"
+
+typedef struct counter { long allocs; } counter;
+
+static void *counting_alloc(void *ud, void *p, size_t n) {
+    counter *c = ud;
+    if (n == 0) { free(p); return NULL; }
+    c->allocs++;
+    return realloc(p, n);
+}
+
+/* Allocations of one 'call' statement after 'setup' and two warm-up calls
+ * (*first: those of the first call, which traces); -1 on failure. */
+static long allocs_of(const char *setup, const char *call, long *first) {
+    counter c = {0};
+    addsl_config cfg;
+    addsl_config_init(&cfg);
+    cfg.alloc = counting_alloc;
+    cfg.alloc_ud = &c;
+    addsl_state *S = addsl_open(&cfg);
+    if (!S) return -1;
+    long n = -1;
+    long start = 0;
+    if (addsl_dostring(S, setup, "setup.ad") == ADDSL_OK && (start = c.allocs, 1) &&
+        addsl_dostring(S, call, "call.ad") == ADDSL_OK && (*first = c.allocs - start, 1) &&
+        addsl_dostring(S, call, "call.ad") == ADDSL_OK) {
+        long before = c.allocs;
+        if (addsl_dostring(S, call, "call.ad") == ADDSL_OK) n = c.allocs - before;
+    }
+    addsl_close(S);
+    return n;
+}
+
+/* Sums end groups, so values cross groups in arena buffers; N steps. */
+static const char fmt[] =
+    "fn steps(x) {\n"
+    "    let y = x\n"
+    "    for i in range(%d) {\n"
+    "        let s = y.sum()\n"
+    "        y = exp(y * 0.5) - s * 0.01\n"
+    "    }\n"
+    "    return y.sum()\n"
+    "}\n"
+    "let cf = compile(steps)\n"
+    "let x = randn(300, dtype=float64)\n"
+    "let r = none\n"
+    "fn same(x) { return x }\n";
+
+int main(void) {
+    char few[1024], many[1024];
+    snprintf(few, sizeof few, fmt, 3);
+    snprintf(many, sizeof many, fmt, 40);
+    long tf = 0, tm = 0;
+    long cf = allocs_of(few, "r = cf(x)\n", &tf), cm = allocs_of(many, "r = cf(x)\n", &tm);
+    ok(cf > 0 && cm > 0, "both runs succeed (%ld and %ld allocations per call)", cf, cm);
+    /* the counter sees the program: tracing 40 steps allocates more than 3 */
+    ok(tm > tf + 37 * 4, "the first call (the trace) allocates %ld for 40 steps, %ld for 3", tm, tf);
+    long base = allocs_of(few, "r = same(x)\n", &tf);
+    /* vm/compiled.c's signature of a call: its bytes and its list of input tensors */
+    ok(cf <= base + 2, "a compiled call allocates %ld, a call of an empty function %ld, plus 2 for the signature", cf,
+       base);
+    ok(cm == cf, "a later call: %ld allocations for 40 steps, %ld for 3 (the planned part allocates nothing)", cm, cf);
+    return tap_done();
+}

@@ -1,0 +1,181 @@
+/* fuse.c: fused element-wise groups run block by block over the shipped
+ * kernels (SLEEF's vector functions for exp, sin, ...), intermediates kept in
+ * L1-sized registers instead of tensors. */
+#include "fuse.h"
+
+#include <string.h>
+
+#include "../builtins/kernels_elementwise.h"
+
+#define UN(n) {#n, 1, 1, ad_k_##n##_f32, ad_k_##n##_f64, NULL, NULL},
+#define BIN(n, np) {#n, 2, np, NULL, NULL, ad_k_##n##_f32, ad_k_##n##_f64},
+
+static const ad_fuop ops[] = {
+    BIN(add, 3) BIN(sub, 3) BIN(mul, 2) BIN(div, 3) BIN(pow, 2) BIN(maximum, 2) BIN(minimum, 2)
+    UN(neg) UN(abs) UN(square) UN(relu) UN(exp) UN(expm1) UN(log) UN(log1p) UN(log2) UN(sqrt)
+    UN(rsqrt) UN(reciprocal) UN(sin) UN(cos) UN(tan) UN(tanh) UN(sigmoid) UN(silu)
+};
+
+#define NOPS ((int)(sizeof ops / sizeof ops[0]))
+
+int ad_fuse_find(const char *name) {
+    for (int i = 0; i < NOPS; i++)
+        if (strcmp(ops[i].name, name) == 0) return i;
+    return -1;
+}
+
+const ad_fuop *ad_fuse_op(int i) { return &ops[i]; }
+
+enum { LD_NUM, LD_SCALAR, LD_CONTIG, LD_GATHER };
+
+/* Copies elements [lo, lo + len) of v, broadcast to the space, into 'out'
+ * (est: v's strides per space dim, 0 where broadcast). */
+static void gather(const ad_fuview *v, const int64_t *est, int nd, const int64_t *space, int64_t lo, int64_t len,
+                   size_t es, char *out) {
+    int64_t idx[AD_MAX_DIMS], off = 0, rest = lo;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = space[d] ? rest % space[d] : 0;
+        rest = space[d] ? rest / space[d] : 0;
+        off += idx[d] * est[d];
+    }
+    for (int64_t i = 0; i < len; i++) {
+        memcpy(out + (size_t)i * es, v->data + (size_t)off * es, es);
+        for (int d = nd - 1; d >= 0; d--) {
+            off += est[d];
+            if (++idx[d] < space[d]) break;
+            off -= est[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+static bool view_contiguous(const ad_fuview *v) {
+    if (!v->strides) return true;
+    int64_t expect = 1;
+    for (int k = v->ndim - 1; k >= 0; k--) {
+        if (v->shape[k] != 1 && v->strides[k] != expect) return false;
+        expect *= v->shape[k];
+    }
+    return true;
+}
+
+/* How a load is read: its mode, and for a gather its strides over the space
+ * (0 along broadcast dims). */
+static int load_mode(const ad_plgroup *g, const ad_fuview *v, int64_t *est) {
+    if (v->numel == 1) return LD_SCALAR;
+    if (v->numel == g->numel && view_contiguous(v)) return LD_CONTIG;
+    int off = g->ndim - v->ndim;
+    int64_t expect = 1;
+    for (int d = g->ndim - 1; d >= 0; d--) {
+        int k = d - off;
+        if (k < 0) { est[d] = 0; continue; }
+        est[d] = v->shape[k] == 1 ? 0 : v->strides ? v->strides[k] : expect;
+        expect *= v->shape[k];
+    }
+    return LD_GATHER;
+}
+
+static void splat(char *dst, const char *src, int64_t len, size_t es) {
+    for (int64_t i = 0; i < len; i++) memcpy(dst + (size_t)i * es, src, es);
+}
+
+static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt) {
+    double s = 0;
+    if (dt == AD_FLOAT64) {
+        const double *x = (const double *)p;
+        if (!stride) return x[0] * (double)len;
+        for (int64_t i = 0; i < len; i++) s += x[i];
+    } else {
+        const float *x = (const float *)p;
+        if (!stride) return (double)x[0] * (double)len;
+        for (int64_t i = 0; i < len; i++) s += x[i];
+    }
+    return s;
+}
+
+/* The group's instructions over one block, stores right after the
+ * instruction that makes their value. One copy per dtype: the loop runs per
+ * record of a long chain, so it stays free of per-instruction dtype tests. */
+#define AD_FUSE_BLOCK(T, UN, BIN)                                                                        \
+    for (int k = 0; k < g->ninstrs; k++) {                                                             \
+        const ad_plinstr *in = &g->instrs[k];                                                          \
+        const ad_fuop *op = &ops[in->fn];                                                              \
+        /* a value stored right after: computed straight into its destination */                     \
+        bool direct = st < g->nstores && g->stores[st].after == k && !g->stores[st].one;                \
+        T *d = direct ? (T *)dst[st] + lo : (T *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK * sizeof(T)); \
+        int64_t sa = rstride[in->a], s = sa;                                                           \
+        if (in->nin == 1) op->UN(d, (const T *)regp[in->a], sa ? len : 1);                             \
+        else {                                                                                         \
+            int64_t sb = rstride[in->b];                                                               \
+            s |= sb;                                                                                   \
+            op->BIN(d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1);           \
+        }                                                                                              \
+        regp[in->dst] = (const char *)d;                                                               \
+        rstride[in->dst] = s;                                                                          \
+        if (direct) {                                                                                  \
+            if (!s && len > 1) splat((char *)(d + 1), (const char *)d, len - 1, sizeof(T));           \
+            rstride[in->dst] = 1;                                                                      \
+            st++;                                                                                      \
+        }                                                                                              \
+        for (; st < g->nstores && g->stores[st].after == k; st++) store(g, st, dst[st], lo, len, sizeof(T)); \
+    }
+
+static void store(const ad_plgroup *g, int st, char *to, int64_t lo, int64_t len, size_t es) {
+    const ad_plstore *o = &g->stores[st];
+    if (o->one) { if (!lo) memcpy(to, g->regp[o->reg], es); return; }
+    to += (size_t)lo * es;
+    if (g->rstride[o->reg]) memcpy(to, g->regp[o->reg], (size_t)len * es);
+    else splat(to, g->regp[o->reg], len, es);
+}
+
+static void run_block64(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
+    const char **regp = g->regp;
+    int64_t *rstride = g->rstride;
+    int st = 0;
+    AD_FUSE_BLOCK(double, u64, b64)
+}
+
+static void run_block32(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
+    const char **regp = g->regp;
+    int64_t *rstride = g->rstride;
+    int st = 0;
+    AD_FUSE_BLOCK(float, u32, b32)
+}
+
+void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst, char *red,
+                 char *scratch) {
+    size_t es = g->dtype == AD_FLOAT64 ? 8 : 4;
+    uint8_t mode[AD_PLAN_MAX_LOADS];
+    int64_t est[AD_PLAN_MAX_LOADS][AD_MAX_DIMS];
+    for (int i = 0; i < g->nloads; i++) {
+        const ad_plload *l = &g->loads[i];
+        if (l->val < 0) {
+            mode[i] = LD_NUM;
+            g->regp[i] = g->dtype == AD_FLOAT64 ? (const char *)&l->c : (const char *)&l->cf;
+            g->rstride[i] = 0;
+            continue;
+        }
+        mode[i] = (uint8_t)load_mode(g, &views[i], est[i]);
+        if (mode[i] == LD_SCALAR) { g->regp[i] = views[i].data; g->rstride[i] = 0; }
+        else g->rstride[i] = 1;
+    }
+    double acc = 0;
+    for (int64_t lo = 0; lo < g->numel; lo += AD_PLAN_BLOCK) {
+        int64_t len = g->numel - lo < AD_PLAN_BLOCK ? g->numel - lo : AD_PLAN_BLOCK;
+        for (int i = 0; i < g->nloads; i++) {
+            if (mode[i] == LD_CONTIG) g->regp[i] = views[i].data + (size_t)lo * es;
+            else if (mode[i] == LD_GATHER) {
+                char *s = scratch + (size_t)i * AD_PLAN_BLOCK * es;
+                gather(&views[i], est[i], g->ndim, space, lo, len, es, s);
+                g->regp[i] = s;
+            }
+        }
+        if (g->dtype == AD_FLOAT64) run_block64(g, scratch, dst, lo, len);
+        else run_block32(g, scratch, dst, lo, len);
+        if (g->red) acc += block_sum(g->regp[g->red_reg], g->rstride[g->red_reg], len, g->dtype);
+    }
+    if (!red) return;
+    if (g->red == AD_PLRED_MEAN) acc /= (double)g->numel;
+    if (g->dtype == AD_FLOAT64) { double v = acc; memcpy(red, &v, 8); }
+    else { float v = (float)acc; memcpy(red, &v, 4); }
+}

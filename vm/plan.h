@@ -1,0 +1,139 @@
+/* plan.h: the static plan of a compiled program (vm/plan.c builds it, vm/replay.c
+ * runs it): fused element-wise groups, the buffer of each value, the arena. */
+#ifndef AD_PLAN_H
+#define AD_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "state.h"
+#include "tensor.h"
+#include "value.h"
+
+struct ad_trace;
+struct ad_buf;
+
+/* Elements per block of a fused group: a few registers of this many float64
+ * stay in L1 (256 x 8 bytes = 2 KiB each). */
+#define AD_PLAN_BLOCK 256
+/* Arena buffers are reused by size class: the byte count rounded up to a
+ * power of two, at least this many bytes (one cache line). */
+#define AD_PLAN_MIN_CLASS 64
+/* Operands (tensors and numbers) one group loads at most: each has a block
+ * of scratch, so a longer run of records starts a new group. */
+#define AD_PLAN_MAX_LOADS 32
+
+/* Where a value lives during a replay that runs the plan. */
+typedef enum {
+    AD_PL_ENV,     /* the replay environment: inputs, constants, records replayed through the seam */
+    AD_PL_REG,     /* only inside its group's blocks: never in memory */
+    AD_PL_ARENA,   /* a buffer of the arena (read by later groups only) */
+    AD_PL_FRESH,   /* a new tensor per call, put in the environment (read by the seam or returned) */
+    AD_PL_VIEW     /* an expand read by groups only: they read its source (ad_plval.buffer) broadcast */
+} ad_pl_where;
+
+typedef struct ad_plval {
+    uint8_t where;         /* ad_pl_where */
+    int group;             /* producing group, or -1 */
+    int buffer;            /* AD_PL_ARENA: index in ad_plan.buffers; AD_PL_VIEW: the source value */
+    int ndim;
+    int dims;              /* index of its sizes in ad_plan.dims */
+    int64_t numel;
+    ad_dtype dtype;
+    bool rg;               /* requires grad (at trace time, fixed by the signature) */
+} ad_plval;
+
+typedef struct ad_plbuffer {
+    int64_t offset;        /* bytes from the arena's start (64-byte aligned) */
+    int64_t bytes;         /* its size class */
+    int nvals;             /* values it holds over the program (one after another) */
+} ad_plbuffer;
+
+/* An operand of a group, loaded once per block: a value, or a number. */
+typedef struct ad_plload {
+    int val;               /* value id, or -1 for the number 'c' (converted to the group's dtype) */
+    double c;
+    float cf;
+} ad_plload;
+
+/* One element-wise record inside a group: dst = fn(a [, b]). */
+typedef struct ad_plinstr {
+    int16_t fn;            /* index in the element-wise table (plan.c) */
+    int16_t nin;
+    int dst, a, b;         /* registers */
+    int node;              /* the record */
+} ad_plinstr;
+
+/* Written to memory right after instruction 'after', block by block, so
+ * its register can be reused at once. */
+typedef struct ad_plstore {
+    int reg;
+    int val;
+    int after;
+    bool one;              /* a one-element value in a larger space: written once */
+} ad_plstore;
+
+typedef enum { AD_PLRED_NONE, AD_PLRED_SUM, AD_PLRED_MEAN } ad_plred;
+
+typedef struct ad_plgroup {
+    int first_node, last_node;  /* records first_node..last_node (live ones) run as this group */
+    int ndim, dims;        /* the iteration space */
+    int64_t numel;
+    ad_dtype dtype;
+    int nregs;             /* loads are registers 0..nloads-1, then the records' results */
+    int nloads, ninstrs, nstores;
+    ad_plload *loads;
+    ad_plinstr *instrs;
+    ad_plstore *stores;
+    uint8_t red;           /* ad_plred: the group ends with a full reduction of register red_reg */
+    int red_reg, red_val, red_node;
+    int64_t bytes_moved;   /* loads and stores of this group */
+    int64_t bytes_unfused; /* what its records move one by one */
+    const char **regp;     /* run time: each register's elements in this block */
+    int64_t *rstride;      /* run time: 1, or 0 for one element read everywhere */
+    char **dstp;           /* run time: where each store writes */
+    int *frees;            /* environment values its records read for the last time */
+    int nfrees;
+} ad_plgroup;
+
+typedef struct ad_plan {
+    int nvals;
+    ad_plval *vals;
+    int64_t *dims;         /* sizes of values and groups */
+    int ndims, capdims;
+    int ngroups;
+    ad_plgroup *groups;
+    int *group_at;         /* per record: the group that starts there, or -1; -2: a later record of a group; -3: a view */
+    int *envvals;          /* values a replay may put in its environment (not the groups' own) */
+    int nenvvals;
+    int *steps;            /* what a replay runs, in order: a record through the seam (>= 0), or group -1 - s */
+    int nsteps;
+    int nnodes;
+    int nbuffers;
+    ad_plbuffer *buffers;
+    int64_t scratch_bytes; /* registers: the most any group needs */
+    int64_t arena_bytes;   /* scratch, then buffers */
+    int nfallback;         /* live records replayed through the seam */
+    int nfused;            /* live records run by groups */
+    int nviews;            /* expand records that groups read through */
+    /* Run-time state, made on the first replay and reused. */
+    void *arena;
+    ad_value *env;
+    bool busy;             /* a replay is running it (a recursive call replays through the seam) */
+    int64_t runs;          /* replays that ran the plan */
+} ad_plan;
+
+/* Builds the plan of a program after its passes, while the trace-time values
+ * are still held (shapes, dtypes, requires_grad). NULL when no record can run
+ * outside the seam, or on failure (the replay then goes through the seam). */
+ad_plan *ad_plan_build(ad_state *S, const struct ad_trace *T);
+void ad_plan_free(ad_state *S, ad_plan *P);
+/* Runs the program with its plan. Returns -1 (nothing done, no error) when the
+ * plan cannot serve this call; the caller replays through the seam then. */
+int ad_plan_replay(ad_state *S, const struct ad_trace *T, ad_tensor *const *inputs, ad_value *out);
+/* The marker after a record in the printed program (" [g3]"), or nothing. */
+void ad_plan_print_tag(const ad_plan *P, int node, struct ad_buf *b);
+/* The plan section of the printed program. */
+void ad_plan_print(const struct ad_trace *T, const ad_plan *P, struct ad_buf *b);
+
+#endif

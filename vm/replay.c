@@ -1,0 +1,136 @@
+/* replay.c: runs a compiled program with its plan (vm/plan.h): fused groups
+ * straight on the kernels, into the arena made by the first call; the other
+ * records through the op seam as before. */
+#include "plan.h"
+
+#include <string.h>
+
+#include "device.h"
+#include "fuse.h"
+#include "trace.h"
+
+/* A tensor the groups read from the environment still looks as planned
+ * (a constant read live may have been rebound to another shape, or given
+ * requires_grad, or a jvp() may be active around the call). */
+static bool env_tensor_ok(const ad_plan *P, int v, ad_value x) {
+    if (x.t != AD_TTENSOR) return false;
+    const ad_tensor *t = x.u.tensor;
+    const ad_plval *p = &P->vals[v];
+    /* requiring grad where the trace saw none would need a graph node; the
+     * reverse happens (records that flattening put under no_grad) and is fine */
+    return t->dtype == p->dtype && (p->rg || !t->requires_grad) && !t->fw_grad && ad_tensor_device(t) == 0 &&
+           ad_shape_equal(t->ndim, t->shape, p->ndim, P->dims + p->dims);
+}
+
+/* Inputs and constants the groups read: checked before anything runs, so a
+ * plan that cannot serve the call leaves it whole to the seam. */
+static bool inputs_hold(const ad_trace *T, const ad_plan *P, ad_tensor *const *inputs) {
+    for (int g = 0; g < P->ngroups; g++) {
+        const ad_plgroup *x = &P->groups[g];
+        for (int i = 0; i < x->nloads; i++) {
+            int v = x->loads[i].val;
+            if (v < 0 || P->vals[v].where != AD_PL_ENV) continue;
+            ad_value val;
+            if (v < T->ninputs) val = ad_tensor_value(inputs[v]);
+            else if (T->vals[v].kind == AD_TV_CONST || T->vals[v].folded) val = T->vals[v].v;
+            else continue; /* made by a record through the seam: checked when read */
+            if (!env_tensor_ok(P, v, val)) return false;
+        }
+    }
+    return true;
+}
+
+static int view_of(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, int v, ad_fuview *out) {
+    const ad_plval *p = &P->vals[v];
+    if (p->where == AD_PL_ARENA) {
+        *out = (ad_fuview){(const char *)P->arena + P->buffers[p->buffer].offset, p->ndim, P->dims + p->dims, NULL,
+                           p->numel};
+        return ADDSL_OK;
+    }
+    if (!env_tensor_ok(P, v, env[v]))
+        return ad_error(S, "compiled program: %%%d is not the %s the trace saw", v, T->vals[v].desc);
+    const ad_tensor *t = env[v].u.tensor;
+    *out = (ad_fuview){ad_tensor_data(t), t->ndim, t->shape, ad_tensor_is_contiguous(t) ? NULL : t->strides,
+                       t->numel};
+    return ADDSL_OK;
+}
+
+/* Where value v is written: the arena, or a new tensor put in the environment. */
+static int dest_of(ad_state *S, ad_plan *P, ad_value *env, int v, char **out) {
+    const ad_plval *p = &P->vals[v];
+    if (p->where == AD_PL_ARENA) { *out = (char *)P->arena + P->buffers[p->buffer].offset; return ADDSL_OK; }
+    if (p->where != AD_PL_FRESH) { *out = NULL; return ADDSL_OK; }
+    ad_tensor *t = ad_tensor_empty(S, p->dtype, p->ndim, P->dims + p->dims);
+    if (!t) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    ad_value_decref(S, env[v]);
+    env[v] = ad_tensor_value(t);
+    *out = ad_tensor_data(t);
+    return ADDSL_OK;
+}
+
+static int run_group(ad_state *S, const ad_trace *T, ad_plan *P, ad_plgroup *g, ad_value *env) {
+    ad_fuview views[AD_PLAN_MAX_LOADS];
+    for (int i = 0; i < g->nloads; i++) {
+        if (g->loads[i].val < 0) continue;
+        int rc = view_of(S, T, P, env, g->loads[i].val, &views[i]);
+        if (rc) return rc;
+    }
+    for (int i = 0; i < g->nstores; i++) {
+        int rc = dest_of(S, P, env, g->stores[i].val, &g->dstp[i]);
+        if (rc) return rc;
+    }
+    char *red = NULL;
+    if (g->red) {
+        int rc = dest_of(S, P, env, g->red_val, &red);
+        if (rc) return rc;
+    }
+    ad_fuse_run(g, P->dims + g->dims, views, g->dstp, red, P->arena);
+    /* the liveness of the records it ran (vm/trace.c): values last read here */
+    for (int i = 0; i < g->nfrees; i++) {
+        ad_value_decref(S, env[g->frees[i]]);
+        env[g->frees[i]] = ad_none();
+    }
+    return ADDSL_OK;
+}
+
+/* The arena and the environment are made once and kept: a later call
+ * allocates only the tensors it hands to the seam or returns. */
+static int prepare(ad_state *S, ad_plan *P) {
+    if (!P->env && !(P->env = ad_calloc(S, (size_t)(P->nvals ? P->nvals : 1), sizeof *P->env)))
+        return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    if (!P->arena && P->arena_bytes && !(P->arena = ad_malloc(S, (size_t)P->arena_bytes)))
+        return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    return ADDSL_OK;
+}
+
+int ad_plan_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_value *out) {
+    ad_plan *P = T->plan;
+    /* A replay inside a trace (a compiled function called while another is
+     * traced, or the joint program of vm/compiled_vjp.c traced from this one)
+     * must make its calls through the seam, where they are recorded. */
+    if (!P || P->busy || S->fw_level > 0 || S->trace || !inputs_hold(T, P, inputs)) return -1;
+    int rc = prepare(S, P);
+    if (rc) return rc;
+    ad_value *env = P->env;
+    *out = ad_none();
+    P->busy = true;
+    for (int i = 0; i < P->nenvvals; i++) {
+        int v = P->envvals[i];
+        env[v] = v < T->ninputs ? ad_tensor_value(inputs[v]) : T->vals[v].v;
+        ad_value_incref(env[v]);
+    }
+    bool grad = S->grad_enabled;
+    for (int i = 0; i < P->nsteps && !rc; i++) {
+        int s = P->steps[i];
+        rc = s < 0 ? run_group(S, T, P, &P->groups[-1 - s], env) : ad_trace_replay_node(S, &T->nodes[s], env);
+    }
+    S->grad_enabled = grad;
+    if (!rc) rc = ad_trace_result_value(S, T, env, out);
+    for (int i = 0; i < P->nenvvals; i++) {
+        ad_value_decref(S, env[P->envvals[i]]);
+        env[P->envvals[i]] = ad_none();
+    }
+    P->busy = false;
+    P->runs++;
+    return rc;
+}
