@@ -112,13 +112,14 @@ grep -h '^fk_fd_max_error' "$TMP/fk_chain.out" | sed 's/^/    /'
 [ "$COUNT" = 1 ] || exit 0
 if ! command -v valgrind > /dev/null; then echo "COUNT=1: no valgrind; instruction counts skipped"; exit 0; fi
 
-# instr CALLS CMD...: instructions of CMD ... CALLS ... (the loop's count, the set-up subtracted:
-# CMD is run with CALLS and with 0 in the place of the word CALLS).
+# instr N CMD...: instructions per call of CMD ... CALLS ...: CMD is run with N + 1 and with 1
+# in the place of the word CALLS, and the difference divided by N, so that the set-up, the trace
+# and the first replay (where a compiled program may build its plan) are left out.
 instr() {
     local n=$1; shift
     local with0=() withn=() w
     for w in "$@"; do
-        if [ "$w" = CALLS ]; then with0+=(0); withn+=("$n"); else with0+=("$w"); withn+=("$w"); fi
+        if [ "$w" = CALLS ]; then with0+=(1); withn+=("$((n + 1))"); else with0+=("$w"); withn+=("$w"); fi
     done
     local c0 cn
     c0=$(valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" "${with0[@]}" 2>&1 >/dev/null | sed -n 's/.*Collected : //p')
@@ -126,7 +127,7 @@ instr() {
     awk -v a="$c0" -v b="$cn" -v n="$n" 'BEGIN { if (a != "" && b != "") printf "%.0f", (b - a) / n; else printf "-" }'
 }
 echo
-echo "instructions per call (callgrind; the set-up and trace subtracted)"
+echo "instructions per call (callgrind; the set-up, the trace and the first replay subtracted)"
 printf '    %-38s %14s %14s %8s\n' "row" "eager" "compiled" "ratio"
 irow() {  # irow LABEL EAGER COMPILED
     printf '    %-38s %14s %14s %8s\n' "$1" "$2" "$3" "$(ratio "$3" "$2" | awk '{ if ($1 != "") printf "%.3f", $1 }')"
