@@ -262,3 +262,7 @@ if [ -f "$ADDSL_LIBDIR/libaddsl.so" ] && $CC -O2 -std=c11 -D_POSIX_C_SOURCE=1993
 else
     echo "api_call: no libaddsl.so beside $ADDSL; C API row skipped"
 fi
+
+# compile() (issue 14): compiled against eager, ADOL-C and PyTorch, each row beside its target.
+echo
+ADDSL="$ADDSL" ROUNDS="$ROUNDS" BENCH_PYTHON="$PY" "$BENCH/compile_rows.sh"
