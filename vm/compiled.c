@@ -25,6 +25,7 @@ typedef struct ad_centry {
     char node_why[200];    /* ... why not */
     char why[240];         /* ... and why */
     uint64_t hits;
+    int retraces;          /* traces after a guard failed */
 } ad_centry;
 
 typedef struct ad_compiled {
@@ -193,6 +194,7 @@ static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *
     if (rc) { ad_trace_free(S, T); return rc; }
     ad_trace *outer = S->trace;
     S->trace = T;
+    for (int i = 0; i < argc; i++) ad_trace_guard_object(S, argv[i]);
     rc = ad_vm_call_value_kw(S, c->f, argc, argv, kw, out);
     S->trace = outer;
     if (!rc && (rc = ad_trace_set_result(S, T, *out))) { ad_value_decref(S, *out); *out = ad_none(); }
@@ -234,7 +236,16 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
             if (e->node_op) ad_value_decref(S, (ad_value){.t = AD_TOP, .u.op = e->node_op});
             e->node_op = NULL;
             e->node_tried = false;
-            rc = trace_into(S, b, e, argv, argc, kw, &sc, out);
+            if (++e->retraces > AD_COMPILE_CACHE) {
+                /* State that changes at every call (a step count kept as a
+                 * number) would trace every call: run eagerly instead. */
+                snprintf(e->why, sizeof e->why, "what it reads from globals or containers changed at %d calls",
+                         e->retraces);
+                warn(S, "warning: compile(%s): %s; this signature runs eagerly\n", c->name, e->why);
+                rc = ad_vm_call_value_kw(S, c->f, argc, argv, kw, out);
+            } else {
+                rc = trace_into(S, b, e, argv, argc, kw, &sc, out);
+            }
         }
     } else if (!rc && c->n == AD_COMPILE_CACHE) {
         if (!c->warned_full) {

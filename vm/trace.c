@@ -196,6 +196,7 @@ void ad_trace_free(ad_state *S, ad_trace *T) {
     for (int i = 0; i < T->nvals; i++) ad_value_decref(S, T->vals[i].v);
     for (int i = 0; i < T->nguards; i++) {
         ad_value_decref(S, T->guards[i].v);
+        if (T->guards[i].snap) ad_value_decref(S, ad_list_value(T->guards[i].snap, AD_TLIST));
         if (T->guards[i].cell) ad_value_decref(S, (ad_value){.t = AD_TCELL, .u.cell = T->guards[i].cell});
     }
     ad_free(S, T->guards);
@@ -661,6 +662,8 @@ int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs
     return record(S, &n, args, out);
 }
 
+static void guard_grad(ad_state *S, ad_trace *T, ad_tensor *t);
+
 int ad_trace_vm(ad_state *S, ad_tnode_kind kind, int attr, const ad_value *args, int nargs, ad_value *out) {
     ad_tnode n;
     memset(&n, 0, sizeof n);
@@ -668,6 +671,8 @@ int ad_trace_vm(ad_state *S, ad_tnode_kind kind, int attr, const ad_value *args,
     n.fn = ad_none();
     n.attr = attr;
     n.nargs = nargs;
+    ad_trace *T = S->trace;
+    if (kind == AD_TN_GETATTR && attr == AD_ATTR_GRAD && args[0].t == AD_TTENSOR) guard_grad(S, T, args[0].u.tensor);
     return record(S, &n, args, out);
 }
 
@@ -731,6 +736,81 @@ void ad_trace_cell_write(ad_state *S, ad_cell *c) {
     if (!cell_made_here(S->trace, c)) set_fail(S->trace, "it assigns a variable captured from outside, which a replay would not do");
 }
 
+/* A container's contents as a flat list, in walk order: for each container
+ * a marker (its type and length), a dict's keys before their values, other
+ * items as they are (held). Nested containers are walked to a depth and a
+ * size that keep a guard cheap; beyond them the trace is not replayed. */
+#define SNAP_DEPTH 8
+#define SNAP_ITEMS 4096
+
+static bool is_container(ad_value v) { return v.t == AD_TLIST || v.t == AD_TTUPLE || v.t == AD_TDICT; }
+
+static ad_value snap_marker(ad_value v) {
+    int64_t n = v.t == AD_TDICT ? v.u.d->len : v.u.l->len;
+    return ad_num((double)v.t * 1e12 + (double)n);
+}
+
+/* Leaves compare as globals do: numbers, strings and the like by value,
+ * other objects (tensors included) by identity. */
+static bool same_leaf(ad_value a, ad_value b) {
+    if (a.t != b.t) return false;
+    if (a.t == AD_TSTR || (a.t < AD_TSTR && a.t != AD_TDTYPE)) return ad_values_equal(a, b);
+    if (a.t == AD_TDTYPE) return a.u.dtype == b.u.dtype;
+    return a.u.o == b.u.o;
+}
+
+/* Appends v's walk to 'out' (out != NULL), or compares it with ref from
+ * *pos on. Returns false on a difference or past the limits. */
+static bool snap_walk(ad_state *S, ad_value v, int depth, ad_list *out, const ad_list *ref, int64_t *pos) {
+    if (*pos >= SNAP_ITEMS) return false;
+    ad_value item = is_container(v) ? snap_marker(v) : v;
+    if (out) {
+        ad_value_incref(item);
+        if (ad_list_push(S, out, item)) return false;
+        (*pos)++;
+    } else if (*pos >= ref->len || !same_leaf(ref->items[(*pos)++], item)) {
+        return false;
+    }
+    if (!is_container(v)) return true;
+    if (depth >= SNAP_DEPTH) return false;
+    if (v.t != AD_TDICT) {
+        for (int64_t i = 0; i < v.u.l->len; i++)
+            if (!snap_walk(S, v.u.l->items[i], depth + 1, out, ref, pos)) return false;
+        return true;
+    }
+    int64_t it = 0;
+    ad_value k, x;
+    while (ad_dict_next(v.u.d, &it, &k, &x))
+        if (!snap_walk(S, k, depth + 1, out, ref, pos) || !snap_walk(S, x, depth + 1, out, ref, pos)) return false;
+    return true;
+}
+
+static ad_tguard *guard_new(ad_state *S, ad_trace *T) {
+    if (T->nguards == T->capguards) {
+        int cap = T->capguards ? 2 * T->capguards : 8;
+        ad_tguard *g = ad_realloc(S, T->guards, (size_t)cap * sizeof *g);
+        if (!g) { ad_clear_error(S); set_fail(T, "out of memory for a guard"); return NULL; }
+        T->guards = g; T->capguards = cap;
+    }
+    ad_tguard *g = &T->guards[T->nguards++];
+    memset(g, 0, sizeof *g);
+    return g;
+}
+
+/* Guards v's contents (v a container): the snapshot is taken when f first
+ * reads it, before f changes it, so a write by f itself fails the guard at
+ * the next call and that call traces again (which repeats the write). */
+static void guard_contents(ad_state *S, ad_trace *T, ad_tguard *g, ad_value v) {
+    if (!is_container(v)) return;
+    g->snap = ad_list_new(S, AD_TLIST, 0);
+    int64_t pos = 0;
+    if (!g->snap) { ad_clear_error(S); set_fail(T, "out of memory for a guard"); return; }
+    if (!snap_walk(S, v, 0, g->snap, NULL, &pos)) {
+        ad_clear_error(S);
+        set_fail(T, "it reads a list or dict too large or too deep to guard");
+    }
+}
+
 void ad_trace_guard(ad_state *S, int slot, ad_cell *cell, ad_value v) {
     ad_trace *T = S->trace;
     if (cell && cell_made_here(T, cell)) return;
@@ -741,16 +821,52 @@ void ad_trace_guard(ad_state *S, int slot, ad_cell *cell, ad_value v) {
     }
     for (int i = 0; i < T->nguards; i++)
         if (T->guards[i].slot == slot && T->guards[i].cell == cell) return;
-    if (T->nguards == T->capguards) {
-        int cap = T->capguards ? 2 * T->capguards : 8;
-        ad_tguard *g = ad_realloc(S, T->guards, (size_t)cap * sizeof *g);
-        if (!g) { ad_clear_error(S); set_fail(T, "out of memory for a guard"); return; }
-        T->guards = g; T->capguards = cap;
-    }
-    ad_tguard *g = &T->guards[T->nguards++];
+    ad_tguard *g = guard_new(S, T);
+    if (!g) return;
     g->slot = slot; g->cell = cell; g->v = v;
     ad_value_incref(v);
     if (cell) cell->hdr.refcount++;
+    guard_contents(S, T, g, v);
+}
+
+void ad_trace_guard_object(ad_state *S, ad_value v) {
+    ad_trace *T = S->trace;
+    if (!T || !is_container(v)) return;
+    if (v.t != AD_TDICT) {
+        for (int64_t i = 0; i < v.u.l->len; i++) ad_trace_guard_object(S, v.u.l->items[i]);
+        return;
+    }
+    for (int i = 0; i < T->nguards; i++)
+        if (T->guards[i].slot == AD_GUARD_OBJECT && T->guards[i].v.u.o == v.u.o) return;
+    ad_tguard *g = guard_new(S, T);
+    if (!g) return;
+    g->slot = AD_GUARD_OBJECT; g->v = v;
+    ad_value_incref(v);
+    guard_contents(S, T, g, v);
+}
+
+/* Whether an earlier record of the trace set t.grad (t.grad = v, backward). */
+static bool grad_set_here(const ad_trace *T, const ad_tensor *t) {
+    for (int i = 0; i < T->nnodes; i++) {
+        const ad_tnode *n = &T->nodes[i];
+        bool sets = n->kind == AD_TN_ACCUMGRAD || (n->kind == AD_TN_SETATTR && n->attr == AD_ATTR_GRAD);
+        if (sets && n->nargs > 0 && n->args[0].ref >= 0 && T->vals[n->args[0].ref].v.u.tensor == t) return true;
+    }
+    return false;
+}
+
+/* f read t.grad of a tensor whose .grad the trace did not set: the program
+ * holds for as long as t has (or has not) a .grad, as when traced. */
+static void guard_grad(ad_state *S, ad_trace *T, ad_tensor *t) {
+    if (grad_set_here(T, t)) return;
+    for (int i = 0; i < T->nguards; i++)
+        if (T->guards[i].slot == AD_GUARD_GRAD && T->guards[i].v.u.tensor == t) return;
+    ad_tguard *g = guard_new(S, T);
+    if (!g) return;
+    g->slot = AD_GUARD_GRAD;
+    g->v = ad_tensor_value(t);
+    ad_value_incref(g->v);
+    g->had_grad = t->grad != NULL;
 }
 
 void ad_trace_global_write(ad_state *S) {
@@ -760,11 +876,14 @@ void ad_trace_global_write(ad_state *S) {
 bool ad_trace_guards_hold(const ad_state *S, const ad_trace *T) {
     for (int i = 0; i < T->nguards; i++) {
         const ad_tguard *g = &T->guards[i];
-        ad_value v = g->cell ? g->cell->v : S->globals->values[g->slot];
-        if (v.t != g->v.t) return false;
-        if (v.t == AD_TSTR || (v.t < AD_TSTR && v.t != AD_TDTYPE)) { if (!ad_values_equal(v, g->v)) return false; }
-        else if (v.t == AD_TDTYPE) { if (v.u.dtype != g->v.u.dtype) return false; }
-        else if (v.u.o != g->v.u.o) return false;
+        if (g->slot == AD_GUARD_GRAD) {
+            if ((g->v.u.tensor->grad != NULL) != g->had_grad) return false;
+            continue;
+        }
+        ad_value v = g->slot == AD_GUARD_OBJECT ? g->v : g->cell ? g->cell->v : S->globals->values[g->slot];
+        if (!same_leaf(v, g->v)) return false;
+        int64_t pos = 0;
+        if (g->snap && (!snap_walk((ad_state *)S, v, 0, NULL, g->snap, &pos) || pos != g->snap->len)) return false;
     }
     return true;
 }

@@ -68,10 +68,17 @@ typedef struct ad_tval {
 /* A value f read from a global or a captured variable: the program is valid
  * while that variable still holds it (the same tensor or object, an equal
  * number or string), else the call traces again. */
+/* A container f reads (a global dict, an optimizer's state, a dict argument)
+ * is guarded by its contents too: a number, none or tensor item changed in
+ * place between calls would otherwise stay baked into the program. */
+enum { AD_GUARD_OBJECT = -2, AD_GUARD_GRAD = -3 };
 typedef struct ad_tguard {
-    int slot;              /* global slot, when cell is NULL */
+    int slot;              /* global slot, when cell is NULL; AD_GUARD_OBJECT: only v's contents;
+                            * AD_GUARD_GRAD: whether tensor v has a .grad */
     ad_cell *cell;         /* held */
     ad_value v;            /* held */
+    ad_list *snap;         /* v's contents when v is a list, tuple or dict (held), else NULL */
+    bool had_grad;         /* AD_GUARD_GRAD */
 } ad_tguard;
 
 typedef struct ad_trace {
@@ -154,6 +161,8 @@ int ad_trace_vm(ad_state *S, ad_tnode_kind kind, int attr, const ad_value *args,
 int ad_trace_check_truth(ad_state *S, ad_value v, const char *what);
 /* f read 'v' from global 'slot' or from 'cell' (GETGLOBAL, GETUPVAL). */
 void ad_trace_guard(ad_state *S, int slot, ad_cell *cell, ad_value v);
+/* A dict argument of f (the signature holds its identity, not its contents). */
+void ad_trace_guard_object(ad_state *S, ad_value v);
 /* f assigned a global: a replay would not, so this signature runs eagerly. */
 void ad_trace_global_write(ad_state *S);
 /* A captured variable made while tracing (NEWCELL): reads of it are not guarded. */
