@@ -102,8 +102,6 @@
 #define TO_I64(a) ((int64_t)(a))
 #define MEAN(a) ((a) / (double)n)
 
-DEF_ROWSUM(rowsum_f32, float, double)
-DEF_ROWSUM(rowsum_f64, double, double)
 DEF_ROWSUM(rowsum_i64, int64_t, uint64_t)
 DEF_ROW(rowprod_f32, float, double, 1.0, MUL)
 DEF_ROW(rowprod_f64, double, double, 1.0, MUL)
@@ -117,11 +115,7 @@ DEF_ROW(rowmin_i64, int64_t, int64_t, INT64_MAX, IMIN)
 DEF_ROW(rowall_b8, uint8_t, int, 1, AND)
 DEF_ROW(rowany_b8, uint8_t, int, 0, OR)
 
-DEF_REDUCE(ad_red_sum_f32, float, double, rowsum_f32, 0.0, ADD, SAME)
-DEF_REDUCE(ad_red_sum_f64, double, double, rowsum_f64, 0.0, ADD, SAME)
 DEF_REDUCE(ad_red_sum_i64, int64_t, uint64_t, rowsum_i64, 0u, UADD, TO_I64)
-DEF_REDUCE(ad_red_mean_f32, float, double, rowsum_f32, 0.0, ADD, MEAN)
-DEF_REDUCE(ad_red_mean_f64, double, double, rowsum_f64, 0.0, ADD, MEAN)
 DEF_REDUCE(ad_red_prod_f32, float, double, rowprod_f32, 1.0, MUL, SAME)
 DEF_REDUCE(ad_red_prod_f64, double, double, rowprod_f64, 1.0, MUL, SAME)
 DEF_REDUCE(ad_red_prod_i64, int64_t, uint64_t, rowprod_i64, 1u, UMUL, TO_I64)
@@ -133,6 +127,142 @@ DEF_REDUCE(ad_red_amin_f64, double, double, rowmin_f64, INFINITY, FMIN, SAME)
 DEF_REDUCE(ad_red_amin_i64, int64_t, int64_t, rowmin_i64, INT64_MAX, IMIN, SAME)
 DEF_REDUCE(ad_red_all_b8, uint8_t, int, rowall_b8, 1, AND, SAME)
 DEF_REDUCE(ad_red_any_b8, uint8_t, int, rowany_b8, 0, OR, SAME)
+
+/* Float sums and means (issue 13). Against torch's vectorised kernels the
+ * 'omp simd' rows above were latency-bound on one vector accumulator of two
+ * SSE2 lanes, and a column reduction with a single chunk of columns ran on
+ * one thread. */
+
+/* x86-64 builds also carry an AVX2 copy of the hot loops, picked at load
+ * time, as torch dispatches on the CPU: the SSE2 baseline has half the lanes. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef SIMD_CLONES
+#define SIMD_CLONES
+#endif
+
+/* Four vector accumulators of four doubles hide the add latency. */
+typedef double v4d __attribute__((vector_size(32)));
+#define SUM_LANES 16
+/* Rows longer than this are summed pairwise from blocks of this size, so the
+ * rounding error grows with log(n) rather than n. */
+#define SUM_BLOCK 4096
+
+/* Macros, not functions: a function returning v4d changes ABI between the clones. */
+#define ADD4_f64(acc, p)                                                           \
+    do {                                                                           \
+        v4d v_;                                                                    \
+        memcpy(&v_, (p), sizeof v_);                                               \
+        (acc) += v_;                                                               \
+    } while (0)
+#define ADD4_f32(acc, p)                                                           \
+    do {                                                                           \
+        const float *p_ = (p);                                                     \
+        (acc) += (v4d){p_[0], p_[1], p_[2], p_[3]};                                \
+    } while (0)
+
+#define DEF_BLOCKSUM(SUF, T)                                                       \
+    SIMD_CLONES static double blocksum_##SUF(const T *x, int64_t n) {              \
+        v4d a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;                          \
+        int64_t k = 0;                                                             \
+        for (; k + SUM_LANES <= n; k += SUM_LANES) {                               \
+            ADD4_##SUF(a0, x + k);                                              \
+            ADD4_##SUF(a1, x + k + 4);                                          \
+            ADD4_##SUF(a2, x + k + 8);                                          \
+            ADD4_##SUF(a3, x + k + 12);                                         \
+        }                                                                          \
+        a0 = (a0 + a1) + (a2 + a3);                                                \
+        double t = 0;                                                              \
+        for (; k < n; k++) t += (double)x[k];                                      \
+        return ((a0[0] + a0[1]) + (a0[2] + a0[3])) + t;                            \
+    }                                                                              \
+    static double rowsum_##SUF(const T *x, int64_t n) {                            \
+        if (n <= SUM_BLOCK) return blocksum_##SUF(x, n);                           \
+        int64_t h = (n / SUM_BLOCK + 1) / 2 * SUM_BLOCK;                           \
+        return rowsum_##SUF(x, h) + rowsum_##SUF(x + h, n - h);                    \
+    }                                                                              \
+    /* a[j] += sum over k < n of x[k * inner + j], for j < m */                    \
+    SIMD_CLONES static void colsum_##SUF(const T *x, int64_t n, int64_t inner,     \
+                                         int64_t m, double *a) {                   \
+        for (int64_t k = 0; k < n; k++) {                                          \
+            const T *row = x + k * inner;                                          \
+            _Pragma("omp simd")                                                    \
+            for (int64_t j = 0; j < m; j++) a[j] += (double)row[j];                \
+        }                                                                          \
+    }
+DEF_BLOCKSUM(f32, float)
+DEF_BLOCKSUM(f64, double)
+
+/* A column reduction with fewer (outer, chunk) tasks than this also cuts
+ * its rows into blocks, so that both cores get work. */
+#define COL_TASKS 8
+/* At most this many row blocks; their partials are added in block order,
+ * and their number depends on the shape only, never on the team size. */
+#define COL_BLOCKS 8
+
+#define DEF_SUMRED(FN, SUF, T, FIN)                                                \
+    void FN(const void *xp, void *op, int64_t outer, int64_t n, int64_t inner) {   \
+        const T *x = xp;                                                           \
+        T *o = op;                                                                 \
+        const int par = outer * n * inner >= AD_OMP_THRESHOLD;                     \
+        if (inner == 1 && outer == 1 && par) {                                     \
+            /* one long row: fixed blocks keep the result independent of threads */ \
+            const int64_t blk = (n + ROW_BLOCKS - 1) / ROW_BLOCKS;                 \
+            double part[ROW_BLOCKS];                                               \
+            _Pragma("omp parallel for schedule(static)")                           \
+            for (int b = 0; b < ROW_BLOCKS; b++) {                                 \
+                int64_t lo = b * blk, hi = lo + blk < n ? lo + blk : n;            \
+                part[b] = lo < hi ? rowsum_##SUF(x + lo, hi - lo) : 0.0;           \
+            }                                                                      \
+            for (int w = ROW_BLOCKS / 2; w > 0; w /= 2)                            \
+                for (int b = 0; b < w; b++) part[b] += part[b + w];                \
+            o[0] = (T)FIN(part[0]);                                                \
+            return;                                                                \
+        }                                                                          \
+        if (inner == 1) {                                                          \
+            PAR_FOR(par, for (int64_t r = 0; r < outer; r++) {                     \
+                o[r] = (T)FIN(rowsum_##SUF(x + r * n, n));                         \
+            });                                                                    \
+            return;                                                                \
+        }                                                                          \
+        const int64_t nch = (inner + CHUNK - 1) / CHUNK;                           \
+        if (par && outer * nch < COL_TASKS && n >= 2 * COL_BLOCKS) {               \
+            const int64_t blk = (n + COL_BLOCKS - 1) / COL_BLOCKS;                 \
+            for (int64_t task = 0; task < outer * nch; task++) {                   \
+                int64_t ob = task / nch, i0 = task % nch * CHUNK;                  \
+                int64_t m = inner - i0 < CHUNK ? inner - i0 : CHUNK;               \
+                const T *base = x + ob * n * inner + i0;                           \
+                double part[COL_BLOCKS][CHUNK];                                    \
+                _Pragma("omp parallel for schedule(static)")                       \
+                for (int b = 0; b < COL_BLOCKS; b++) {                             \
+                    int64_t lo = b * blk, hi = lo + blk < n ? lo + blk : n;        \
+                    for (int64_t j = 0; j < m; j++) part[b][j] = 0;                \
+                    if (lo < hi) colsum_##SUF(base + lo * inner, hi - lo, inner, m, part[b]); \
+                }                                                                  \
+                for (int64_t j = 0; j < m; j++) {                                  \
+                    double a = part[0][j];                                         \
+                    for (int b = 1; b < COL_BLOCKS; b++) a += part[b][j];          \
+                    o[ob * inner + i0 + j] = (T)FIN(a);                            \
+                }                                                                  \
+            }                                                                      \
+            return;                                                                \
+        }                                                                          \
+        PAR_FOR(par, for (int64_t task = 0; task < outer * nch; task++) {          \
+            int64_t ob = task / nch, i0 = task % nch * CHUNK;                      \
+            int64_t m = inner - i0 < CHUNK ? inner - i0 : CHUNK;                   \
+            double a[CHUNK];                                                       \
+            for (int64_t j = 0; j < m; j++) a[j] = 0;                              \
+            colsum_##SUF(x + ob * n * inner + i0, n, inner, m, a);                 \
+            for (int64_t j = 0; j < m; j++) o[ob * inner + i0 + j] = (T)FIN(a[j]); \
+        });                                                                        \
+    }
+DEF_SUMRED(ad_red_sum_f32, f32, float, SAME)
+DEF_SUMRED(ad_red_sum_f64, f64, double, SAME)
+DEF_SUMRED(ad_red_mean_f32, f32, float, MEAN)
+DEF_SUMRED(ad_red_mean_f64, f64, double, MEAN)
 
 /* The remaining kernels walk one "line" (n elements 'inner' apart) per
  * output; PAR_LINES runs its block once per line with 'line' in scope. */
