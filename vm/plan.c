@@ -84,7 +84,7 @@ static int classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
     if (n->nargs != nin) return CL_SEAM;
     const ad_tensor *o = val_tensor(T, n->out.ref);
     if (!o || (o->dtype != AD_FLOAT32 && o->dtype != AD_FLOAT64) || ad_tensor_device(o) != 0 ||
-        (o->requires_grad && !nograd))
+        (o->requires_grad && !nograd && n->grad_enabled)) /* under no_grad it holds no graph at replay */
         return CL_SEAM;
     if (is_red(cl) && o->ndim != 0) return CL_SEAM;
     int tensors = 0;
