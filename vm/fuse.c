@@ -3,6 +3,7 @@
  * L1-sized registers instead of tensors. */
 #include "fuse.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "../builtins/kernels_elementwise.h"
@@ -28,19 +29,46 @@ const ad_fuop *ad_fuse_op(int i) { return &ops[i]; }
 
 enum { LD_NUM, LD_SCALAR, LD_CONTIG, LD_GATHER };
 
+/* Copies run elements from src, 'stride' elements apart (0: one element
+ * repeated), to out; es is 4 or 8 bytes. */
+static void copy_run(char *out, const char *src, int64_t stride, int64_t run, size_t es) {
+    if (stride == 1) { memcpy(out, src, (size_t)run * es); return; }
+    if (es == 8) {
+        uint64_t x;
+        for (int64_t k = 0; k < run; k++) { memcpy(&x, src + (size_t)(k * stride) * 8, 8); memcpy(out + (size_t)k * 8, &x, 8); }
+    } else {
+        uint32_t x;
+        for (int64_t k = 0; k < run; k++) { memcpy(&x, src + (size_t)(k * stride) * 4, 4); memcpy(out + (size_t)k * 4, &x, 4); }
+    }
+}
+
 /* Copies elements [lo, lo + len) of v, broadcast to the space, into 'out'
- * (est: v's strides per space dim, 0 where broadcast). */
+ * (est: v's strides per space dim, 0 where broadcast), a run along the
+ * innermost dimension at a time: a broadcast operand (the trajectory's
+ * [64,1,1] gradient read as [64,32,7]) costs a fill per row, not an index
+ * walk per element. */
 static void gather(const ad_fuview *v, const int64_t *est, int nd, const int64_t *space, int64_t lo, int64_t len,
                    size_t es, char *out) {
+    if (nd == 0) {
+        for (int64_t i = 0; i < len; i++) memcpy(out + (size_t)i * es, v->data, es);
+        return;
+    }
     int64_t idx[AD_MAX_DIMS], off = 0, rest = lo;
     for (int d = nd - 1; d >= 0; d--) {
         idx[d] = space[d] ? rest % space[d] : 0;
         rest = space[d] ? rest / space[d] : 0;
         off += idx[d] * est[d];
     }
-    for (int64_t i = 0; i < len; i++) {
-        memcpy(out + (size_t)i * es, v->data + (size_t)off * es, es);
-        for (int d = nd - 1; d >= 0; d--) {
+    int last = nd - 1;
+    for (int64_t i = 0; i < len;) {
+        int64_t run = space[last] - idx[last];
+        if (run > len - i) run = len - i;
+        copy_run(out + (size_t)i * es, v->data + (size_t)off * es, est[last], run, es);
+        i += run;
+        if ((idx[last] += run) < space[last]) { off += run * est[last]; continue; }
+        off -= est[last] * (idx[last] - run);
+        idx[last] = 0;
+        for (int d = last - 1; d >= 0; d--) {
             off += est[d];
             if (++idx[d] < space[d]) break;
             off -= est[d] * idx[d];
