@@ -17,6 +17,7 @@
 #include "autograd.h"
 #include "buf.h"
 #include "op.h"
+#include "plan.h"
 #include "tensor.h"
 #include "trace.h"
 #include "vm.h"
@@ -284,6 +285,7 @@ int ad_cvjp_derive(ad_state *S, const ad_trace *P, ad_tensor *const *inputs, ad_
         ad_clear_error(S);
     }
     if (why[0]) { cvjp_free(S, J); return ADDSL_OK; }
+    J->T->plan_split = J->split; /* both parts planned, the environment between them */
     ad_trace_optimize(S, J->T, true);
     int refs[AD_OP_MAX_OUTS + 1], n = 0;
     collect_refs(&J->T->result.sub[0], refs, &n);
@@ -323,7 +325,8 @@ int ad_cvjp_call(ad_state *S, ad_opdef *op, ad_tensor *const *inputs, ad_value *
     *out = ad_none();
     ad_value *env = ad_trace_env_new(S, T, inputs);
     if (!env) return ADDSL_ENOMEM;
-    int rc = ad_trace_run(S, T, env, 0, J->split, 0);
+    int rc = ad_plan_run_part(S, T, env, 0, J->split);
+    if (rc < 0) rc = ad_trace_run(S, T, env, 0, J->split, 0);
     if (!rc) rc = ad_trace_build(S, T, env, &T->result.sub[0], out);
     ad_tensor *outs[AD_OP_MAX_OUTS];
     int nout = 0;
@@ -398,7 +401,10 @@ static int formula(ad_state *S, ad_builtin *b, const ad_value *argv, int argc, c
         env[J->gref[k]] = g->items[k];
         ad_value_incref(g->items[k]);
     }
-    if (!rc) rc = ad_trace_run(S, T, env, J->split, T->nnodes, create ? 1 : 0);
+    if (!rc) {
+        int p = create ? -1 : ad_plan_run_part(S, T, env, J->split, T->nnodes);
+        rc = p < 0 ? ad_trace_run(S, T, env, J->split, T->nnodes, create ? 1 : 0) : p;
+    }
     ad_value grads = ad_none();
     if (!rc) rc = ad_trace_build(S, T, env, &T->result.sub[1], &grads);
     ad_trace_env_free(S, T, env);

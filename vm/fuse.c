@@ -3,6 +3,7 @@
  * L1-sized registers instead of tensors. */
 #include "fuse.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "../builtins/kernels_elementwise.h"
@@ -28,19 +29,51 @@ const ad_fuop *ad_fuse_op(int i) { return &ops[i]; }
 
 enum { LD_NUM, LD_SCALAR, LD_CONTIG, LD_GATHER };
 
+/* Copies run elements from src, 'stride' elements apart (0: one element
+ * repeated), to out; es is 4 or 8 bytes. */
+static void copy_run(char *out, const char *src, int64_t stride, int64_t run, size_t es) {
+    if (stride == 1) { memcpy(out, src, (size_t)run * es); return; }
+    /* element-aligned: tensor data and the block scratch */
+    if (es == 8) {
+        const double *x = (const double *)(const void *)src;
+        double *o = (double *)(void *)out;
+        if (stride == 0) { double c = x[0]; for (int64_t k = 0; k < run; k++) o[k] = c; }
+        else for (int64_t k = 0; k < run; k++) o[k] = x[k * stride];
+    } else {
+        const float *x = (const float *)(const void *)src;
+        float *o = (float *)(void *)out;
+        if (stride == 0) { float c = x[0]; for (int64_t k = 0; k < run; k++) o[k] = c; }
+        else for (int64_t k = 0; k < run; k++) o[k] = x[k * stride];
+    }
+}
+
 /* Copies elements [lo, lo + len) of v, broadcast to the space, into 'out'
- * (est: v's strides per space dim, 0 where broadcast). */
+ * (est: v's strides per space dim, 0 where broadcast), a run along the
+ * innermost dimension at a time: a broadcast operand (the trajectory's
+ * [64,1,1] gradient read as [64,32,7]) costs a fill per row, not an index
+ * walk per element. */
 static void gather(const ad_fuview *v, const int64_t *est, int nd, const int64_t *space, int64_t lo, int64_t len,
                    size_t es, char *out) {
+    if (nd == 0) {
+        for (int64_t i = 0; i < len; i++) memcpy(out + (size_t)i * es, v->data, es);
+        return;
+    }
     int64_t idx[AD_MAX_DIMS], off = 0, rest = lo;
     for (int d = nd - 1; d >= 0; d--) {
         idx[d] = space[d] ? rest % space[d] : 0;
         rest = space[d] ? rest / space[d] : 0;
         off += idx[d] * est[d];
     }
-    for (int64_t i = 0; i < len; i++) {
-        memcpy(out + (size_t)i * es, v->data + (size_t)off * es, es);
-        for (int d = nd - 1; d >= 0; d--) {
+    int last = nd - 1;
+    for (int64_t i = 0; i < len;) {
+        int64_t run = space[last] - idx[last];
+        if (run > len - i) run = len - i;
+        copy_run(out + (size_t)i * es, v->data + (size_t)off * es, est[last], run, es);
+        i += run;
+        if ((idx[last] += run) < space[last]) { off += run * est[last]; continue; }
+        off -= est[last] * (idx[last] - run);
+        idx[last] = 0;
+        for (int d = last - 1; d >= 0; d--) {
             off += est[d];
             if (++idx[d] < space[d]) break;
             off -= est[d] * idx[d];
@@ -73,6 +106,22 @@ static int load_mode(const ad_plgroup *g, const ad_fuview *v, int64_t *est) {
         expect *= v->shape[k];
     }
     return LD_GATHER;
+}
+
+/* Merges the space's dimensions that an operand walks as one (its stride
+ * of a dimension equals the next one's times that one's size: both 0 when
+ * broadcast, as a [64,1,1] operand over [64,32,7] reads [64,224]), so that
+ * gather copies long runs. est is rewritten in place; returns the new rank. */
+static int collapse(int nd, const int64_t *space, int64_t *est, int64_t *sp) {
+    int n = 0;
+    for (int d = 0; d < nd; d++) {
+        if (space[d] == 1) continue;
+        if (n && est[n - 1] == est[d] * space[d]) { sp[n - 1] *= space[d]; est[n - 1] = est[d]; continue; }
+        sp[n] = space[d];
+        est[n++] = est[d];
+    }
+    if (n == 0) { sp[0] = 1; est[0] = 0; n = 1; }
+    return n;
 }
 
 static void splat(char *dst, const char *src, int64_t len, size_t es) {
@@ -146,7 +195,8 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
                  char *scratch) {
     size_t es = g->dtype == AD_FLOAT64 ? 8 : 4;
     uint8_t mode[AD_PLAN_MAX_LOADS];
-    int64_t est[AD_PLAN_MAX_LOADS][AD_MAX_DIMS];
+    int64_t est[AD_PLAN_MAX_LOADS][AD_MAX_DIMS], csp[AD_PLAN_MAX_LOADS][AD_MAX_DIMS];
+    int cnd[AD_PLAN_MAX_LOADS];
     for (int i = 0; i < g->nloads; i++) {
         const ad_plload *l = &g->loads[i];
         if (l->val < 0) {
@@ -156,6 +206,7 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
             continue;
         }
         mode[i] = (uint8_t)load_mode(g, &views[i], est[i]);
+        if (mode[i] == LD_GATHER) cnd[i] = collapse(g->ndim, space, est[i], csp[i]);
         if (mode[i] == LD_SCALAR) { g->regp[i] = views[i].data; g->rstride[i] = 0; }
         else g->rstride[i] = 1;
     }
@@ -166,7 +217,7 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
             if (mode[i] == LD_CONTIG) g->regp[i] = views[i].data + (size_t)lo * es;
             else if (mode[i] == LD_GATHER) {
                 char *s = scratch + (size_t)i * AD_PLAN_BLOCK * es;
-                gather(&views[i], est[i], g->ndim, space, lo, len, es, s);
+                gather(&views[i], est[i], cnd[i], csp[i], lo, len, es, s);
                 g->regp[i] = s;
             }
         }

@@ -55,7 +55,9 @@ static int ref_of(const builder *B, const ad_tnode *n, int k) {
     return v >= 0 && B->src[v] >= 0 ? B->src[v] : v;
 }
 
-static int classify(const ad_trace *T, const ad_tnode *n) {
+/* nograd: the records run under no_grad whatever they were traced under (a
+ * program run in parts), so autograd needs nothing from them. */
+static int classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
     if (n->dead || n->folded) return CL_SKIP;
     if (n->kind != AD_TN_OP || n->effect || n->random || n->kw || n->out.ref < 0) return CL_SEAM;
     const ad_opdef *op = n->fn.u.op;
@@ -66,7 +68,7 @@ static int classify(const ad_trace *T, const ad_tnode *n) {
     if (strcmp(name, "expand") == 0) {
         const ad_tensor *o = val_tensor(T, n->out.ref), *t = val_tensor(T, n->args[0].ref);
         if (!o || !t || t->dtype != o->dtype || (o->dtype != AD_FLOAT32 && o->dtype != AD_FLOAT64) ||
-            ad_tensor_device(t) != 0 || (n->grad_enabled && t->requires_grad))
+            ad_tensor_device(t) != 0 || (n->grad_enabled && t->requires_grad && !nograd))
             return CL_SEAM;
         return CL_VIEW;
     }
@@ -81,7 +83,8 @@ static int classify(const ad_trace *T, const ad_tnode *n) {
     }
     if (n->nargs != nin) return CL_SEAM;
     const ad_tensor *o = val_tensor(T, n->out.ref);
-    if (!o || (o->dtype != AD_FLOAT32 && o->dtype != AD_FLOAT64) || ad_tensor_device(o) != 0 || o->requires_grad)
+    if (!o || (o->dtype != AD_FLOAT32 && o->dtype != AD_FLOAT64) || ad_tensor_device(o) != 0 ||
+        (o->requires_grad && !nograd && n->grad_enabled)) /* under no_grad it holds no graph at replay */
         return CL_SEAM;
     if (is_red(cl) && o->ndim != 0) return CL_SEAM;
     int tensors = 0;
@@ -94,7 +97,7 @@ static int classify(const ad_trace *T, const ad_tnode *n) {
         }
         const ad_tensor *t = val_tensor(T, a->ref);
         if (!t || t->dtype != o->dtype || ad_tensor_device(t) != 0) return CL_SEAM;
-        if (n->grad_enabled && t->requires_grad) return CL_SEAM;
+        if (n->grad_enabled && t->requires_grad && !nograd) return CL_SEAM;
         tensors++;
     }
     return tensors ? cl : CL_SEAM;
@@ -251,6 +254,7 @@ static int form_groups(builder *B) {
         const ad_tnode *n = &T->nodes[i];
         int cl = B->cls[i];
         B->grp[i] = -1;
+        if (i == B->P->split) closed = true; /* a group never spans the two parts */
         if (cl == CL_SKIP) continue;
         if (cl == CL_SEAM) { closed = true; continue; }
         if (cl == CL_VIEW) continue; /* nothing to run: its readers read through it */
@@ -531,8 +535,15 @@ static int build_groups(builder *B) {
             P->nfallback++;
             continue;
         }
-        for (int k = 0; k < n->nargs; k++)
-            if (ref_of(B, n, k) >= 0) mark_reads(B, &(ad_targ){.ref = ref_of(B, n, k)}, B->grp[i]);
+        for (int k = 0; k < n->nargs; k++) {
+            int v = ref_of(B, n, k);
+            if (v < 0) continue;
+            mark_reads(B, &(ad_targ){.ref = v}, B->grp[i]);
+            /* read by the second part: kept in the environment between the parts
+             * (the arena is scratch of one part's run) */
+            if (P->split && i >= P->split && T->vals[v].kind == AD_TV_NODE && T->vals[v].node < P->split)
+                mark_reads(B, &(ad_targ){.ref = v}, -1);
+        }
         P->nfused++;
     }
     mark_reads(B, &T->result, -1);
@@ -572,6 +583,7 @@ static void builder_free(builder *B) {
 }
 
 ad_plan *ad_plan_build(ad_state *S, const ad_trace *T) {
+    int split = T->plan_split > 0 && T->plan_split < T->nnodes ? T->plan_split : 0;
     builder B = {.S = S, .T = T};
     size_t nv = (size_t)(T->nvals ? T->nvals : 1), nn = (size_t)(T->nnodes ? T->nnodes : 1);
     B.cls = ad_malloc(S, nn * sizeof *B.cls);
@@ -589,6 +601,7 @@ ad_plan *ad_plan_build(ad_state *S, const ad_trace *T) {
     if (ok) {
         P->nvals = T->nvals;
         P->nnodes = T->nnodes;
+        P->split = split;
         P->vals = ad_calloc(S, nv, sizeof *P->vals);
         P->group_at = ad_malloc(S, nn * sizeof *P->group_at);
         ok = P->vals && P->group_at;
@@ -596,7 +609,7 @@ ad_plan *ad_plan_build(ad_state *S, const ad_trace *T) {
     if (ok) {
         for (size_t v = 0; v < nv; v++) { B.made_in[v] = -1; B.lastg[v] = -1; B.reg[v] = -1; B.lastk[v] = -1; B.src[v] = -1; }
         bool any = false;
-        for (int i = 0; i < T->nnodes; i++) any |= (B.cls[i] = classify(T, &T->nodes[i])) != CL_SEAM && B.cls[i] != CL_SKIP;
+        for (int i = 0; i < T->nnodes; i++) any |= (B.cls[i] = classify(T, &T->nodes[i], split > 0)) != CL_SEAM && B.cls[i] != CL_SKIP;
         ok = any && fill_values(&B) == 0 && resolve_views(&B) == 0 && form_groups(&B) == 0 && build_groups(&B) == 0;
     }
     builder_free(&B);

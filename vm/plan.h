@@ -109,6 +109,7 @@ typedef struct ad_plan {
     int *steps;            /* what a replay runs, in order: a record through the seam (>= 0), or group -1 - s */
     int nsteps;
     int nnodes;
+    int split;             /* > 0: built for a program run in two parts (ad_plan_run_part) */
     int nbuffers;
     ad_plbuffer *buffers;
     int64_t scratch_bytes; /* registers: the most any group needs */
@@ -131,6 +132,10 @@ void ad_plan_free(ad_state *S, ad_plan *P);
 /* Runs the program with its plan. Returns -1 (nothing done, no error) when the
  * plan cannot serve this call; the caller replays through the seam then. */
 int ad_plan_replay(ad_state *S, const struct ad_trace *T, ad_tensor *const *inputs, ad_value *out);
+/* Runs records from..to-1 of a program planned in parts (ad_trace.plan_split),
+ * under no_grad, in the caller's environment. Returns -1 (nothing done, no
+ * error) when the plan cannot serve it; the caller runs the records then. */
+int ad_plan_run_part(ad_state *S, const struct ad_trace *T, ad_value *env, int from, int to);
 /* The marker after a record in the printed program (" [g3]"), or nothing. */
 void ad_plan_print_tag(const ad_plan *P, int node, struct ad_buf *b);
 /* The plan section of the printed program. */

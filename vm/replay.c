@@ -108,7 +108,7 @@ int ad_plan_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_
     /* A replay inside a trace (a compiled function called while another is
      * traced, or the joint program of vm/compiled_vjp.c traced from this one)
      * must make its calls through the seam, where they are recorded. */
-    if (!P || P->busy || S->fw_level > 0 || S->trace || !inputs_hold(T, P, inputs)) return -1;
+    if (!P || P->split || P->busy || S->fw_level > 0 || S->trace || !inputs_hold(T, P, inputs)) return -1;
     int rc = prepare(S, P);
     if (rc) return rc;
     ad_value *env = P->env;
@@ -130,6 +130,46 @@ int ad_plan_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_
         ad_value_decref(S, env[P->envvals[i]]);
         env[P->envvals[i]] = ad_none();
     }
+    P->busy = false;
+    P->runs++;
+    return rc;
+}
+
+/* The values a part's groups read that are in the environment when it
+ * starts (inputs, constants, output gradients, the first part's results):
+ * checked first, so a part that cannot run planned is left whole to the seam. */
+static bool part_holds(const ad_trace *T, const ad_plan *P, const ad_value *env, int from, int to) {
+    for (int g = 0; g < P->ngroups; g++) {
+        const ad_plgroup *x = &P->groups[g];
+        if (x->first_node < from || x->first_node >= to) continue;
+        for (int i = 0; i < x->nloads; i++) {
+            int v = x->loads[i].val;
+            if (v < 0 || P->vals[v].where == AD_PL_ARENA) continue;
+            const ad_tval *tv = &T->vals[v];
+            if (tv->kind == AD_TV_NODE && !tv->folded && tv->node >= from) continue; /* made in this part */
+            if (!env_tensor_ok(P, v, env[v])) return false;
+        }
+    }
+    return true;
+}
+
+int ad_plan_run_part(ad_state *S, const ad_trace *T, ad_value *env, int from, int to) {
+    ad_plan *P = T->plan;
+    if (!P || !P->split || P->busy || S->fw_level > 0 || S->trace || !part_holds(T, P, env, from, to)) return -1;
+    int rc = prepare(S, P);
+    if (rc) return rc;
+    P->busy = true;
+    bool grad = S->grad_enabled;
+    for (int i = 0; i < P->nsteps && !rc; i++) {
+        int s = P->steps[i];
+        int node = s < 0 ? P->groups[-1 - s].first_node : s;
+        if (node < from || node >= to) continue;
+        if (s < 0) { rc = run_group(S, T, P, &P->groups[-1 - s], env); continue; }
+        ad_tnode m = T->nodes[s];
+        m.grad_enabled = false;
+        rc = ad_trace_replay_node(S, &m, env);
+    }
+    S->grad_enabled = grad;
     P->busy = false;
     P->runs++;
     return rc;

@@ -1071,6 +1071,19 @@ static int eliminate_dead(ad_state *S, ad_trace *T) {
     return removed;
 }
 
+/* Whether a needed output of the record carries a graph (requires grad at
+ * trace time): one that does not (detach, a comparison, an integer result)
+ * links nothing back to the record's arguments, so reading it does not
+ * need their graph (`return cost.detach()` after `backward(cost)`). */
+static bool targ_needs_graph(const ad_trace *T, const ad_targ *a, const bool *need) {
+    if (a->ref >= 0 && need[a->ref]) {
+        const ad_value *v = &T->vals[a->ref].v;
+        if (v->t != AD_TTENSOR || v->u.tensor->requires_grad) return true;
+    }
+    for (int i = 0; i < a->nsub; i++) if (targ_needs_graph(T, &a->sub[i], need)) return true;
+    return false;
+}
+
 /* Op records under grad mode whose graph no one walks at replay: a
  * flattened backward already walked it at trace time, so unless an output
  * is returned, or reaches a record that is not a plain op call (an opaque
@@ -1085,12 +1098,18 @@ static int prune_graph(ad_state *S, ad_trace *T) {
         ad_tnode *n = &T->nodes[i];
         if (n->dead || n->folded) continue;
         bool plain = n->kind == AD_TN_OP && !n->effect;
+        if (n->kind == AD_TN_BUILTIN && !n->effect) {
+            /* a pure builtin (clone, to, detach): its result links back only if it carries a graph */
+            if (targ_needs_graph(T, &n->out, need))
+                for (int k = 0; k < n->nargs; k++) targ_mark(&n->args[k], need);
+            continue;
+        }
         if (!plain && n->kind != AD_TN_COMPARE) {
             for (int k = 0; k < n->nargs; k++) targ_mark(&n->args[k], need);
             continue;
         }
         if (!plain || !n->grad_enabled) continue;
-        if (targ_any(&n->out, need)) {
+        if (targ_needs_graph(T, &n->out, need)) {
             for (int k = 0; k < n->nargs; k++) targ_mark(&n->args[k], need);
             continue;
         }

@@ -117,6 +117,8 @@ typedef struct ad_trace {
     int traced_nodes;      /* before the passes */
     int removed_dce, removed_cse, folded;
     struct ad_plan *plan;  /* records run outside the seam (vm/plan.h), or NULL */
+    int plan_split;        /* > 0: the program runs in two parts, records before and from this one,
+                            * both without graph (vm/compiled_vjp.c); the plan is cut there */
 } ad_trace;
 
 /* Whether the state is tracing and outside any recorded call. */
