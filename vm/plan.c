@@ -103,7 +103,8 @@ static int classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
     return tensors ? cl : CL_SEAM;
 }
 
-static const int64_t *vdims(const ad_plan *P, int v) { return P->dims + P->vals[v].dims; }
+/* NULL while no value has dims (all 0-d): the caller reads none then. */
+static const int64_t *vdims(const ad_plan *P, int v) { return P->dims ? P->dims + P->vals[v].dims : NULL; }
 
 static int push_dims(ad_state *S, ad_plan *P, int nd, const int64_t *d) {
     if (P->ndims + nd > P->capdims) {
