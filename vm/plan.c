@@ -104,7 +104,7 @@ static int classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
 }
 
 /* NULL while no value has dims (all 0-d): the caller reads none then. */
-static const int64_t *vdims(const ad_plan *P, int v) { return P->dims ? P->dims + P->vals[v].dims : NULL; }
+static const int64_t *vdims(const ad_plan *P, int v) { return ad_plan_dims(P, P->vals[v].dims); }
 
 static int push_dims(ad_state *S, ad_plan *P, int nd, const int64_t *d) {
     if (P->ndims + nd > P->capdims) {

@@ -141,4 +141,7 @@ void ad_plan_print_tag(const ad_plan *P, int node, struct ad_buf *b);
 /* The plan section of the printed program. */
 void ad_plan_print(const struct ad_trace *T, const ad_plan *P, struct ad_buf *b);
 
+/* Sizes stored at 'at' of P->dims; NULL while the plan has none (all 0-d). */
+static inline const int64_t *ad_plan_dims(const ad_plan *P, int at) { return P->dims ? P->dims + at : NULL; }
+
 #endif

@@ -19,7 +19,7 @@ static bool env_tensor_ok(const ad_plan *P, int v, ad_value x) {
     /* requiring grad where the trace saw none would need a graph node; the
      * reverse happens (records that flattening put under no_grad) and is fine */
     return t->dtype == p->dtype && (p->rg || !t->requires_grad) && !t->fw_grad && ad_tensor_device(t) == 0 &&
-           ad_shape_equal(t->ndim, t->shape, p->ndim, P->dims + p->dims);
+           ad_shape_equal(t->ndim, t->shape, p->ndim, ad_plan_dims(P, p->dims));
 }
 
 /* Inputs and constants the groups read: checked before anything runs, so a
@@ -43,7 +43,7 @@ static bool inputs_hold(const ad_trace *T, const ad_plan *P, ad_tensor *const *i
 static int view_of(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, int v, ad_fuview *out) {
     const ad_plval *p = &P->vals[v];
     if (p->where == AD_PL_ARENA) {
-        *out = (ad_fuview){(const char *)P->arena + P->buffers[p->buffer].offset, p->ndim, P->dims + p->dims, NULL,
+        *out = (ad_fuview){(P->arena ? (const char *)P->arena + P->buffers[p->buffer].offset : NULL), p->ndim, ad_plan_dims(P, p->dims), NULL,
                            p->numel};
         return ADDSL_OK;
     }
@@ -58,9 +58,9 @@ static int view_of(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, in
 /* Where value v is written: the arena, or a new tensor put in the environment. */
 static int dest_of(ad_state *S, ad_plan *P, ad_value *env, int v, char **out) {
     const ad_plval *p = &P->vals[v];
-    if (p->where == AD_PL_ARENA) { *out = (char *)P->arena + P->buffers[p->buffer].offset; return ADDSL_OK; }
+    if (p->where == AD_PL_ARENA) { *out = P->arena ? (char *)P->arena + P->buffers[p->buffer].offset : NULL; return ADDSL_OK; }
     if (p->where != AD_PL_FRESH) { *out = NULL; return ADDSL_OK; }
-    ad_tensor *t = ad_tensor_empty(S, p->dtype, p->ndim, P->dims + p->dims);
+    ad_tensor *t = ad_tensor_empty(S, p->dtype, p->ndim, ad_plan_dims(P, p->dims));
     if (!t) return S->errcode ? S->errcode : ADDSL_ENOMEM;
     ad_value_decref(S, env[v]);
     env[v] = ad_tensor_value(t);
@@ -84,7 +84,7 @@ static int run_group(ad_state *S, const ad_trace *T, ad_plan *P, ad_plgroup *g, 
         int rc = dest_of(S, P, env, g->red_val, &red);
         if (rc) return rc;
     }
-    ad_fuse_run(g, P->dims + g->dims, views, g->dstp, red, P->arena);
+    ad_fuse_run(g, ad_plan_dims(P, g->dims), views, g->dstp, red, P->arena);
     /* the liveness of the records it ran (vm/trace.c): values last read here */
     for (int i = 0; i < g->nfrees; i++) {
         ad_value_decref(S, env[g->frees[i]]);
