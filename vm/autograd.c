@@ -1023,11 +1023,15 @@ static bool layout_non_overlapping(const ad_tensor *t) {
  * view op (view, as_strided) then applies to the tangent as to the primal;
  * a tangent in another layout made view() fail on a transposed tangent. An
  * overlapping primal (expanded) gets a contiguous tangent. */
-static ad_tensor *tangent_like(ad_state *S, ad_tensor *tan, const ad_tensor *p) {
+static bool tangent_like_copies(const ad_tensor *tan, const ad_tensor *p) {
     bool same = tan->ndim == p->ndim && ad_tensor_device(tan) == ad_tensor_device(p);
     for (int d = 0; same && d < p->ndim; d++)
         if (p->shape[d] > 1 && tan->strides[d] != p->strides[d]) same = false;
-    if (same || ad_tensor_device(tan) != ad_tensor_device(p) || tan->numel == 0) { ad_tensor_incref(tan); return tan; }
+    return !(same || ad_tensor_device(tan) != ad_tensor_device(p) || tan->numel == 0);
+}
+
+static ad_tensor *tangent_like(ad_state *S, ad_tensor *tan, const ad_tensor *p) {
+    if (!tangent_like_copies(tan, p)) { ad_tensor_incref(tan); return tan; }
     if (ad_tensor_is_contiguous(p) || !layout_non_overlapping(p)) return ad_tensor_contiguous(S, tan);
     int64_t span = 1;
     for (int d = 0; d < p->ndim; d++) span += (p->shape[d] - 1) * p->strides[d];
@@ -1053,8 +1057,18 @@ static int jvp_dual(ad_state *S, ad_tensor *p, ad_tensor *tan, uint64_t level, a
     } else if (!(d = jvp_alias(S, p, level))) {
         return S->errcode;
     }
-    ad_tensor *tc0 = ad_tensor_to(S, tan, p->dtype);
-    ad_tensor *tc = tc0 ? tangent_like(S, tc0, p) : NULL;
+    ad_tensor *tc0 = NULL, *tc = NULL;
+    if (tan->dtype != p->dtype && ad_trace_outside_seam(S, tan, "a tangent converted to its primal's dtype")) {
+        ad_tensor_decref(S, d);
+        return S->errcode;
+    }
+    tc0 = ad_tensor_to(S, tan, p->dtype);
+    if (tc0 && tangent_like_copies(tc0, p) && ad_trace_outside_seam(S, tc0, "a tangent laid out as its primal")) {
+        ad_tensor_decref(S, tc0);
+        ad_tensor_decref(S, d);
+        return S->errcode;
+    }
+    tc = tc0 ? tangent_like(S, tc0, p) : NULL;
     ad_tensor_decref(S, tc0);
     int rc = tc ? ad_tensor_set_tangent(S, d, level, tc) : S->errcode;
     ad_tensor_decref(S, tc);

@@ -336,7 +336,8 @@ static ad_tensor *fit_tangent(ad_state *S, ad_tensor *t, const ad_tensor *out) {
     ad_tensor *z = ad_tensor_full_like(S, out, 0.0);
     if (!z) return NULL;
     ad_tensor *r = NULL;
-    if ((t->fw_grad || t->grad_fn) && S->op_add) {
+    /* Traced, the broadcast is an op call too: a copy made here would be a constant of the program. */
+    if ((t->fw_grad || t->grad_fn || ad_trace_on(S)) && S->op_add) {
         ad_value sum = ad_none();
         int rc = ad_op_call(S, S->op_add, (ad_value[]){ad_tensor_value(t), ad_tensor_value(z)}, 2, NULL, &sum);
         ad_tensor_decref(S, z);
@@ -349,6 +350,7 @@ static ad_tensor *fit_tangent(ad_state *S, ad_tensor *t, const ad_tensor *out) {
         r = z;
     }
     if (r->dtype == out->dtype) return r;
+    if (ad_trace_outside_seam(S, r, "a tangent converted to its output's dtype")) { ad_tensor_decref(S, r); return NULL; }
     ad_tensor *c = ad_tensor_to(S, r, out->dtype);
     ad_tensor_decref(S, r);
     return c;
@@ -403,6 +405,25 @@ static void set_all_tangents(ad_state *S, const ad_opdef *op, ad_tensor **outs, 
         if (outs[k] && touts[k]) *rc = set_tangent(S, outs[k], level, ad_tensor_value(touts[k]));
 }
 
+static bool same_default(ad_value a, ad_value b) {
+    if (a.t != b.t) return false;
+    switch (a.t) {
+    case AD_TNONE: return true;
+    case AD_TBOOL: return a.u.b == b.u.b;
+    case AD_TINT: case AD_TNUM: return a.u.n == b.u.n;
+    default: return false;
+    }
+}
+
+/* The bound arguments less the trailing ones that hold their defaults: the
+ * call a linear JVP makes reads as the forward's (a whole-tensor sum stays
+ * sum(t), which the compiled program's plan fuses). */
+static int given_params(const ad_opdef *op, const ad_value *args) {
+    int n = op->nparams, first_def = op->nparams - op->ndefaults;
+    while (n > first_def && n > 0 && same_default(args[n - 1], op->defaults[n - 1 - first_def])) n--;
+    return n;
+}
+
 /* The JVP of one level. The primals passed to the formula keep their
  * tangents: only the outer levels are active while it runs, so its own ops
  * carry those (the mixed terms of forward-over-forward) and this level's
@@ -423,7 +444,7 @@ static int jvp_of_level(ad_state *S, ad_opdef *op, const ad_value *slots, ad_ten
             else { args[na++] = slots[i]; ad_value_incref(slots[i]); }
         }
         ad_value tan = ad_none();
-        if (!*rc) *rc = ad_op_call(S, op, args, op->nparams, NULL, &tan);
+        if (!*rc) *rc = ad_op_call(S, op, args, given_params(op, args), NULL, &tan);
         if (!*rc) set_all_tangents(S, op, outs, n, level, tan, rc);
         ad_value_decref(S, tan);
         return na;
@@ -517,6 +538,10 @@ static int op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, c
     if (!op->has_formulas) return call_forward(S, op, slots, out);
     bool record = ad_autograd_needs_record(S, op, slots);
     bool tangents = any_tangent(S, op, slots);
+    /* A trace that records the JVP formulas itself (vm/trace.c) runs this
+     * call one level down: the tangents are its records, not this call's. */
+    bool deferred = S->trace && S->trace->defer_tangents;
+    if (deferred) S->trace->defer_tangents = false;
     bool grad = S->grad_enabled;
     int level = S->fw_level;
     S->grad_enabled = false;
@@ -554,9 +579,34 @@ static int op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, c
         if (n < 0) rc = -n;
         else if (n > 0) rc = ad_autograd_record(S, op, slots, n, outs);
     }
-    if (!rc && tangents) rc = propagate_tangents(S, op, slots, *out);
+    if (!rc && tangents && !deferred) rc = propagate_tangents(S, op, slots, *out);
     if (rc) { ad_value_decref(S, *out); *out = ad_none(); }
     return rc;
+}
+
+int ad_op_tangents(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value out) {
+    if (!op->has_formulas || S->fw_level == 0) return ADDSL_OK;
+    ad_value buf[AD_MAX_CALL_ARGS], packed = ad_none();
+    const ad_value *bound = args;
+    int nbound = nargs, rc = ADDSL_OK;
+    if (op->sizes_param) {
+        if (nargs > AD_MAX_CALL_ARGS) return ad_error(S, "%s(): too many arguments", op->name);
+        rc = ad_args_pack_sizes(S, op->name, op->pnames[op->sizes_param - 1], op->sizes_param - 1,
+                                args, nargs, kw ? (int)kw->len : 0, buf, &bound, &nbound, &packed);
+        if (rc) return rc;
+    }
+    ad_value slots[AD_OP_MAX_PARAMS];
+    rc = bind(S, op, bound, nbound, kw, slots);
+    if (!rc && any_tangent(S, op, slots)) rc = propagate_tangents(S, op, slots, out);
+    ad_value_decref(S, packed);
+    return rc;
+}
+
+bool ad_op_any_tangent(ad_state *S, const ad_value *args, int nargs) {
+    if (S->fw_level == 0) return false;
+    for (int i = 0; i < nargs; i++)
+        if (has_tangent(args[i])) return true;
+    return false;
 }
 
 /* An op with a '*NAME' parameter: the sizes given as separate numbers are

@@ -115,6 +115,12 @@ size_t ad_op_public_name(const ad_opdef *op, char *buf, size_t size);
 int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
 /* The same, past the tracing hook (compile() running a composite's body at the recording level). */
 int ad_op_call_direct(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
+/* The forward-mode tangents of 'out', made by op's call on these arguments:
+ * each active jvp() level's formula run at the caller's level, so that a
+ * trace records its op calls (vm/trace.c). */
+int ad_op_tangents(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value out);
+/* Whether a jvp() level is active and one of the arguments (or a list item) carries a tangent. */
+bool ad_op_any_tangent(ad_state *S, const ad_value *args, int nargs);
 /* Looks up global ops used by operators after the library loads. */
 int ad_ops_bind_operators(ad_state *S);
 void ad_ops_unbind_operators(ad_state *S);

@@ -166,7 +166,7 @@ static int val_new(ad_state *S, ad_trace *T, ad_tval_kind kind, ad_value v, bool
 
 ad_trace *ad_trace_new(ad_state *S) {
     ad_trace *T = ad_calloc(S, 1, sizeof *T);
-    if (T) T->result.c = ad_none(), T->result.ref = -1;
+    if (T) T->result.c = ad_none(), T->result.ref = -1, T->fw_outer = S->fw_level;
     return T;
 }
 
@@ -442,6 +442,7 @@ static int data_dependent(ad_state *S, const char *what) {
          * already failed runs eagerly anyway: the read is fine. */
         if (S->trace->fail[0]) return ADDSL_OK;
         S->trace->soft_reads++;
+        snprintf(S->trace->soft_why, sizeof S->trace->soft_why, "a formula reads a traced value (%s)", what);
         return ad_error(S, "compile(): library code reads a traced value (%s)", what);
     }
     return ad_error(S, "data-dependent control flow: %s reads the value of a tensor computed from the inputs of a "
@@ -567,8 +568,38 @@ static bool any_requires_grad(const ad_value *args, int nargs) {
     return false;
 }
 
+/* Forward mode at the recording level: every active jvp() level was made
+ * by a flattened jvp() of this trace, and an argument carries a tangent. */
+static bool tangents_here(ad_state *S, const ad_value *args, int nargs) {
+    return S->trace->fw_outer == 0 && ad_op_any_tangent(S, args, nargs);
+}
+
+/* An op with formulas on arguments with tangents: the forward is one record
+ * (one level down, where the op leaves the tangents alone), then the JVP
+ * formulas run here, so that their op calls are records too and the
+ * outputs' tangents are values of the program. */
+static int trace_dual_op(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
+    ad_trace *T = S->trace;
+    ad_tnode n;
+    memset(&n, 0, sizeof n);
+    n.kind = AD_TN_OP;
+    n.fn.t = AD_TOP; n.fn.u.op = op;
+    n.nargs = nargs;
+    n.kw = (ad_list *)kw;
+    T->defer_tangents = true;
+    ad_value res = ad_none();
+    int rc = record(S, &n, args, &res);
+    T->defer_tangents = false;
+    if (!rc) rc = ad_op_tangents(S, op, args, nargs, kw, res);
+    if (rc) { ad_value_decref(S, res); return rc; }
+    if (out) *out = res; else ad_value_decref(S, res);
+    return ADDSL_OK;
+}
+
 int ad_trace_op(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
-    if (!op->has_formulas && S->grad_enabled && any_requires_grad(args, nargs)) {
+    bool dual = tangents_here(S, args, nargs);
+    if (op->has_formulas && dual) return trace_dual_op(S, op, args, nargs, kw, out);
+    if (!op->has_formulas && (dual || (S->grad_enabled && any_requires_grad(args, nargs)))) {
         /* A composite differentiated through its body: the body's op calls are
          * what the graph holds, so they are what the program records (a
          * backward inside f can then be flattened through them). */
@@ -644,6 +675,29 @@ int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs
         S->rng = rng;
         if (!T->note[0]) snprintf(T->note, sizeof T->note, "%s() kept as one record: a VJP formula reads a traced value", b->name);
     }
+    if (strcmp(b->name, "jvp") == 0 && S->trace->fw_outer == 0) {
+        /* jvp(g, primals, tangents) runs here: g's op calls and their JVP
+         * formulas are records (forward mode flattened). A formula that
+         * reads a traced value, or a tangent that must be made outside the
+         * seam, rolls it back to one record, as for grad(). */
+        ad_trace *T = S->trace;
+        int nnodes = T->nnodes, nvals = T->nvals, nglog = T->nglog, reads = T->soft_reads;
+        bool failed = T->fail[0] != 0;
+        ad_rng rng = S->rng;
+        const ad_builtin *prev = T->through;
+        T->through = b;
+        T->soft++;
+        int rc = ad_vm_call_builtin(S, b, args, nargs, kw, out);
+        T->soft--;
+        T->through = prev;
+        if (!rc) { T->fw_flattened++; return rc; }
+        if (failed || T->soft_reads == reads) return rc;
+        ad_clear_error(S);
+        T->soft_reads = reads;
+        if ((rc = rollback(S, T, nnodes, nvals, nglog))) return rc;
+        S->rng = rng;
+        if (!T->note[0]) snprintf(T->note, sizeof T->note, "jvp() kept as one record: %s", T->soft_why);
+    }
     if (strcmp(b->name, "apply") == 0) {
         /* apply(f, args) is f(args...): the calls f makes are what the program records. */
         ad_trace *T = S->trace;
@@ -691,6 +745,18 @@ int ad_trace_accum_grad(ad_state *S, ad_tensor *leaf, ad_value g, bool create) {
     n.fn = ad_none();
     n.nargs = 3;
     return record(S, &n, (ad_value[]){ad_tensor_value(leaf), g, ad_bool(create)}, NULL);
+}
+
+int ad_trace_outside_seam(ad_state *S, const ad_tensor *src, const char *what) {
+    if (!ad_trace_on(S) || !is_dep_tensor(S->trace, src)) return ADDSL_OK;
+    ad_trace *T = S->trace;
+    if (T->soft && !T->fail[0]) {
+        T->soft_reads++;
+        snprintf(T->soft_why, sizeof T->soft_why, "%s", what);
+        return ad_error(S, "compile(): %s outside the op seam", what);
+    }
+    set_fail(T, what);
+    return ADDSL_OK;
 }
 
 int ad_trace_check_truth(ad_state *S, ad_value v, const char *what) {
@@ -1398,6 +1464,9 @@ int ad_trace_print(ad_state *S, const ad_trace *T, ad_buf *b) {
     if (T->flattened)
         ad_buf_printf(b, "  backward flattened: %d grad()/backward() call%s; %d forward op%s without graph\n", T->flattened,
                       T->flattened == 1 ? "" : "s", T->pruned, T->pruned == 1 ? "" : "s");
+    if (T->fw_flattened)
+        ad_buf_printf(b, "  forward mode flattened: %d jvp() call%s; the tangents are records\n", T->fw_flattened,
+                      T->fw_flattened == 1 ? "" : "s");
     if (T->note[0]) ad_buf_printf(b, "  note: %s\n", T->note);
     for (int i = 0; i < T->nvals; i++) {
         const ad_tval *x = &T->vals[i];

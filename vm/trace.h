@@ -102,9 +102,14 @@ typedef struct ad_trace {
     const void **glog;     /* the same nodes in the order added (a composite's body is undone) */
     int nglog, capglog;
     int soft_reads;        /* data-dependent reads seen while soft */
+    char soft_why[96];     /* the last of them, for the note */
     int soft;              /* > 0: inside a flattened backward or a composite's body, where a
                             * data-dependent read fails the trace instead of raising */
     int flattened;         /* grad()/backward() calls flattened into records */
+    int fw_flattened;      /* jvp() calls flattened: their JVP formulas' op calls are records */
+    int fw_outer;          /* jvp() levels active when the trace began: tangents of those come
+                            * from outside, so forward mode flattens only with none */
+    bool defer_tangents;   /* the op call one level down leaves its tangents to the trace (vm/op.c) */
     int pruned;            /* op records the passes moved to no_grad (their graph is never walked) */
     char note[200];        /* why a grad()/backward() was kept as one record (printed, warned) */
     int ninputs;
@@ -120,6 +125,11 @@ typedef struct ad_trace {
     int plan_split;        /* > 0: the program runs in two parts, records before and from this one,
                             * both without graph (vm/compiled_vjp.c); the plan is cut there */
 } ad_trace;
+
+/* A tensor is about to be made outside the seam from 'src' (a tangent
+ * converted or laid out anew): fails a flattened jvp() back to one record,
+ * or, elsewhere, the trace, when 'src' depends on the inputs. */
+int ad_trace_outside_seam(ad_state *S, const ad_tensor *src, const char *what);
 
 /* Whether the state is tracing and outside any recorded call. */
 static inline bool ad_trace_on(const ad_state *S) { return S->trace && S->trace->depth == 0; }
