@@ -7,6 +7,7 @@
 
 #include "ad_limits.h"
 #include "buf.h"
+#include "compiled_jvp.h"
 #include "compiled_vjp.h"
 #include "device.h"
 #include "op.h"
@@ -23,6 +24,9 @@ typedef struct ad_centry {
     ad_opdef *node_op;     /* calls with grad: one graph node (vm/compiled_vjp.c), held, or NULL */
     bool node_tried;
     char node_why[200];    /* ... why not */
+    ad_cjvp *tan_prog;     /* calls on inputs with jvp() tangents: the tangent program (vm/compiled_jvp.c), or NULL */
+    bool tan_tried;
+    char tan_why[200];     /* ... why not */
     char why[240];         /* ... and why */
     uint64_t hits;
     int retraces;          /* traces after a guard failed */
@@ -154,10 +158,24 @@ static void entry_clear(ad_state *S, ad_centry *e) {
     e->node_op = NULL;
     e->node_tried = false;
     e->node_why[0] = '\0';
+    ad_cjvp_free(S, e->tan_prog);
+    e->tan_prog = NULL;
+    e->tan_tried = false;
+    e->tan_why[0] = '\0';
 }
 
 /* A replay; with grad, one graph node when the program allows it. */
 static int replay(ad_state *S, ad_centry *e, ad_tensor *const *inputs, ad_value *out) {
+    if (ad_cjvp_wanted(S, inputs, e->prog->ninputs)) {
+        if (!e->tan_tried) {
+            e->tan_tried = true;
+            int rc = ad_cjvp_derive(S, e->prog, inputs, &e->tan_prog, e->tan_why, sizeof e->tan_why);
+            if (rc) return rc;
+        }
+        int rc = e->tan_prog ? ad_cjvp_call(S, e->tan_prog, inputs, out) : -1;
+        if (rc >= 0) return rc;
+        return ad_trace_replay(S, e->prog, inputs, out);
+    }
     if (!ad_cvjp_wanted(S, inputs, e->prog->ninputs)) return ad_trace_replay(S, e->prog, inputs, out);
     if (!e->node_tried) {
         e->node_tried = true;
@@ -236,6 +254,9 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
             if (e->node_op) ad_value_decref(S, (ad_value){.t = AD_TOP, .u.op = e->node_op});
             e->node_op = NULL;
             e->node_tried = false;
+            ad_cjvp_free(S, e->tan_prog);
+            e->tan_prog = NULL;
+            e->tan_tried = false;
             if (++e->retraces > AD_COMPILE_CACHE) {
                 /* State that changes at every call (a step count kept as a
                  * number) would trace every call: run eagerly instead. */
@@ -346,6 +367,8 @@ static int graph_text(ad_state *S, const ad_compiled *c, ad_buf *b) {
         if (rc) return rc;
         if (e->node_op && (rc = ad_cvjp_print(S, e->node_op, b))) return rc;
         if (!e->node_op && e->node_tried) ad_buf_printf(b, "  a graph node per op (calls with grad): %s\n", e->node_why);
+        if (e->tan_prog && (rc = ad_cjvp_print(S, e->tan_prog, b))) return rc;
+        if (!e->tan_prog && e->tan_tried) ad_buf_printf(b, "  tangents op by op (calls under jvp): %s\n", e->tan_why);
     }
     return b->failed ? ADDSL_ENOMEM : ADDSL_OK;
 }
