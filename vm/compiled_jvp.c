@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "autograd.h"
 #include "buf.h"
 #include "op.h"
 #include "tensor.h"
@@ -22,6 +23,7 @@ struct ad_cjvp {
     ad_trace *T;              /* inputs: the primals, then the tangents of those in 'has' */
     int ninputs;
     uint64_t has;             /* inputs that carried a tangent at the derivation */
+    uint64_t rg, trg;         /* inputs, and their tangents, that required grad there */
     int ntan;
     int nout;
     bool tconst[AD_OP_MAX_OUTS]; /* tangent k is a constant of the program: copied per call */
@@ -35,13 +37,23 @@ bool ad_cjvp_wanted(const ad_state *S, ad_tensor *const *inputs, int ninputs) {
     if (S->trace || S->fw_level != 1 || !S->fw_top || ninputs > 64) return false;
     bool any = false;
     for (int i = 0; i < ninputs; i++) {
-        if (S->grad_enabled && inputs[i]->requires_grad) return false; /* reverse over forward: per op */
         const ad_tensor *tan = active_tangent(S, inputs[i]);
         if (!tan) continue;
-        if (tan->fw_grad || (S->grad_enabled && tan->requires_grad)) return false;
+        if (tan->fw_grad) return false;
         any = true;
     }
     return any;
+}
+
+/* A header over t's memory in t's graph, without its tangents: the
+ * program's records build the graph of reverse over forward as eager's ops
+ * would, from the caller's tensors. */
+static ad_tensor *graph_alias(ad_state *S, ad_tensor *t) {
+    ad_tensor *a = ad_tensor_alias(S, t);
+    if (!a) return NULL;
+    a->requires_grad = t->requires_grad;
+    if (t->grad_fn && !t->grad_fn_weak) { a->grad_fn = t->grad_fn; t->grad_fn->refcount++; a->output_nr = t->output_nr; }
+    return a;
 }
 
 void ad_cjvp_free(ad_state *S, ad_cjvp *J) {
@@ -110,6 +122,7 @@ static int trace_tangents(ad_state *S, const ad_trace *P, ad_tensor *const *xs, 
     int nd = 0, rc = ADDSL_OK;
     for (; nd < J->ninputs && !rc; nd++) {
         if (!(duals[nd] = ad_tensor_alias(S, xs[nd]))) { rc = S->errcode ? S->errcode : ADDSL_ENOMEM; break; }
+        duals[nd]->requires_grad = xs[nd]->requires_grad;
         if (ts[nd]) rc = ad_tensor_set_tangent(S, duals[nd], lv.id, ts[nd]);
     }
     ad_value y = ad_none();
@@ -143,8 +156,11 @@ int ad_cjvp_derive(ad_state *S, const ad_trace *P, ad_tensor *const *inputs, ad_
     ad_tensor *xs[64] = {0}, *ts[64] = {0};
     int rc = (J->T = ad_trace_new(S)) ? ADDSL_OK : ADDSL_ENOMEM;
     for (int i = 0; i < P->ninputs && !rc; i++) {
+        /* fresh leaves: a grad() in the program walks only the trace's nodes */
         xs[i] = ad_tensor_alias(S, inputs[i]);
         if (!xs[i]) { rc = S->errcode ? S->errcode : ADDSL_ENOMEM; break; }
+        xs[i]->requires_grad = inputs[i]->requires_grad;
+        if (inputs[i]->requires_grad) J->rg |= (uint64_t)1 << i;
         rc = ad_trace_input(S, J->T, xs[i]);
     }
     for (int i = 0; i < P->ninputs && !rc; i++) {
@@ -152,6 +168,8 @@ int ad_cjvp_derive(ad_state *S, const ad_trace *P, ad_tensor *const *inputs, ad_
         if (!tan) continue;
         /* a copy: a tangent sharing its primal's memory would read as the primal */
         if (!(ts[i] = ad_tensor_clone(S, tan))) { rc = S->errcode ? S->errcode : ADDSL_ENOMEM; break; }
+        ts[i]->requires_grad = tan->requires_grad;
+        if (tan->requires_grad) J->trg |= (uint64_t)1 << i;
         J->has |= (uint64_t)1 << i;
         J->ntan++;
         rc = ad_trace_input(S, J->T, ts[i]);
@@ -192,17 +210,18 @@ static bool call_inputs(ad_state *S, const ad_cjvp *J, ad_tensor *const *inputs,
     for (int i = 0; i < J->ninputs; i++) {
         const ad_tensor *tan = active_tangent(S, inputs[i]);
         bool has = (J->has >> i) & 1;
-        if (has != (tan != NULL)) return false;
+        if (has != (tan != NULL) || inputs[i]->requires_grad != (bool)((J->rg >> i) & 1)) return false;
+        if (tan && tan->requires_grad != (bool)((J->trg >> i) & 1)) return false;
         if (tan && (tan->dtype != inputs[i]->dtype || !ad_shape_equal(tan->ndim, tan->shape, inputs[i]->ndim, inputs[i]->shape)))
             return false;
     }
     /* Headers without tangents: the program's ops must not propagate them
      * again, and its plan reads only plain tensors. */
     for (; n < J->ninputs && !*rc; n++)
-        if (!(ins[n] = ad_tensor_alias(S, inputs[n]))) *rc = S->errcode ? S->errcode : ADDSL_ENOMEM;
+        if (!(ins[n] = graph_alias(S, inputs[n]))) *rc = S->errcode ? S->errcode : ADDSL_ENOMEM;
     for (int i = 0; i < J->ninputs && !*rc; i++) {
         if (!((J->has >> i) & 1)) continue;
-        if (!(ins[m] = ad_tensor_alias(S, active_tangent(S, inputs[i])))) *rc = S->errcode ? S->errcode : ADDSL_ENOMEM;
+        if (!(ins[m] = graph_alias(S, active_tangent(S, inputs[i])))) *rc = S->errcode ? S->errcode : ADDSL_ENOMEM;
         else m++;
     }
     if (*rc) {
