@@ -218,7 +218,17 @@ int ad_inplace_apply(ad_state *S, ad_value self, ad_value f, int argc, const ad_
     rc = ad_vm_call_value(S, f, argc + 1, cargs, &rv);
     ad_tensor_decref(S, orig);
     if (rc) return rc;
-    if ((rc = check_result(S, t, rv, name))) { ad_value_decref(S, rv); return rc; }
+    rc = ad_inplace_commit(S, self, rv, name, out);
+    ad_value_decref(S, rv);
+    return rc;
+}
+
+int ad_inplace_commit(ad_state *S, ad_value self, ad_value rv, const char *name, ad_value *out) {
+    if (self.t != AD_TTENSOR)
+        return ad_error(S, "%s(): argument 'self' must be a tensor, not %s", name, ad_type_name(self));
+    ad_tensor *t = self.u.tensor;
+    int rc = check_result(S, t, rv, name);
+    if (rc) return rc;
     ad_tensor *r = rv.u.tensor;
     ad_node *n = S->grad_enabled && r->grad_fn && !r->grad_fn_weak ? r->grad_fn : NULL;
     if (n) rc = protect_saved(S, n, t);
@@ -230,12 +240,13 @@ int ad_inplace_apply(ad_state *S, ad_value self, ad_value f, int argc, const ad_
         else if (S->grad_enabled && t->grad_fn) set_grad_fn(S, t, NULL, 0); /* the new value has no graph */
     }
     if (!rc) rc = take_tangents(S, t, r);
-    ad_value_decref(S, rv);
     if (rc) return rc;
     ad_tensor_incref(t);
     *out = self;
     return ADDSL_OK;
 }
+
+int ad_inplace_check(ad_state *S, const ad_tensor *t) { return check_writable(S, t); }
 
 static bool differentiable(ad_state *S, const ad_tensor *t) {
     return (S->grad_enabled && t->requires_grad) || (S->fw_level > 0 && t->fw_grad);
@@ -281,6 +292,14 @@ static int bi_inplace(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (!ad_is_seq(argv[2])) return ad_error(S, "_inplace(): argument 'args' must be a list");
     const char *name = argv[3].t == AD_TSTR ? argv[3].u.s->data : "in-place op";
     return ad_inplace_apply(S, argv[0], argv[1], (int)argv[2].u.l->len, argv[2].u.l->items, name, out);
+}
+
+/* _inplace_write(self, r, name): the write of an in-place method whose
+ * out-of-place op compile() recorded on its own (vm/trace.c). */
+static int bi_inplace_write(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    const char *name = argv[2].t == AD_TSTR ? argv[2].u.s->data : "in-place op";
+    return ad_inplace_commit(S, argv[0], argv[1], name, out);
 }
 
 static int size_arg(ad_state *S, ad_value v, const char *what, int *n, int64_t *out) {
@@ -382,6 +401,7 @@ static int bi_index_put(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 const ad_builtin_def ad_inplace_defs[] = {
     {"_inplace", bi_inplace, "self, f, args, name=none"},
+    {"_inplace_write", bi_inplace_write, "self, r, name=none"},
     {"as_strided", bi_as_strided, "self, size, stride, storage_offset=0"},
     {"as_strided_scatter", bi_as_strided_scatter, "self, src, size, stride, storage_offset=0"},
     {"index_put", bi_index_put, "self, idx, value"},

@@ -13,6 +13,11 @@
  * grad mode is on, an overlapping self, a result that self cannot hold. */
 int ad_inplace_apply(ad_state *S, ad_value self, ad_value f, int argc, const ad_value *argv, const char *name,
                      ad_value *out);
+/* The second half of ad_inplace_apply: r (the out-of-place op's result,
+ * borrowed) written into self, the graph and tangents moved onto it. */
+int ad_inplace_commit(ad_state *S, ad_value self, ad_value r, const char *name, ad_value *out);
+/* The checks ad_inplace_apply makes on self before calling its op. */
+int ad_inplace_check(ad_state *S, const ad_tensor *t);
 /* Whether writing v into t must be recorded (grad mode on and t, its base or v requires grad). */
 bool ad_inplace_needs_graph(ad_state *S, const ad_tensor *t, ad_value v);
 /* t[idx...] = v: a raw write when no graph is involved, else index_put in place. */

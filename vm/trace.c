@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "device.h"
 #include "dict.h"
+#include "inplace.h"
 #include "op.h"
 #include "plan.h"
 #include "tensor.h"
@@ -653,6 +654,115 @@ static bool flattenable(ad_state *S, ad_trace *T, ad_builtin *b, const ad_value 
     return false;
 }
 
+/* _inplace(self, f, args, name) of a method such as mul_ on a tensor of the
+ * trace that is no view, with a graph to record and no jvp() level: its op
+ * call is a record of its own and the write another, so the graph node the
+ * write moves self onto is one the trace made, and a backward through it
+ * flattens. Views (their base is rebased in C) and tangents stay one record. */
+static bool write_here(ad_state *S, ad_value self, ad_value f, ad_value fargs) {
+    if (self.t != AD_TTENSOR || !ad_is_seq(fargs) || S->fw_level > 0) return false;
+    if (f.t != AD_TOP || !f.u.op->has_formulas || fargs.u.l->len + 1 > AD_OP_MAX_PARAMS) return false;
+    const ad_tensor *t = self.u.tensor;
+    return !t->base && map_find(S->trace, t) >= 0 && ad_inplace_needs_graph(S, t, fargs);
+}
+
+static bool inplace_here(ad_state *S, const ad_value *args, int nargs, const ad_list *kw) {
+    return !kw && nargs >= 3 && write_here(S, args[0], args[1], args[2]);
+}
+
+static int global_fn(ad_state *S, const char *name, ad_value *out) {
+    int slot = ad_global_slot(S, name, false);
+    if (slot < 0 || !S->globals->defined[slot]) return ad_error(S, "compile(): the builtin %s is not defined", name);
+    *out = S->globals->values[slot];
+    return ADDSL_OK;
+}
+
+/* The node n that made r saved tensors over t's memory: those a formula
+ * reads get a copy of t's value before the write, made by a recorded
+ * clone() (the replay copies it too, before the write, and a flattened
+ * backward reads that copy), in t's place in the graph. The rest keep
+ * plain aliases, as ad_inplace_commit would give them. */
+static int protect_saved(ad_state *S, ad_tensor *r, const ad_tensor *t) {
+    ad_node *n = S->grad_enabled && r->grad_fn && !r->grad_fn_weak ? r->grad_fn : NULL;
+    if (!n) return ADDSL_OK;
+    ad_value clone;
+    int rc = global_fn(S, "clone", &clone);
+    for (int i = 0; i < n->nargs && !rc; i++) {
+        if (ad_node_args(n)[i].t != AD_TTENSOR) continue;
+        ad_tensor *a = ad_node_args(n)[i].u.tensor;
+        bool read = false;
+        for (int e = 0; e < n->op->nvjp; e++) read |= (n->op->vjp[e].reads >> i) & 1u;
+        if (a->storage != t->storage || !read) continue;
+        ad_value cv = ad_none();
+        bool grad = S->grad_enabled;
+        S->grad_enabled = false;
+        rc = ad_vm_call_value(S, clone, 1, &ad_node_args(n)[i], &cv);
+        S->grad_enabled = grad;
+        if (!rc && cv.t != AD_TTENSOR) rc = ad_error(S, "compile(): clone() returned %s", ad_type_name(cv));
+        ad_tensor *c = rc ? NULL : ad_tensor_alias(S, cv.u.tensor);
+        ad_value_decref(S, cv);
+        if (!rc && !c) rc = S->errcode ? S->errcode : ADDSL_ENOMEM;
+        if (rc) break;
+        c->requires_grad = a->requires_grad;
+        if (a->grad_fn && !a->grad_fn_weak) { c->grad_fn = a->grad_fn; a->grad_fn->refcount++; c->output_nr = a->output_nr; }
+        ad_tensor_decref(S, a);
+        ad_node_args(n)[i] = ad_tensor_value(c);
+        ad_node_versions(n)[i] = c->storage->version;
+    }
+    return rc;
+}
+
+/* self = f(self, fargs...) as two records: the op call, then _inplace_write. */
+static int trace_write(ad_state *S, ad_value self, ad_value f, const ad_list *l, ad_value name, ad_value *out) {
+    ad_tensor *t = self.u.tensor;
+    int rc = ad_inplace_check(S, t);
+    if (rc) return rc;
+    ad_value cargs[AD_OP_MAX_PARAMS], rv = ad_none(), write, res = ad_none();
+    cargs[0] = self;
+    for (int64_t i = 0; i < l->len; i++) cargs[i + 1] = l->items[i];
+    if ((rc = global_fn(S, "_inplace_write", &write))) return rc;
+    if ((rc = ad_vm_call_value(S, f, (int)l->len + 1, cargs, &rv))) return rc;
+    if (rv.t == AD_TTENSOR && rv.u.tensor->storage != t->storage) rc = protect_saved(S, rv.u.tensor, t);
+    ad_value wargs[3] = {self, rv, name};
+    if (!rc) rc = ad_vm_call_value(S, write, 3, wargs, &res);
+    ad_value_decref(S, rv);
+    if (out) *out = res; else ad_value_decref(S, res);
+    return rc;
+}
+
+static int trace_inplace(ad_state *S, const ad_value *args, int nargs, ad_value *out) {
+    return trace_write(S, args[0], args[1], args[2].u.l, nargs > 3 ? args[3] : ad_none(), out);
+}
+
+/* t[idx...] = v with a graph to record: index_put(t, [idx...], v) and the write. */
+static int trace_setindex(ad_state *S, const ad_value *args, int nargs, bool *done) {
+    *done = false;
+    ad_value f;
+    if (nargs < 2 || args[0].t != AD_TTENSOR || global_fn(S, "index_put", &f)) { ad_clear_error(S); return ADDSL_OK; }
+    ad_list *idx = ad_list_new(S, AD_TLIST, nargs - 2), *fa = ad_list_new(S, AD_TLIST, 2);
+    int rc = idx && fa ? ADDSL_OK : S->errcode ? S->errcode : ADDSL_ENOMEM;
+    if (!rc) {
+        for (int i = 0; i < nargs - 2; i++) { idx->items[i] = args[i + 1]; ad_value_incref(args[i + 1]); }
+        fa->items[0] = ad_list_value(idx, AD_TLIST);
+        idx = NULL;
+        fa->items[1] = args[nargs - 1];
+        ad_value_incref(args[nargs - 1]);
+        ad_value fv = ad_list_value(fa, AD_TLIST);
+        if (write_here(S, args[0], f, ad_list_value(fa, AD_TLIST))) {
+            *done = true;
+            ad_value nm = ad_none();
+            rc = ad_string_value(S, "setitem", 7, &nm);
+            if (!rc) rc = trace_write(S, args[0], f, fa, nm, NULL);
+            ad_value_decref(S, nm);
+        }
+        ad_value_decref(S, fv);
+        fa = NULL;
+    }
+    if (idx) ad_value_decref(S, ad_list_value(idx, AD_TLIST));
+    if (fa) ad_value_decref(S, ad_list_value(fa, AD_TLIST));
+    return rc;
+}
+
 int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     if (flattenable(S, S->trace, b, args, nargs, kw)) {
         ad_trace *T = S->trace;
@@ -698,6 +808,7 @@ int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs
         S->rng = rng;
         if (!T->note[0]) snprintf(T->note, sizeof T->note, "jvp() kept as one record: %s", T->soft_why);
     }
+    if (strcmp(b->name, "_inplace") == 0 && inplace_here(S, args, nargs, kw)) return trace_inplace(S, args, nargs, out);
     if (strcmp(b->name, "apply") == 0) {
         /* apply(f, args) is f(args...): the calls f makes are what the program records. */
         ad_trace *T = S->trace;
@@ -727,6 +838,11 @@ int ad_trace_vm(ad_state *S, ad_tnode_kind kind, int attr, const ad_value *args,
     n.nargs = nargs;
     ad_trace *T = S->trace;
     if (kind == AD_TN_GETATTR && attr == AD_ATTR_GRAD && args[0].t == AD_TTENSOR) guard_grad(S, T, args[0].u.tensor);
+    if (kind == AD_TN_SETINDEX) {
+        bool done = false;
+        int rc = trace_setindex(S, args, nargs, &done);
+        if (rc || done) return rc;
+    }
     return record(S, &n, args, out);
 }
 
@@ -1164,8 +1280,10 @@ static int prune_graph(ad_state *S, ad_trace *T) {
         ad_tnode *n = &T->nodes[i];
         if (n->dead || n->folded) continue;
         bool plain = n->kind == AD_TN_OP && !n->effect;
-        if (n->kind == AD_TN_BUILTIN && !n->effect) {
-            /* a pure builtin (clone, to, detach): its result links back only if it carries a graph */
+        bool write = n->kind == AD_TN_BUILTIN && strcmp(n->fn.u.bi->name, "_inplace_write") == 0;
+        if (n->kind == AD_TN_BUILTIN && (!n->effect || write)) {
+            /* a pure builtin (clone, to, detach), or the write of an in-place
+             * op: its result links back only if it carries a graph */
             if (targ_needs_graph(T, &n->out, need))
                 for (int k = 0; k < n->nargs; k++) targ_mark(&n->args[k], need);
             continue;
