@@ -19,6 +19,7 @@
 #include "device.h"
 #include "dict.h"
 #include "inplace.h"
+#include "library.h"
 #include "op.h"
 #include "plan.h"
 #include "tensor.h"
@@ -672,7 +673,11 @@ static bool inplace_here(ad_state *S, const ad_value *args, int nargs, const ad_
 
 static int global_fn(ad_state *S, const char *name, ad_value *out) {
     int slot = ad_global_slot(S, name, false);
-    if (slot < 0 || !S->globals->defined[slot]) return ad_error(S, "compile(): the builtin %s is not defined", name);
+    if (slot >= 0) {
+        int rc = ad_library_resolve(S, slot); /* loads its library file, untraced */
+        if (rc) return rc;
+    }
+    if (slot < 0 || !S->globals->defined[slot]) return ad_error(S, "compile(): the function %s is not defined", name);
     *out = S->globals->values[slot];
     return ADDSL_OK;
 }
