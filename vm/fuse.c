@@ -8,13 +8,16 @@
 
 #include "../builtins/kernels_elementwise.h"
 
-#define UN(n) {#n, 1, 1, ad_k_##n##_f32, ad_k_##n##_f64, NULL, NULL},
-#define BIN(n, np) {#n, 2, np, NULL, NULL, ad_k_##n##_f32, ad_k_##n##_f64},
+#define UN(n) {#n, 1, 1, ad_k_##n##_f32, ad_k_##n##_f64, NULL, NULL, AD_FU_UNARY, NULL, NULL},
+#define BIN(n, np) {#n, 2, np, NULL, NULL, ad_k_##n##_f32, ad_k_##n##_f64, AD_FU_BINARY, NULL, NULL},
+#define CMP(n) {#n, 2, 2, NULL, NULL, NULL, NULL, AD_FU_COMPARE, ad_k_##n##_f32, ad_k_##n##_f64},
 
 static const ad_fuop ops[] = {
     BIN(add, 3) BIN(sub, 3) BIN(mul, 2) BIN(div, 3) BIN(pow, 2) BIN(maximum, 2) BIN(minimum, 2)
     UN(neg) UN(abs) UN(square) UN(relu) UN(exp) UN(expm1) UN(log) UN(log1p) UN(log2) UN(sqrt)
     UN(rsqrt) UN(reciprocal) UN(sin) UN(cos) UN(tan) UN(tanh) UN(sigmoid) UN(silu)
+    CMP(eq) CMP(ne) CMP(lt) CMP(le) CMP(gt) CMP(ge)
+    {"where", 3, 3, NULL, NULL, NULL, NULL, AD_FU_WHERE, NULL, NULL},
 };
 
 #define NOPS ((int)(sizeof ops / sizeof ops[0]))
@@ -30,19 +33,24 @@ const ad_fuop *ad_fuse_op(int i) { return &ops[i]; }
 enum { LD_NUM, LD_SCALAR, LD_CONTIG, LD_GATHER };
 
 /* Copies run elements from src, 'stride' elements apart (0: one element
- * repeated), to out; es is 4 or 8 bytes. */
+ * repeated), to out; es is 1 (bool), 4 or 8 bytes. */
 static void copy_run(char *out, const char *src, int64_t stride, int64_t run, size_t es) {
     if (stride == 1) { memcpy(out, src, (size_t)run * es); return; }
+    if (es == 1) { /* bools */
+        if (stride == 0) memset(out, src[0], (size_t)run);
+        else for (int64_t k = 0; k < run; k++) out[k] = src[k * stride];
+        return;
+    }
     /* element-aligned: tensor data and the block scratch */
     if (es == 8) {
         const double *x = (const double *)(const void *)src;
         double *o = (double *)(void *)out;
-        if (stride == 0) { double c = x[0]; for (int64_t k = 0; k < run; k++) o[k] = c; }
+        if (stride == 0) { double c = x[0]; _Pragma("omp simd") for (int64_t k = 0; k < run; k++) o[k] = c; }
         else for (int64_t k = 0; k < run; k++) o[k] = x[k * stride];
     } else {
         const float *x = (const float *)(const void *)src;
         float *o = (float *)(void *)out;
-        if (stride == 0) { float c = x[0]; for (int64_t k = 0; k < run; k++) o[k] = c; }
+        if (stride == 0) { float c = x[0]; _Pragma("omp simd") for (int64_t k = 0; k < run; k++) o[k] = c; }
         else for (int64_t k = 0; k < run; k++) o[k] = x[k * stride];
     }
 }
@@ -142,22 +150,64 @@ static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt)
     return s;
 }
 
+/* where over one block, a loop per operand layout: the shipped kernel
+ * indexes every operand by its stride, which does not vectorise, and a
+ * where with a number (the VJP of relu: where(x <= 0, 0, g)) reads one.
+ * The condition is read as bytes and both sides loaded unconditionally, so
+ * that the loops vectorise as selects (a bool operand or a conditional
+ * load keeps GCC from it). */
+#define AD_FUSE_WHERE(T, sfx)                                                                                 \
+    static void where_##sfx(T *out, const bool *cb, int64_t sc, const T *a, int64_t sa, const T *b, int64_t sb, \
+                            int64_t n) {                                                                        \
+        const unsigned char *c = (const unsigned char *)cb;                                                    \
+        if (!sc) {                                                                                             \
+            const T *p = c[0] ? a : b;                                                                         \
+            if (c[0] ? sa : sb) memmove(out, p, (size_t)n * sizeof(T));                                         \
+            else for (int64_t i = 0; i < n; i++) out[i] = p[0];                                                \
+        } else if (sa && sb) {                                                                                 \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { T x = a[i], y = b[i]; out[i] = c[i] ? x : y; } \
+        } else if (sb) {                                                                                       \
+            const T x = a[0];                                                                                  \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { T y = b[i]; out[i] = c[i] ? x : y; }         \
+        } else if (sa) {                                                                                       \
+            const T y = b[0];                                                                                  \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { T x = a[i]; out[i] = c[i] ? x : y; }         \
+        } else {                                                                                               \
+            const T x = a[0], y = b[0];                                                                        \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = c[i] ? x : y;                         \
+        }                                                                                                      \
+    }
+AD_FUSE_WHERE(float, f32)
+AD_FUSE_WHERE(double, f64)
+
 /* The group's instructions over one block, stores right after the
  * instruction that makes their value. One copy per dtype: the loop runs per
  * record of a long chain, so it stays free of per-instruction dtype tests. */
-#define AD_FUSE_BLOCK(T, UN, BIN)                                                                        \
+#define AD_FUSE_BLOCK(T, UN, BIN, CMP, sfx)                                                              \
     for (int k = 0; k < g->ninstrs; k++) {                                                             \
         const ad_plinstr *in = &g->instrs[k];                                                          \
         const ad_fuop *op = &ops[in->fn];                                                              \
-        /* a value stored right after: computed straight into its destination */                     \
-        bool direct = st < g->nstores && g->stores[st].after == k && !g->stores[st].one;                \
+        /* a value stored right after: computed straight into its destination (bools go through     \
+         * their register, a byte per element) */                                                    \
+        bool direct = st < g->nstores && g->stores[st].after == k && !g->stores[st].one &&            \
+                      !g->stores[st].b8;                                                               \
         T *d = direct ? (T *)dst[st] + lo : (T *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK * sizeof(T)); \
-        int64_t sa = rstride[in->a], s = sa;                                                           \
-        if (in->nin == 1) op->UN(d, (const T *)regp[in->a], sa ? len : 1);                             \
-        else {                                                                                         \
-            int64_t sb = rstride[in->b];                                                               \
-            s |= sb;                                                                                   \
+        int64_t sa = rstride[in->a], s = sa, sb, sc;                                                   \
+        switch (op->kind) {                                                                            \
+        case AD_FU_UNARY: op->UN(d, (const T *)regp[in->a], sa ? len : 1); break;                      \
+        case AD_FU_BINARY:                                                                             \
+            s |= sb = rstride[in->b];                                                                  \
             op->BIN(d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1);           \
+            break;                                                                                     \
+        case AD_FU_COMPARE:                                                                            \
+            s |= sb = rstride[in->b];                                                                  \
+            op->CMP((bool *)(void *)d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1); \
+            break;                                                                                     \
+        case AD_FU_WHERE:                                                                              \
+            s |= (sb = rstride[in->b]) | (sc = rstride[in->c]);                                        \
+            where_##sfx(d, (const bool *)regp[in->a], sa, (const T *)regp[in->b], sb, (const T *)regp[in->c], sc, \
+                        s ? len : 1);                                                                  \
+            break;                                                                                     \
         }                                                                                              \
         regp[in->dst] = (const char *)d;                                                               \
         rstride[in->dst] = s;                                                                          \
@@ -171,6 +221,7 @@ static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt)
 
 static void store(const ad_plgroup *g, int st, char *to, int64_t lo, int64_t len, size_t es) {
     const ad_plstore *o = &g->stores[st];
+    if (o->b8) es = 1;
     if (o->one) { if (!lo) memcpy(to, g->regp[o->reg], es); return; }
     to += (size_t)lo * es;
     if (g->rstride[o->reg]) memcpy(to, g->regp[o->reg], (size_t)len * es);
@@ -181,14 +232,14 @@ static void run_block64(ad_plgroup *g, char *scratch, char *const *dst, int64_t 
     const char **regp = g->regp;
     int64_t *rstride = g->rstride;
     int st = 0;
-    AD_FUSE_BLOCK(double, u64, b64)
+    AD_FUSE_BLOCK(double, u64, b64, c64, f64)
 }
 
 static void run_block32(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
     const char **regp = g->regp;
     int64_t *rstride = g->rstride;
     int st = 0;
-    AD_FUSE_BLOCK(float, u32, b32)
+    AD_FUSE_BLOCK(float, u32, b32, c32, f32)
 }
 
 void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst, char *red,
@@ -214,10 +265,11 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
     for (int64_t lo = 0; lo < g->numel; lo += AD_PLAN_BLOCK) {
         int64_t len = g->numel - lo < AD_PLAN_BLOCK ? g->numel - lo : AD_PLAN_BLOCK;
         for (int i = 0; i < g->nloads; i++) {
-            if (mode[i] == LD_CONTIG) g->regp[i] = views[i].data + (size_t)lo * es;
+            size_t les = g->loads[i].b8 ? 1 : es;
+            if (mode[i] == LD_CONTIG) g->regp[i] = views[i].data + (size_t)lo * les;
             else if (mode[i] == LD_GATHER) {
                 char *s = scratch + (size_t)i * AD_PLAN_BLOCK * es;
-                gather(&views[i], est[i], cnd[i], csp[i], lo, len, es, s);
+                gather(&views[i], est[i], cnd[i], csp[i], lo, len, les, s);
                 g->regp[i] = s;
             }
         }

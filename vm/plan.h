@@ -54,13 +54,15 @@ typedef struct ad_plload {
     int val;               /* value id, or -1 for the number 'c' (converted to the group's dtype) */
     double c;
     float cf;
+    bool b8;               /* a bool tensor (a where's condition): one byte per element */
 } ad_plload;
 
-/* One element-wise record inside a group: dst = fn(a [, b]). */
+/* One element-wise record inside a group: dst = fn(a [, b [, c]]). A
+ * comparison's dst, and a where's a, hold bools (a byte per element). */
 typedef struct ad_plinstr {
     int16_t fn;            /* index in the element-wise table (plan.c) */
     int16_t nin;
-    int dst, a, b;         /* registers */
+    int dst, a, b, c;      /* registers */
     int node;              /* the record */
 } ad_plinstr;
 
@@ -71,6 +73,7 @@ typedef struct ad_plstore {
     int val;
     int after;
     bool one;              /* a one-element value in a larger space: written once */
+    bool b8;               /* a bool value (a comparison's): one byte per element */
 } ad_plstore;
 
 typedef enum { AD_PLRED_NONE, AD_PLRED_SUM, AD_PLRED_MEAN } ad_plred;
