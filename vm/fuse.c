@@ -55,6 +55,24 @@ static void copy_run(char *out, const char *src, int64_t stride, int64_t run, si
     }
 }
 
+/* A short contiguous operand repeated along the outer dimensions (the
+ * trajectory's [7] joint limits read as [64,32,7]): the block is the
+ * pattern from phase 'ph', written once and then doubled, instead of a copy
+ * per 7 elements. */
+static void gather_periodic(const char *src, int64_t P, int64_t ph, int64_t len, size_t es, char *out) {
+    int64_t k = P - ph < len ? P - ph : len;
+    memcpy(out, src + (size_t)ph * es, (size_t)k * es);
+    if (k < len) {
+        int64_t n = ph < len - k ? ph : len - k;
+        memcpy(out + (size_t)k * es, src, (size_t)n * es);
+        k += n;
+    }
+    for (; k < len; k *= 2) {
+        int64_t n = k < len - k ? k : len - k;
+        memcpy(out + (size_t)k * es, out, (size_t)n * es);
+    }
+}
+
 /* Copies elements [lo, lo + len) of v, broadcast to the space, into 'out'
  * (est: v's strides per space dim, 0 where broadcast), a run along the
  * innermost dimension at a time: a broadcast operand (the trajectory's
@@ -64,6 +82,10 @@ static void gather(const ad_fuview *v, const int64_t *est, int nd, const int64_t
                    size_t es, char *out) {
     if (nd == 0) {
         for (int64_t i = 0; i < len; i++) memcpy(out + (size_t)i * es, v->data, es);
+        return;
+    }
+    if (nd == 2 && est[0] == 0 && est[1] == 1 && space[1] < len) {
+        gather_periodic(v->data, space[1], lo % space[1], len, es, out);
         return;
     }
     int64_t idx[AD_MAX_DIMS], off = 0, rest = lo;
@@ -249,7 +271,7 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
     int64_t est[AD_PLAN_MAX_LOADS][AD_MAX_DIMS], csp[AD_PLAN_MAX_LOADS][AD_MAX_DIMS];
     int cnd[AD_PLAN_MAX_LOADS];
     for (int i = 0; i < g->nloads; i++) {
-        const ad_plload *l = &g->loads[i];
+        ad_plload *l = &g->loads[i];
         if (l->val < 0) {
             mode[i] = LD_NUM;
             g->regp[i] = g->dtype == AD_FLOAT64 ? (const char *)&l->c : (const char *)&l->cf;
@@ -260,6 +282,12 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
         if (mode[i] == LD_GATHER) cnd[i] = collapse(g->ndim, space, est[i], csp[i]);
         if (mode[i] == LD_SCALAR) { g->regp[i] = views[i].data; g->rstride[i] = 0; }
         else g->rstride[i] = 1;
+        if (mode[i] == LD_SCALAR && l->conv) {
+            /* the other float dtype: converted first, as eager converts every operand to the result's */
+            double x;
+            if (l->conv == AD_PLCONV_F64) { memcpy(&x, views[i].data, 8); l->cf = (float)x; g->regp[i] = (const char *)&l->cf; }
+            else { float f; memcpy(&f, views[i].data, 4); l->c = f; g->regp[i] = (const char *)&l->c; }
+        }
     }
     double acc = 0;
     for (int64_t lo = 0; lo < g->numel; lo += AD_PLAN_BLOCK) {

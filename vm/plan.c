@@ -101,9 +101,13 @@ static int classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
             continue;
         }
         const ad_tensor *t = val_tensor(T, a->ref);
-        if (!t || t->dtype != o->dtype || ad_tensor_device(t) != 0) return CL_SEAM;
+        if (!t || ad_tensor_device(t) != 0) return CL_SEAM;
+        /* one element of the other float dtype (Adam's float64 bias corrections on float32
+         * moments): eager converts it to the output's dtype first; so does the load */
+        if (t->dtype != o->dtype && (is_red(cl) || t->numel != 1 || (t->dtype != AD_FLOAT32 && t->dtype != AD_FLOAT64)))
+            return CL_SEAM;
         if (n->grad_enabled && t->requires_grad && !nograd) return CL_SEAM;
-        tensors++;
+        if (t->dtype == o->dtype) tensors++;
     }
     return tensors ? cl : CL_SEAM;
 }
@@ -414,7 +418,9 @@ static int new_reg(ad_state *S, ad_plgroup *g, gbuild *r) {
 static int load_reg(builder *B, ad_plgroup *g, int u, const ad_targ *a, ad_dtype dt) {
     if (u >= 0) {
         if (B->reg[u] >= 0) return B->reg[u];
-        g->loads[g->nloads] = (ad_plload){.val = u, .b8 = B->P->vals[u].dtype == AD_BOOL};
+        ad_dtype vt = B->P->vals[u].dtype;
+        uint8_t conv = vt == dt || vt == AD_BOOL ? AD_PLCONV_NONE : vt == AD_FLOAT64 ? AD_PLCONV_F64 : AD_PLCONV_F32;
+        g->loads[g->nloads] = (ad_plload){.val = u, .b8 = vt == AD_BOOL, .conv = conv};
         return B->reg[u] = g->nloads++;
     }
     double c = num_of(a->c);

@@ -55,7 +55,10 @@ typedef struct ad_plload {
     double c;
     float cf;
     bool b8;               /* a bool tensor (a where's condition): one byte per element */
+    uint8_t conv;          /* a one-element tensor of the other float dtype, converted per run (AD_PLCONV_*) */
 } ad_plload;
+
+enum { AD_PLCONV_NONE, AD_PLCONV_F64, AD_PLCONV_F32 }; /* the load's own dtype: float64 in a float32 group, or the reverse */
 
 /* One element-wise record inside a group: dst = fn(a [, b [, c]]). A
  * comparison's dst, and a where's a, hold bools (a byte per element). */
