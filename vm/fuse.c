@@ -7,14 +7,18 @@
 #include <string.h>
 
 #include "../builtins/kernels_elementwise.h"
+#include "fuse_simd.h"
 
 #define UN(n) {#n, 1, 1, ad_k_##n##_f32, ad_k_##n##_f64, NULL, NULL, AD_FU_UNARY, NULL, NULL},
 #define BIN(n, np) {#n, 2, np, NULL, NULL, ad_k_##n##_f32, ad_k_##n##_f64, AD_FU_BINARY, NULL, NULL},
-#define CMP(n) {#n, 2, 2, NULL, NULL, NULL, NULL, AD_FU_COMPARE, ad_k_##n##_f32, ad_k_##n##_f64},
+#define CMP(n) {#n, 2, 2, NULL, NULL, NULL, NULL, AD_FU_COMPARE, ad_fu_##n##_f32, ad_fu_##n##_f64},
+/* the hottest ones from vm/fuse_simd.c (an AVX2 clone of the same formula) */
+#define BIN2(n, np) {#n, 2, np, NULL, NULL, ad_fu_##n##_f32, ad_fu_##n##_f64, AD_FU_BINARY, NULL, NULL},
+#define UN2(n) {#n, 1, 1, ad_fu_##n##_f32, ad_fu_##n##_f64, NULL, NULL, AD_FU_UNARY, NULL, NULL},
 
 static const ad_fuop ops[] = {
-    BIN(add, 3) BIN(sub, 3) BIN(mul, 2) BIN(div, 3) BIN(pow, 2) BIN(maximum, 2) BIN(minimum, 2)
-    UN(neg) UN(abs) UN(square) UN(relu) UN(exp) UN(expm1) UN(log) UN(log1p) UN(log2) UN(sqrt)
+    BIN2(add, 3) BIN2(sub, 3) BIN2(mul, 2) BIN2(div, 3) BIN(pow, 2) BIN(maximum, 2) BIN(minimum, 2)
+    UN(neg) UN(abs) UN(square) UN2(relu) UN(exp) UN(expm1) UN(log) UN(log1p) UN(log2) UN(sqrt)
     UN(rsqrt) UN(reciprocal) UN(sin) UN(cos) UN(tan) UN(tanh) UN(sigmoid) UN(silu)
     CMP(eq) CMP(ne) CMP(lt) CMP(le) CMP(gt) CMP(ge)
     {"where", 3, 3, NULL, NULL, NULL, NULL, AD_FU_WHERE, NULL, NULL},
@@ -172,35 +176,6 @@ static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt)
     return s;
 }
 
-/* where over one block, a loop per operand layout: the shipped kernel
- * indexes every operand by its stride, which does not vectorise, and a
- * where with a number (the VJP of relu: where(x <= 0, 0, g)) reads one.
- * The condition is read as bytes and both sides loaded unconditionally, so
- * that the loops vectorise as selects (a bool operand or a conditional
- * load keeps GCC from it). */
-#define AD_FUSE_WHERE(T, sfx)                                                                                 \
-    static void where_##sfx(T *out, const bool *cb, int64_t sc, const T *a, int64_t sa, const T *b, int64_t sb, \
-                            int64_t n) {                                                                        \
-        const unsigned char *c = (const unsigned char *)cb;                                                    \
-        if (!sc) {                                                                                             \
-            const T *p = c[0] ? a : b;                                                                         \
-            if (c[0] ? sa : sb) memmove(out, p, (size_t)n * sizeof(T));                                         \
-            else for (int64_t i = 0; i < n; i++) out[i] = p[0];                                                \
-        } else if (sa && sb) {                                                                                 \
-            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { T x = a[i], y = b[i]; out[i] = c[i] ? x : y; } \
-        } else if (sb) {                                                                                       \
-            const T x = a[0];                                                                                  \
-            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { T y = b[i]; out[i] = c[i] ? x : y; }         \
-        } else if (sa) {                                                                                       \
-            const T y = b[0];                                                                                  \
-            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { T x = a[i]; out[i] = c[i] ? x : y; }         \
-        } else {                                                                                               \
-            const T x = a[0], y = b[0];                                                                        \
-            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = c[i] ? x : y;                         \
-        }                                                                                                      \
-    }
-AD_FUSE_WHERE(float, f32)
-AD_FUSE_WHERE(double, f64)
 
 /* The group's instructions over one block, stores right after the
  * instruction that makes their value. One copy per dtype: the loop runs per
@@ -213,7 +188,7 @@ AD_FUSE_WHERE(double, f64)
          * their register, a byte per element) */                                                    \
         bool direct = st < g->nstores && g->stores[st].after == k && !g->stores[st].one &&            \
                       !g->stores[st].b8;                                                               \
-        T *d = direct ? (T *)dst[st] + lo : (T *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK * sizeof(T)); \
+        T *d = direct ? (T *)dst[st] + lo : (T *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK_BYTES); \
         int64_t sa = rstride[in->a], s = sa, sb, sc;                                                   \
         switch (op->kind) {                                                                            \
         case AD_FU_UNARY: op->UN(d, (const T *)regp[in->a], sa ? len : 1); break;                      \
@@ -227,7 +202,7 @@ AD_FUSE_WHERE(double, f64)
             break;                                                                                     \
         case AD_FU_WHERE:                                                                              \
             s |= (sb = rstride[in->b]) | (sc = rstride[in->c]);                                        \
-            where_##sfx(d, (const bool *)regp[in->a], sa, (const T *)regp[in->b], sb, (const T *)regp[in->c], sc, \
+            ad_fu_where_##sfx(d, (const bool *)regp[in->a], sa, (const T *)regp[in->b], sb, (const T *)regp[in->c], sc, \
                         s ? len : 1);                                                                  \
             break;                                                                                     \
         }                                                                                              \
@@ -290,13 +265,14 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
         }
     }
     double acc = 0;
-    for (int64_t lo = 0; lo < g->numel; lo += AD_PLAN_BLOCK) {
-        int64_t len = g->numel - lo < AD_PLAN_BLOCK ? g->numel - lo : AD_PLAN_BLOCK;
+    const int64_t block = ad_plan_block(g->dtype);
+    for (int64_t lo = 0; lo < g->numel; lo += block) {
+        int64_t len = g->numel - lo < block ? g->numel - lo : block;
         for (int i = 0; i < g->nloads; i++) {
             size_t les = g->loads[i].b8 ? 1 : es;
             if (mode[i] == LD_CONTIG) g->regp[i] = views[i].data + (size_t)lo * les;
             else if (mode[i] == LD_GATHER) {
-                char *s = scratch + (size_t)i * AD_PLAN_BLOCK * es;
+                char *s = scratch + (size_t)i * AD_PLAN_BLOCK_BYTES;
                 gather(&views[i], est[i], cnd[i], csp[i], lo, len, les, s);
                 g->regp[i] = s;
             }

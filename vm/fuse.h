@@ -53,7 +53,7 @@ typedef struct ad_fuview {
 /* Runs group 'g' over its iteration space. views[i]: the operand of load i
  * (ignored for number loads); dst[i]: where store i writes (contiguous, the
  * value's numel); red: where the reduction's one element goes (or NULL).
- * 'scratch' holds g->nregs blocks of AD_PLAN_BLOCK elements. */
+ * 'scratch' holds g->nregs registers of AD_PLAN_BLOCK_BYTES. */
 void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst, char *red,
                  char *scratch);
 

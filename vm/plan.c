@@ -549,7 +549,7 @@ static int build_group(builder *B, int gi, gbuild *r) {
     g->regp = ad_calloc(B->S, (size_t)g->nregs, sizeof *g->regp);
     g->rstride = ad_calloc(B->S, (size_t)g->nregs, sizeof *g->rstride);
     if (!g->dstp || !g->regp || !g->rstride) return -1;
-    int64_t scratch = (int64_t)g->nregs * AD_PLAN_BLOCK * (int64_t)es;
+    int64_t scratch = (int64_t)g->nregs * AD_PLAN_BLOCK_BYTES;
     if (scratch > P->scratch_bytes) P->scratch_bytes = scratch;
     return 0;
 }

@@ -13,9 +13,11 @@
 struct ad_trace;
 struct ad_buf;
 
-/* Elements per block of a fused group: a few registers of this many float64
- * stay in L1 (256 x 8 bytes = 2 KiB each). */
-#define AD_PLAN_BLOCK 256
+/* Bytes per register of a fused group: a few registers stay in L1. A block
+ * is as many elements as fit: 256 float64, 512 float32 (the per-block work
+ * of the interpreter is paid half as often on float32). */
+#define AD_PLAN_BLOCK_BYTES 2048
+static inline int64_t ad_plan_block(ad_dtype dt) { return AD_PLAN_BLOCK_BYTES / (dt == AD_FLOAT64 ? 8 : 4); }
 /* Arena buffers are reused by size class: the byte count rounded up to a
  * power of two, at least this many bytes (one cache line). */
 #define AD_PLAN_MIN_CLASS 64
