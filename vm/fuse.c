@@ -180,32 +180,40 @@ static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt)
 /* The group's instructions over one block, stores right after the
  * instruction that makes their value. One copy per dtype: the loop runs per
  * record of a long chain, so it stays free of per-instruction dtype tests. */
+/* A comparison or a where (kept out of the block loop, which runs per
+ * record of a long chain): returns the result's stride. */
+#define AD_FUSE_SELECT(T, sfx, CMP)                                                                      \
+    static int64_t select_##sfx(const ad_fuop *op, const ad_plinstr *in, T *d, const char **regp,        \
+                                const int64_t *rstride, int64_t len) {                                  \
+        int64_t sa = rstride[in->a], sb = rstride[in->b], s = sa | sb;                                 \
+        if (op->kind == AD_FU_COMPARE) {                                                               \
+            op->CMP((bool *)(void *)d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1); \
+            return s;                                                                                  \
+        }                                                                                              \
+        int64_t sc = rstride[in->c];                                                                   \
+        s |= sc;                                                                                       \
+        ad_fu_where_##sfx(d, (const bool *)regp[in->a], sa, (const T *)regp[in->b], sb, (const T *)regp[in->c], sc, \
+                          s ? len : 1);                                                                \
+        return s;                                                                                      \
+    }
+AD_FUSE_SELECT(float, f32, c32)
+AD_FUSE_SELECT(double, f64, c64)
+
 #define AD_FUSE_BLOCK(T, UN, BIN, CMP, sfx)                                                              \
     for (int k = 0; k < g->ninstrs; k++) {                                                             \
         const ad_plinstr *in = &g->instrs[k];                                                          \
         const ad_fuop *op = &ops[in->fn];                                                              \
         /* a value stored right after: computed straight into its destination (bools go through     \
          * their register, a byte per element) */                                                    \
-        bool direct = st < g->nstores && g->stores[st].after == k && !g->stores[st].one &&            \
-                      !g->stores[st].b8;                                                               \
+        bool direct = in->direct;                                                                      \
         T *d = direct ? (T *)dst[st] + lo : (T *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK_BYTES); \
-        int64_t sa = rstride[in->a], s = sa, sb, sc;                                                   \
-        switch (op->kind) {                                                                            \
-        case AD_FU_UNARY: op->UN(d, (const T *)regp[in->a], sa ? len : 1); break;                      \
-        case AD_FU_BINARY:                                                                             \
-            s |= sb = rstride[in->b];                                                                  \
+        int64_t sa = rstride[in->a], s = sa;                                                           \
+        if (op->kind == AD_FU_BINARY) {                                                                \
+            int64_t sb = rstride[in->b];                                                               \
+            s |= sb;                                                                                   \
             op->BIN(d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1);           \
-            break;                                                                                     \
-        case AD_FU_COMPARE:                                                                            \
-            s |= sb = rstride[in->b];                                                                  \
-            op->CMP((bool *)(void *)d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1); \
-            break;                                                                                     \
-        case AD_FU_WHERE:                                                                              \
-            s |= (sb = rstride[in->b]) | (sc = rstride[in->c]);                                        \
-            ad_fu_where_##sfx(d, (const bool *)regp[in->a], sa, (const T *)regp[in->b], sb, (const T *)regp[in->c], sc, \
-                        s ? len : 1);                                                                  \
-            break;                                                                                     \
-        }                                                                                              \
+        } else if (op->kind == AD_FU_UNARY) op->UN(d, (const T *)regp[in->a], sa ? len : 1);            \
+        else s = select_##sfx(op, in, d, regp, rstride, len);                                          \
         regp[in->dst] = (const char *)d;                                                               \
         rstride[in->dst] = s;                                                                          \
         if (direct) {                                                                                  \

@@ -529,9 +529,10 @@ static int build_group(builder *B, int gi, gbuild *r) {
         }
         if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
         if (P->vals[v].where != AD_PL_REG) {
-            g->stores[g->nstores++] = (ad_plstore){.reg = in->dst, .val = v, .after = g->ninstrs,
-                                                    .one = P->vals[v].numel == 1 && g->numel != 1,
-                                                    .b8 = P->vals[v].dtype == AD_BOOL};
+            ad_plstore *o = &g->stores[g->nstores++];
+            *o = (ad_plstore){.reg = in->dst, .val = v, .after = g->ninstrs,
+                              .one = P->vals[v].numel == 1 && g->numel != 1, .b8 = P->vals[v].dtype == AD_BOOL};
+            in->direct = !o->one && !o->b8;
             g->bytes_moved += val_bytes(P, v);
         }
         /* read by no later instruction: only stored, its register is free again */

@@ -69,6 +69,7 @@ typedef struct ad_plinstr {
     int16_t nin;
     int dst, a, b, c;      /* registers */
     int node;              /* the record */
+    bool direct;           /* its first store writes its destination straight (not one element, not bool) */
 } ad_plinstr;
 
 /* Written to memory right after instruction 'after', block by block, so
