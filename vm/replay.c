@@ -7,6 +7,7 @@
 
 #include "device.h"
 #include "fuse.h"
+#include "plan_kernels.h"
 #include "trace.h"
 
 /* A tensor the groups read from the environment still looks as planned
@@ -40,8 +41,13 @@ static bool inputs_hold(const ad_trace *T, const ad_plan *P, ad_tensor *const *i
     return true;
 }
 
-static int view_of(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, int v, ad_fuview *out) {
+int ad_plan_view_of(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, int v, ad_fuview *out) {
     const ad_plval *p = &P->vals[v];
+    if (p->where == AD_PL_KVIEW) {
+        const ad_plkview *k = &P->kviews[p->buffer];
+        *out = (ad_fuview){k->data, p->ndim, ad_plan_dims(P, p->dims), k->strides, p->numel};
+        return ADDSL_OK;
+    }
     if (p->where == AD_PL_ARENA) {
         *out = (ad_fuview){(P->arena ? (const char *)P->arena + P->buffers[p->buffer].offset : NULL), p->ndim, ad_plan_dims(P, p->dims), NULL,
                            p->numel};
@@ -56,7 +62,7 @@ static int view_of(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, in
 }
 
 /* Where value v is written: the arena, or a new tensor put in the environment. */
-static int dest_of(ad_state *S, ad_plan *P, ad_value *env, int v, char **out) {
+int ad_plan_dest_of(ad_state *S, ad_plan *P, ad_value *env, int v, char **out) {
     const ad_plval *p = &P->vals[v];
     if (p->where == AD_PL_ARENA) { *out = P->arena ? (char *)P->arena + P->buffers[p->buffer].offset : NULL; return ADDSL_OK; }
     if (p->where != AD_PL_FRESH) { *out = NULL; return ADDSL_OK; }
@@ -69,19 +75,27 @@ static int dest_of(ad_state *S, ad_plan *P, ad_value *env, int v, char **out) {
 }
 
 static int run_group(ad_state *S, const ad_trace *T, ad_plan *P, ad_plgroup *g, ad_value *env) {
+    if (g->kern) {
+        int rc = ad_plk_run(S, T, P, g->kern, env);
+        for (int i = 0; i < g->nfrees && !rc; i++) {
+            ad_value_decref(S, env[g->frees[i]]);
+            env[g->frees[i]] = ad_none();
+        }
+        return rc;
+    }
     ad_fuview views[AD_PLAN_MAX_LOADS];
     for (int i = 0; i < g->nloads; i++) {
         if (g->loads[i].val < 0) continue;
-        int rc = view_of(S, T, P, env, g->loads[i].val, &views[i]);
+        int rc = ad_plan_view_of(S, T, P, env, g->loads[i].val, &views[i]);
         if (rc) return rc;
     }
     for (int i = 0; i < g->nstores; i++) {
-        int rc = dest_of(S, P, env, g->stores[i].val, &g->dstp[i]);
+        int rc = ad_plan_dest_of(S, P, env, g->stores[i].val, &g->dstp[i]);
         if (rc) return rc;
     }
     char *red = NULL;
     if (g->red) {
-        int rc = dest_of(S, P, env, g->red_val, &red);
+        int rc = ad_plan_dest_of(S, P, env, g->red_val, &red);
         if (rc) return rc;
     }
     ad_fuse_run(g, ad_plan_dims(P, g->dims), views, g->dstp, red, P->arena);
