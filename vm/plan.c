@@ -15,7 +15,7 @@
 /* A record's class: a fuse table index (>= 0), a reduction, or neither. */
 enum { CL_SKIP = -3, CL_SEAM = -1, CL_SUM = -10, CL_MEAN = -11, CL_VIEW = -20, CL_KERN = -30, CL_KVIEW = -31 };
 
-/* A record run by vm/plan_kernels.c, a group of its own. */
+/* A record of vm/plan_kernels.c: a kernel (a group of its own) or a view (nothing runs). */
 static bool is_kern(int cl) { return cl == CL_KERN || cl == CL_KVIEW; }
 
 static bool is_red(int cl) { return cl == CL_SUM || cl == CL_MEAN; }
@@ -165,12 +165,6 @@ static int resolve_views(builder *B) {
             for (int k = 0; k < n->nargs; k++) mark_seam_read(&n->args[k], read);
         if (is_kern(B->cls[i]))
             for (int k = 0; k < n->nargs; k++) mark_seam_read(&n->args[k], kread);
-        /* a kernel-made view lives in one part's run (its descriptor, like the arena, is
-         * scratch of that run): one read by the second part is made through the seam */
-        for (int k = 0; B->P->split && i >= B->P->split && k < n->nargs; k++) {
-            int v = n->args[k].ref;
-            if (v >= 0 && T->vals[v].kind == AD_TV_NODE && T->vals[v].node < B->P->split) read[v] = true;
-        }
     }
     ad_free(B->S, read);
     ad_free(B->S, kread);
@@ -187,12 +181,21 @@ static int resolve_views(builder *B) {
     }
     if (B->P->nkviews && !(B->P->kviews = ad_calloc(B->S, (size_t)B->P->nkviews, sizeof *B->P->kviews))) return -1;
     for (int i = 0; i < T->nnodes; i++) {
+        if (B->cls[i] != CL_KVIEW) continue;
+        ad_plkview *kv = &B->P->kviews[B->P->vals[T->nodes[i].out.ref].buffer];
+        ad_plk_describe(T, &T->nodes[i], B->kkind[i], &kv->kern);
+        kv->node = i;
+    }
+    if (!(B->P->keep = ad_calloc(B->S, nv, sizeof *B->P->keep))) return -1;
+    for (size_t v = 0; v < nv; v++) B->P->keep[v] = B->viewed[v];
+    for (int i = 0; i < T->nnodes; i++) {
         const ad_tnode *n = &T->nodes[i];
         if (B->cls[i] != CL_VIEW) continue;
         int u = n->args[0].ref;
         B->src[n->out.ref] = B->src[u] >= 0 ? B->src[u] : u;
         B->P->vals[n->out.ref].where = AD_PL_VIEW;
         B->P->vals[n->out.ref].buffer = B->src[n->out.ref];
+        for (int w = B->src[n->out.ref]; w >= 0; w = B->ksrc[w]) B->P->keep[w] = true;
     }
     return 0;
 }
@@ -289,7 +292,15 @@ static int form_groups(builder *B) {
         if (cl == CL_SKIP) continue;
         if (cl == CL_SEAM) { closed = true; continue; }
         if (cl == CL_VIEW) continue; /* nothing to run: its readers read through it */
-        if (is_kern(cl)) {
+        if (cl == CL_KVIEW) {
+            /* read through, as an expand; but a group holds its values in registers, so a
+             * view of one it makes is read by the next group, from memory */
+            int u = n->args[0].ref;
+            while (u >= 0 && B->ksrc[u] >= 0) u = B->ksrc[u];
+            if (g >= 0 && u >= 0 && B->made_in[u] == g) closed = true;
+            continue;
+        }
+        if (cl == CL_KERN) {
             if ((g = open_group(B, i)) < 0) return -1;
             B->space[g] = n->out.ref;
             B->grp[i] = g;
@@ -546,15 +557,10 @@ static int build_kernel(builder *B, int gi) {
         g->loads[g->nloads++] = (ad_plload){.val = ops[k]};
         g->bytes_moved += val_bytes(P, ops[k]);
     }
-    if (P->vals[v].where == AD_PL_KVIEW) {
-        P->vals[v].group = gi;
-        g->bytes_moved = 0; /* nothing moves: strides */
-    } else {
-        where_of(B, v);
-        if (P->vals[v].where == AD_PL_REG) P->vals[v].where = AD_PL_ARENA; /* made in memory, read by nobody later */
-        if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
-        g->bytes_moved += val_bytes(P, v);
-    }
+    where_of(B, v);
+    if (P->vals[v].where == AD_PL_REG) P->vals[v].where = AD_PL_ARENA; /* made in memory, read by nobody later */
+    if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
+    g->bytes_moved += val_bytes(P, v);
     g->bytes_unfused = g->bytes_moved;
     for (int k = 0; k < g->nloads; k++) {
         int u = g->loads[k].val;
@@ -577,7 +583,7 @@ static bool env_resident(const builder *B, int v) {
     if (B->P->vals[v].where == AD_PL_FRESH || x->kind != AD_TV_NODE) return true;
     const ad_tnode *n = &B->T->nodes[x->node];
     if (n->folded) return !n->dead;
-    if (B->cls[x->node] == CL_VIEW) return false;
+    if (B->cls[x->node] == CL_VIEW || B->cls[x->node] == CL_KVIEW) return false;
     return !n->dead && B->grp[x->node] < 0;
 }
 
@@ -590,7 +596,7 @@ static int build_steps(builder *B) {
     int *last = B->lastk; /* reused: per value, the last record reading it */
     for (int v = 0; v < P->nvals; v++) last[v] = -1;
     for (int i = 0; i < T->nnodes; i++) {
-        if (B->cls[i] == CL_SKIP || B->cls[i] == CL_VIEW) continue;
+        if (B->cls[i] == CL_SKIP || B->cls[i] == CL_VIEW || B->cls[i] == CL_KVIEW) continue;
         for (int k = 0; k < T->nodes[i].nargs; k++) {
             if (B->grp[i] < 0) last_read(&T->nodes[i].args[k], i, last);
             else
@@ -613,7 +619,7 @@ static int build_steps(builder *B) {
     for (int v = 0; v < P->nvals; v++)
         if (env_resident(B, v)) P->envvals[P->nenvvals++] = v;
     for (int i = 0; i < T->nnodes; i++) {
-        if (B->cls[i] == CL_SKIP || B->cls[i] == CL_VIEW || P->group_at[i] == -2) continue;
+        if (B->cls[i] == CL_SKIP || B->cls[i] == CL_VIEW || B->cls[i] == CL_KVIEW || P->group_at[i] == -2) continue;
         P->steps[P->nsteps++] = P->group_at[i] >= 0 ? -1 - P->group_at[i] : i;
     }
     return 0;
@@ -626,6 +632,7 @@ static int build_groups(builder *B) {
         if (B->cls[i] == CL_SKIP) continue;
         const ad_tnode *n = &T->nodes[i];
         if (B->cls[i] == CL_VIEW) { P->nviews++; continue; }
+        if (B->cls[i] == CL_KVIEW) continue; /* its readers read its sources */
         if (B->grp[i] < 0) {
             for (int k = 0; k < n->nargs; k++) mark_reads(B, &n->args[k], -1);
             P->nfallback++;
@@ -636,9 +643,13 @@ static int build_groups(builder *B) {
             if (v < 0) continue;
             mark_value_read(B, v, B->grp[i]);
             /* read by the second part: kept in the environment between the parts
-             * (the arena is scratch of one part's run) */
-            if (P->split && i >= P->split && T->vals[v].kind == AD_TV_NODE && T->vals[v].node < P->split)
-                mark_reads(B, &(ad_targ){.ref = v}, -1);
+             * (the arena is scratch of one part's run); a view is worked out again
+             * from its sources, which are kept */
+            for (int u = v; P->split && i >= P->split && u >= 0; u = B->ksrc[u]) {
+                if (T->vals[u].kind != AD_TV_NODE || T->vals[u].node >= P->split) continue;
+                if (P->vals[u].where != AD_PL_KVIEW) mark_reads(B, &(ad_targ){.ref = u}, -1);
+                else P->kviews[P->vals[u].buffer].cross = true;
+            }
         }
         if (is_kern(B->cls[i])) P->nkernels++;
         else P->nfused++;
@@ -655,7 +666,8 @@ static int build_groups(builder *B) {
     int64_t base = (P->scratch_bytes + AD_PLAN_MIN_CLASS - 1) / AD_PLAN_MIN_CLASS * AD_PLAN_MIN_CLASS;
     for (int i = 0; i < P->nbuffers; i++) P->buffers[i].offset += base;
     P->arena_bytes = base + (P->nbuffers ? P->buffers[P->nbuffers - 1].offset + P->buffers[P->nbuffers - 1].bytes - base : 0);
-    for (int i = 0; i < T->nnodes; i++) P->group_at[i] = B->cls[i] == CL_VIEW ? -3 : B->grp[i] < 0 ? -1 : -2;
+    for (int i = 0; i < T->nnodes; i++)
+        P->group_at[i] = B->cls[i] == CL_VIEW || B->cls[i] == CL_KVIEW ? -3 : B->grp[i] < 0 ? -1 : -2;
     for (int g = 0; g < P->ngroups; g++) P->group_at[P->groups[g].first_node] = g;
     return build_steps(B);
 }
@@ -671,6 +683,7 @@ void ad_plan_free(ad_state *S, ad_plan *P) {
     for (int k = 0; P->kviews && k < P->nkviews; k++)
         if (P->kviews[k].copy) ad_tensor_decref(S, P->kviews[k].copy);
     ad_free(S, P->kviews);
+    ad_free(S, P->keep);
     ad_free(S, P->groups); ad_free(S, P->vals); ad_free(S, P->dims); ad_free(S, P->group_at); ad_free(S, P->steps); ad_free(S, P->envvals);
     ad_free(S, P->buffers); ad_free(S, P->arena); ad_free(S, P->env);
     ad_free(S, P);

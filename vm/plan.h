@@ -30,8 +30,8 @@ typedef enum {
     AD_PL_ARENA,   /* a buffer of the arena (read by later groups only) */
     AD_PL_FRESH,   /* a new tensor per call, put in the environment (read by the seam or returned) */
     AD_PL_VIEW,    /* an expand read by groups only: they read its source (ad_plval.buffer) broadcast */
-    AD_PL_KVIEW    /* a view made by a kernel record (transpose, reshape): a descriptor of its
-                    * source's memory (ad_plan.kviews[ad_plval.buffer]), filled when the record runs */
+    AD_PL_KVIEW    /* a view record (transpose, reshape, basic indexing: ad_plan.kviews[ad_plval.buffer])
+                    * read by planned records only: nothing runs, its readers read its source through it */
 } ad_pl_where;
 
 typedef struct ad_plval {
@@ -85,6 +85,8 @@ typedef enum {
     AD_PLK_ADDMM,       /* addmm: out = beta c + alpha (a @ b) */
     AD_PLK_TRANSPOSE,   /* transpose, t: a view with two strides swapped */
     AD_PLK_RESHAPE,     /* reshape, view, squeeze, unsqueeze, flatten: a view in the same element order */
+    AD_PLK_INDEX,       /* index_get with ints and slices: a view at an offset */
+    AD_PLK_ADDAT,       /* index_add_at with ints and slices: out = a, then out[idx] += b */
     AD_PLK_SUMDIM,      /* sum over some dims: out = sum of a over rmask */
     AD_PLK_LINEAR       /* linear (the library's composite): out = a @ b.T (+ c) */
 } ad_plkind;
@@ -96,12 +98,18 @@ typedef struct ad_plkern {
     double alpha, beta;    /* AD_PLK_ADDMM */
     int d0, d1;            /* AD_PLK_TRANSPOSE: the dims swapped */
     uint32_t rmask;        /* AD_PLK_SUMDIM: the dims of a summed */
+    /* AD_PLK_INDEX, AD_PLK_ADDAT: per dim of a, the first index, the step and the
+     * size selected; 'drop' bit d: an integer index (the dim goes) */
+    int64_t istart[AD_MAX_DIMS], istep[AD_MAX_DIMS], isize[AD_MAX_DIMS];
+    uint32_t idrop;
 } ad_plkern;
 
-/* Run time: where a kernel-made view reads (AD_PL_KVIEW). */
+/* A view record (AD_PL_KVIEW): worked out from its source at each read. */
 typedef struct ad_plkview {
-    const char *data;
-    int64_t strides[AD_MAX_DIMS];
+    ad_plkern kern;
+    int node;              /* its record */
+    bool cross;            /* made by the first part of a program in parts, read by the second */
+    int64_t strides[AD_MAX_DIMS]; /* run time: the last read's */
     struct ad_tensor *copy; /* a reshape that could not view its source reads this copy (held) */
 } ad_plkview;
 
@@ -148,9 +156,11 @@ typedef struct ad_plan {
     int nfallback;         /* live records replayed through the seam */
     int nfused;            /* live records run by groups */
     int nviews;            /* expand records that groups read through */
-    int nkernels;          /* records run as kernel groups (matmul, views, sums over dims) */
+    int nkernels;          /* records run as kernel groups (matmul, sums over dims, index_add_at) */
     int nkviews;
     ad_plkview *kviews;    /* per kernel-made view (AD_PL_KVIEW) */
+    bool *keep;            /* per value: read through a view by planned records, so a record
+                            * through the seam does not drop it (its liveness does not see views) */
     /* Run-time state, made on the first replay and reused. */
     void *arena;
     ad_value *env;

@@ -26,7 +26,7 @@ static const struct {
     {"addmm", AD_PLK_ADDMM},    {"transpose", AD_PLK_TRANSPOSE}, {"t", AD_PLK_TRANSPOSE},
     {"reshape", AD_PLK_RESHAPE}, {"view", AD_PLK_RESHAPE},     {"squeeze", AD_PLK_RESHAPE},
     {"unsqueeze", AD_PLK_RESHAPE}, {"flatten", AD_PLK_RESHAPE}, {"sum", AD_PLK_SUMDIM},
-    {"linear", AD_PLK_LINEAR},
+    {"linear", AD_PLK_LINEAR},  {"index_get", AD_PLK_INDEX},  {"index_add_at", AD_PLK_ADDAT},
 };
 
 const char *ad_plk_name(int kind) {
@@ -37,6 +37,8 @@ const char *ad_plk_name(int kind) {
     case AD_PLK_RESHAPE: return "reshape";
     case AD_PLK_SUMDIM: return "sum";
     case AD_PLK_LINEAR: return "linear";
+    case AD_PLK_INDEX: return "index";
+    case AD_PLK_ADDAT: return "index_add_at";
     default: return "?";
     }
 }
@@ -74,6 +76,63 @@ static uint32_t sum_mask(const ad_tnode *n, const ad_opdef *op, int nd) {
     return m;
 }
 
+static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+/* An index of ints and slices (a positive step) on an nd-dim tensor of
+ * 'shape', as Python reads it: per dim its first index, step and size, and
+ * which dims an integer drops. False for anything else (none, ..., tensors,
+ * lists, negative steps): those stay on the seam. */
+static bool basic_index(ad_value idx, int nd, const int64_t *shape, ad_plkern *k) {
+    if (idx.t != AD_TLIST && idx.t != AD_TTUPLE) return false;
+    int64_t n = idx.u.l->len;
+    if (n > nd) return false;
+    k->idrop = 0;
+    for (int d = 0; d < nd; d++) {
+        k->istart[d] = 0;
+        k->istep[d] = 1;
+        k->isize[d] = shape[d];
+        if (d >= n) continue;
+        ad_value x = idx.u.l->items[d];
+        if (x.t == AD_TINT) {
+            int64_t i = (int64_t)x.u.n;
+            if (i < 0) i += shape[d];
+            if (i < 0 || i >= shape[d]) return false;
+            k->istart[d] = i;
+            k->isize[d] = 1;
+            k->idrop |= 1u << d;
+            continue;
+        }
+        if (x.t != AD_TSLICE) return false;
+        const ad_slice *sl = x.u.sl;
+        ad_value a = sl->start, b = sl->stop, c = sl->step;
+        if ((a.t != AD_TNONE && a.t != AD_TINT) || (b.t != AD_TNONE && b.t != AD_TINT) ||
+            (c.t != AD_TNONE && c.t != AD_TINT))
+            return false;
+        int64_t step = c.t == AD_TNONE ? 1 : (int64_t)c.u.n;
+        if (step <= 0) return false;
+        int64_t lo = a.t == AD_TNONE ? 0 : (int64_t)a.u.n, hi = b.t == AD_TNONE ? shape[d] : (int64_t)b.u.n;
+        if (lo < 0) lo += shape[d];
+        if (hi < 0) hi += shape[d];
+        lo = clamp64(lo, 0, shape[d]);
+        hi = clamp64(hi, 0, shape[d]);
+        k->istart[d] = lo;
+        k->istep[d] = step;
+        k->isize[d] = hi > lo ? (hi - lo + step - 1) / step : 0;
+    }
+    return true;
+}
+
+/* The shape basic_index selects, against the traced result's. */
+static bool index_shape_is(const ad_plkern *k, int nd, const ad_tensor *o) {
+    int m = 0;
+    for (int d = 0; d < nd; d++) {
+        if (k->idrop >> d & 1) continue;
+        if (m >= o->ndim || o->shape[m] != k->isize[d]) return false;
+        m++;
+    }
+    return m == o->ndim;
+}
+
 int ad_plk_classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
     if (n->kind != AD_TN_OP || n->effect || n->random || n->out.ref < 0 || n->out.sub) return 0;
     const ad_opdef *op = n->fn.u.op;
@@ -91,6 +150,26 @@ int ad_plk_classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
     if (o->requires_grad && n->grad_enabled && !nograd) return 0;
     /* tensor operands: the first (two for products, three for addmm); the rest constants */
     int ntens = kind == AD_PLK_MATMUL ? 2 : kind == AD_PLK_ADDMM || kind == AD_PLK_LINEAR ? 3 : 1;
+    if (kind == AD_PLK_ADDAT) {
+        /* self, idx, value: the tensors are the first and the last */
+        if (n->kw || n->nargs != 3 || n->args[1].ref >= 0 || n->args[1].sub || n->args[2].ref < 0) return 0;
+        const ad_tensor *a0 = tensor_of(T, n->args[0].ref), *v = tensor_of(T, n->args[2].ref);
+        if (!a0 || !v || a0->dtype != o->dtype || v->dtype != o->dtype || ad_tensor_device(a0) || ad_tensor_device(v) ||
+            a0->ndim > AD_MAX_DIMS || (n->grad_enabled && !nograd && (a0->requires_grad || v->requires_grad)))
+            return 0;
+        ad_plkern k;
+        if (!basic_index(n->args[1].c, a0->ndim, a0->shape, &k) || !ad_shape_equal(a0->ndim, a0->shape, o->ndim, o->shape))
+            return 0;
+        /* the value broadcasts to the selection (not the other way) */
+        int m = 0;
+        int64_t sel[AD_MAX_DIMS];
+        for (int d = 0; d < a0->ndim; d++)
+            if (!(k.idrop >> d & 1)) sel[m++] = k.isize[d];
+        if (v->ndim > m) return 0;
+        for (int d = 0; d < v->ndim; d++)
+            if (v->shape[d] != 1 && v->shape[d] != sel[m - v->ndim + d]) return 0;
+        return kind;
+    }
     if (kind == AD_PLK_LINEAR) {
         /* input, weight and a bias tensor, or none (then two) */
         if (n->kw || n->nargs < 2 || n->nargs > 3) return 0;
@@ -128,6 +207,11 @@ int ad_plk_classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
         return o->numel == a->numel ? kind : 0;
     case AD_PLK_SUMDIM:
         return sum_mask(n, op, a->ndim) ? kind : 0;
+    case AD_PLK_INDEX: {
+        ad_plkern k;
+        if (n->kw || n->nargs != 2 || n->args[1].ref >= 0) return 0;
+        return basic_index(n->args[1].c, a->ndim, a->shape, &k) && index_shape_is(&k, a->ndim, o) ? kind : 0;
+    }
     case AD_PLK_LINEAR: {
         const ad_tensor *w = tensor_of(T, n->args[1].ref);
         if (a->ndim == 0 || (w->ndim != 1 && w->ndim != 2) || (a->ndim == 1 && w->ndim == 1)) return 0;
@@ -168,6 +252,11 @@ void ad_plk_describe(const ad_trace *T, const ad_tnode *n, int kind, ad_plkern *
         }
         break;
     case AD_PLK_SUMDIM: k->rmask = sum_mask(n, n->fn.u.op, a->ndim); break;
+    case AD_PLK_INDEX: basic_index(n->args[1].c, a->ndim, a->shape, k); break;
+    case AD_PLK_ADDAT:
+        basic_index(n->args[1].c, a->ndim, a->shape, k);
+        k->b = n->args[2].ref;
+        break;
     case AD_PLK_LINEAR:
         k->b = n->args[1].ref;
         if (n->nargs > 2 && n->args[2].ref >= 0) k->c = n->args[2].ref;
@@ -249,19 +338,53 @@ static bool flat_batch_stride(const mat *t, int nb, const int64_t *bshape, int64
     return true;
 }
 
-/* Copies m (any strides) into 'out' in row-major order; m becomes that copy. */
-static void materialize(mat *m, char *out, size_t es) {
-    int64_t idx[AD_MAX_DIMS + 1] = {0}, n = 1;
-    for (int d = 0; d < m->nd; d++) n *= m->shape[d];
-    for (int64_t i = 0; i < n; i++) {
-        int64_t off = 0;
-        for (int d = 0; d < m->nd; d++) off += idx[d] * m->strides[d];
-        memcpy(out + (size_t)i * es, m->data + (size_t)off * es, es);
-        for (int d = m->nd - 1; d >= 0; d--) {
+/* Calls fn(ctx, offset of each innermost run, i) over the runs of 'm' in row-major order:
+ * the innermost dim is the caller's tight loop (stride m->strides[nd - 1]). */
+typedef void (*run_fn)(void *ctx, int64_t off, int64_t i, int64_t len, int64_t stride);
+
+static void for_runs(const mat *m, run_fn fn, void *ctx) {
+    int nd = m->nd;
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++) n *= m->shape[d];
+    if (n == 0) return;
+    if (nd == 0) { fn(ctx, 0, 0, 1, 1); return; }
+    int64_t idx[AD_MAX_DIMS + 1], len = m->shape[nd - 1], off = 0;
+    for (int d = 0; d < nd; d++) idx[d] = 0;
+    for (int64_t i = 0; i < n; i += len) {
+        fn(ctx, off, i, len, m->strides[nd - 1]);
+        for (int d = nd - 2; d >= 0; d--) {
+            off += m->strides[d];
             if (++idx[d] < m->shape[d]) break;
+            off -= m->strides[d] * idx[d];
             idx[d] = 0;
         }
     }
+}
+
+typedef struct copy_ctx { const char *src; char *dst; size_t es; } copy_ctx;
+
+static void copy_run_fn(void *ctx, int64_t off, int64_t i, int64_t len, int64_t stride) {
+    const copy_ctx *c = ctx;
+    const char *src = c->src + (size_t)off * c->es;
+    char *dst = c->dst + (size_t)i * c->es;
+    if (stride == 1) { memcpy(dst, src, (size_t)len * c->es); return; }
+    if (c->es == 8) {
+        const double *x = (const double *)(const void *)src;
+        double *y = (double *)(void *)dst;
+        for (int64_t j = 0; j < len; j++) y[j] = x[j * stride];
+    } else {
+        const float *x = (const float *)(const void *)src;
+        float *y = (float *)(void *)dst;
+        for (int64_t j = 0; j < len; j++) y[j] = x[j * stride];
+    }
+}
+
+/* Copies m (any strides) into 'out' in row-major order; m becomes that copy. */
+static void materialize(mat *m, char *out, size_t es) {
+    int64_t n = 1;
+    for (int d = 0; d < m->nd; d++) n *= m->shape[d];
+    if (mat_contiguous(m)) memcpy(out, m->data, (size_t)n * es);
+    else for_runs(m, copy_run_fn, &(copy_ctx){m->data, out, es});
     m->data = out;
     contiguous_strides(m->nd, m->shape, m->strides);
 }
@@ -413,28 +536,103 @@ static bool view_strides(int ond, const int64_t *oshape, const int64_t *ostrides
     return vd == -1;
 }
 
-static int run_view(ad_state *S, ad_plan *P, const ad_plkern *k, const mat *a) {
-    const ad_plval *o = &P->vals[k->out];
+/* The view of 'a' that index k selects: an offset and per kept dim a stride. */
+static void index_view(const mat *a, const ad_plkern *k, size_t es, mat *out) {
+    int64_t off = 0;
+    int m = 0;
+    for (int d = 0; d < a->nd; d++) {
+        off += k->istart[d] * a->strides[d];
+        if (k->idrop >> d & 1) continue;
+        out->shape[m] = k->isize[d];
+        out->strides[m++] = a->strides[d] * k->istep[d];
+    }
+    out->nd = m;
+    out->data = a->data + (size_t)off * es;
+}
+
+int ad_plk_view(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, int v, ad_fuview *out) {
+    const ad_plval *o = &P->vals[v];
     ad_plkview *kv = &P->kviews[o->buffer];
+    const ad_plkern *k = &kv->kern;
     const int64_t *shape = ad_plan_dims(P, o->dims);
-    kv->data = a->data;
+    size_t es = o->dtype == AD_FLOAT64 ? 8 : 4;
+    mat a;
+    int rc = load(S, T, P, env, k->a, &a);
+    if (rc) return rc;
+    *out = (ad_fuview){a.data, o->ndim, shape, kv->strides, o->numel};
     if (k->kind == AD_PLK_TRANSPOSE) {
-        memcpy(kv->strides, a->strides, (size_t)a->nd * sizeof *kv->strides);
-        kv->strides[k->d0] = a->strides[k->d1];
-        kv->strides[k->d1] = a->strides[k->d0];
+        memcpy(kv->strides, a.strides, (size_t)a.nd * sizeof *kv->strides);
+        kv->strides[k->d0] = a.strides[k->d1];
+        kv->strides[k->d1] = a.strides[k->d0];
         return ADDSL_OK;
     }
-    if (view_strides(a->nd, a->shape, a->strides, o->ndim, shape, kv->strides)) return ADDSL_OK;
+    if (k->kind == AD_PLK_INDEX) {
+        mat m;
+        index_view(&a, k, es, &m);
+        if (m.nd) memcpy(kv->strides, m.strides, (size_t)m.nd * sizeof *kv->strides);
+        out->data = m.data;
+        return ADDSL_OK;
+    }
+    if (view_strides(a.nd, a.shape, a.strides, o->ndim, shape, kv->strides)) return ADDSL_OK;
     /* eager's reshape copies here; so does the replay (a layout the trace did not see) */
     ad_tensor *t = ad_tensor_empty(S, o->dtype, o->ndim, shape);
     if (!t) return S->errcode ? S->errcode : ADDSL_ENOMEM;
-    mat m = *a;
-    materialize(&m, ad_tensor_data(t), o->dtype == AD_FLOAT64 ? 8 : 4);
+    materialize(&a, ad_tensor_data(t), es);
     if (kv->copy) ad_tensor_decref(S, kv->copy);
     kv->copy = t;
-    kv->data = ad_tensor_data(t);
+    out->data = ad_tensor_data(t);
     contiguous_strides(o->ndim, shape, kv->strides);
     return ADDSL_OK;
+}
+
+/* dst[i] += src[i] over a view 'dst' (any strides) and 'src' broadcast to
+ * its shape (strides sst, 0 where broadcast), the innermost dim a tight loop. */
+static void add_into(const mat *dst, const char *src, const int64_t *sst, ad_dtype dt) {
+    int nd = dst->nd;
+    int64_t n = 1, idx[AD_MAX_DIMS + 1], doff = 0, soff = 0;
+    for (int d = 0; d < nd; d++) { n *= dst->shape[d]; idx[d] = 0; }
+    if (n == 0) return;
+    int64_t len = nd ? dst->shape[nd - 1] : 1, ds = nd ? dst->strides[nd - 1] : 1, ss = nd ? sst[nd - 1] : 0;
+    for (int64_t i = 0; i < n; i += len) {
+        if (dt == AD_FLOAT64) {
+            double *y = (double *)(void *)dst->data + doff;
+            const double *x = (const double *)(const void *)src + soff;
+            for (int64_t j = 0; j < len; j++) y[j * ds] += x[j * ss];
+        } else {
+            float *y = (float *)(void *)dst->data + doff;
+            const float *x = (const float *)(const void *)src + soff;
+            for (int64_t j = 0; j < len; j++) y[j * ds] += x[j * ss];
+        }
+        for (int d = nd - 2; d >= 0; d--) {
+            doff += dst->strides[d];
+            soff += sst[d];
+            if (++idx[d] < dst->shape[d]) break;
+            doff -= dst->strides[d] * idx[d];
+            soff -= sst[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* b's strides broadcast to an nd-dim shape (0 along the dims it lacks or has as 1). */
+static void bcast_strides(const mat *b, int nd, int64_t *st) {
+    int off = nd - b->nd;
+    for (int d = 0; d < nd; d++) {
+        int j = d - off;
+        st[d] = j < 0 || b->shape[j] == 1 ? 0 : b->strides[j];
+    }
+}
+
+/* index_add_at: out = a (copied), then out[idx] += b, b broadcast to the
+ * selection: one addition per selected element, as eager's add into the view. */
+static void run_addat(const mat *a, const mat *b, const ad_plkern *k, const ad_plval *o, char *out) {
+    size_t es = o->dtype == AD_FLOAT64 ? 8 : 4;
+    mat c = *a, sel;
+    materialize(&c, out, es);
+    index_view(&c, k, es, &sel);
+    int64_t bst[AD_MAX_DIMS];
+    bcast_strides(b, sel.nd, bst);
+    add_into(&sel, b->data, bst, o->dtype);
 }
 
 /* out (contiguous, the kept dims in order) = sum of a over the dims in
@@ -502,22 +700,12 @@ static int run_linear(ad_state *S, mat *x, mat *w, const mat *bias, const ad_plv
     }
     int rc = run_matmul(S, x, w, out, o->dtype, 1, 0);
     if (rc || !bias || o->numel == 0) return rc;
-    int64_t bst[AD_MAX_DIMS] = {0}, idx[AD_MAX_DIMS] = {0};
-    int off = o->ndim - bias->nd;
-    for (int d = 0; d < o->ndim; d++) {
-        int k = d - off;
-        bst[d] = k < 0 || bias->shape[k] == 1 ? 0 : bias->strides[k];
-    }
-    for (int64_t i = 0; i < o->numel; i++) {
-        int64_t boff = 0;
-        for (int d = 0; d < o->ndim; d++) boff += idx[d] * bst[d];
-        if (o->dtype == AD_FLOAT64) ((double *)(void *)out)[i] += ((const double *)(const void *)bias->data)[boff];
-        else ((float *)(void *)out)[i] += ((const float *)(const void *)bias->data)[boff];
-        for (int d = o->ndim - 1; d >= 0; d--) {
-            if (++idx[d] < oshape[d]) break;
-            idx[d] = 0;
-        }
-    }
+    mat y = {.data = out, .nd = o->ndim};
+    int64_t bst[AD_MAX_DIMS];
+    for (int d = 0; d < o->ndim; d++) y.shape[d] = oshape[d];
+    contiguous_strides(o->ndim, y.shape, y.strides);
+    bcast_strides(bias, o->ndim, bst);
+    add_into(&y, bias->data, bst, o->dtype);
     return ADDSL_OK;
 }
 
@@ -527,7 +715,6 @@ int ad_plk_run(ad_state *S, const ad_trace *T, ad_plan *P, const ad_plkern *k, a
     if (!rc && k->b >= 0) rc = load(S, T, P, env, k->b, &b);
     if (!rc && k->c >= 0) rc = load(S, T, P, env, k->c, &c);
     if (rc) return rc;
-    if (ad_plk_is_view(k->kind)) return run_view(S, P, k, &a);
     const ad_plval *o = &P->vals[k->out];
     char *out;
     if ((rc = ad_plan_dest_of(S, P, env, k->out, &out))) return rc;
@@ -541,6 +728,7 @@ int ad_plk_run(ad_state *S, const ad_trace *T, ad_plan *P, const ad_plkern *k, a
         return gemm_batched(S, &a, &b, out, o->dtype, k->alpha, k->beta);
     }
     case AD_PLK_SUMDIM: run_sumdim(&a, k->rmask, out, o->dtype); return ADDSL_OK;
+    case AD_PLK_ADDAT: run_addat(&a, &b, k, o, out); return ADDSL_OK;
     case AD_PLK_LINEAR: return run_linear(S, &a, &b, k->c >= 0 ? &c : NULL, o, ad_plan_dims(P, o->dims), out);
     }
     return ADDSL_OK;

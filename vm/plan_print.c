@@ -38,10 +38,6 @@ static void print_kernel(const ad_plan *P, int gi, ad_buf *b) {
     print_space(P, g, b);
     ad_buf_puts(b, ": reads");
     for (int i = 0; i < g->nloads; i++) ad_buf_printf(b, " %%%d", g->loads[i].val);
-    if (P->vals[g->kern->out].where == AD_PL_KVIEW) {
-        ad_buf_printf(b, "; %%%d a view (strides)\n", g->kern->out);
-        return;
-    }
     ad_buf_puts(b, "; writes ");
     print_place(P, g->kern->out, b);
     ad_buf_printf(b, "; moves %lld bytes\n", (long long)g->bytes_moved);
@@ -83,7 +79,7 @@ void ad_plan_print(const ad_trace *T, const ad_plan *P, ad_buf *b) {
     for (int g = 0; g < P->ngroups; g++) { moved += P->groups[g].bytes_moved; unfused += P->groups[g].bytes_unfused; }
     int ngroups = P->ngroups - P->nkernels;
     ad_buf_printf(b, "  plan: %d group%s (%d records fused, %d views)", ngroups, ngroups == 1 ? "" : "s", P->nfused,
-                  P->nviews);
+                  P->nviews + P->nkviews);
     if (P->nkernels) ad_buf_printf(b, ", %d kernel record%s", P->nkernels, P->nkernels == 1 ? "" : "s");
     ad_buf_printf(b, ", %d records through the seam; "
                      "arena %lld bytes (registers %lld, %d buffer%s); moves %lld bytes (unfused %lld)\n",
@@ -91,6 +87,15 @@ void ad_plan_print(const ad_trace *T, const ad_plan *P, ad_buf *b) {
                   (long long)P->scratch_bytes, P->nbuffers, P->nbuffers == 1 ? "" : "s", (long long)moved,
                   (long long)unfused);
     for (int g = 0; g < P->ngroups; g++) print_group(P, g, b);
+    /* views of the kernels' kind: "v0 transpose float64[4,4]: %51 views %37" */
+    for (int v = 0, k = 0; v < P->nvals; v++) {
+        if (P->vals[v].where != AD_PL_KVIEW) continue;
+        const ad_plkern *x = &P->kviews[P->vals[v].buffer].kern;
+        ad_buf_printf(b, "  v%d %s %s[", k++, ad_plk_name(x->kind), P->vals[v].dtype == AD_FLOAT64 ? "float64" : "float32");
+        for (int d = 0; d < P->vals[v].ndim; d++)
+            ad_buf_printf(b, "%s%lld", d ? "," : "", (long long)P->dims[P->vals[v].dims + d]);
+        ad_buf_printf(b, "]: %%%d views %%%d\n", v, x->a);
+    }
     for (int k = 0; k < P->nbuffers; k++) {
         ad_buf_printf(b, "  b%d: %lld bytes at %lld:", k, (long long)P->buffers[k].bytes,
                       (long long)P->buffers[k].offset);
