@@ -28,6 +28,7 @@ typedef struct builder {
     int *grp;              /* per record: its group, or -1 */
     int *first, *last;     /* per group: its first and last record */
     int *space;            /* per group: the value whose shape it iterates over */
+    ad_dtype *gdt;         /* per group: the dtype of its registers (a comparison's operands') */
     int ngroups, capgroups;
     /* per value */
     int *made_in;          /* group that makes it, or -1 */
@@ -51,7 +52,7 @@ static ad_tensor *val_tensor(const ad_trace *T, int v) {
     return T->vals[v].v.u.tensor;
 }
 
-static size_t esize(ad_dtype dt) { return dt == AD_FLOAT64 ? 8 : 4; }
+static size_t esize(ad_dtype dt) { return dt == AD_FLOAT64 ? 8 : dt == AD_BOOL ? 1 : 4; }
 
 /* Whether record n can run outside the seam: an element-wise op of the table
  * (or sum/mean of everything) on float tensors of its output's dtype and
@@ -64,8 +65,12 @@ static int ref_of(const builder *B, const ad_tnode *n, int k) {
 
 /* nograd: the records run under no_grad whatever they were traced under (a
  * program run in parts), so autograd needs nothing from them. */
+static int classify_select(const ad_trace *T, const ad_tnode *n, bool nograd);
+
 static int classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
     if (n->dead || n->folded) return CL_SKIP;
+    if (n->kind == AD_TN_COMPARE || (n->kind == AD_TN_OP && strcmp(n->fn.u.op->name, "where") == 0))
+        return classify_select(T, n, nograd);
     if (n->kind != AD_TN_OP || n->effect || n->random || n->kw || n->out.ref < 0) return CL_SEAM;
     const ad_opdef *op = n->fn.u.op;
     if (op->forward.t != AD_TBUILTIN || op->forward.u.bi->kid >= 0) return CL_SEAM;
@@ -103,10 +108,64 @@ static int classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
             continue;
         }
         const ad_tensor *t = val_tensor(T, a->ref);
-        if (!t || t->dtype != o->dtype || ad_tensor_device(t) != 0) return CL_SEAM;
+        if (!t || ad_tensor_device(t) != 0) return CL_SEAM;
+        /* one element of the other float dtype (Adam's float64 bias corrections on float32
+         * moments): eager converts it to the output's dtype first; so does the load */
+        if (t->dtype != o->dtype && (is_red(cl) || t->numel != 1 || (t->dtype != AD_FLOAT32 && t->dtype != AD_FLOAT64)))
+            return CL_SEAM;
         if (n->grad_enabled && t->requires_grad && !nograd) return CL_SEAM;
+        if (t->dtype == o->dtype) tensors++;
+    }
+    return tensors ? cl : CL_SEAM;
+}
+
+static bool float_cpu(const ad_tensor *t, ad_dtype dt) {
+    return t && t->dtype == dt && (dt == AD_FLOAT32 || dt == AD_FLOAT64) && ad_tensor_device(t) == 0;
+}
+
+/* A comparison (`a <= 0`: a bool result from operands of one float dtype,
+ * numbers converted to it, as ew_binary does) or where(cond, a, b) (a bool
+ * condition tensor, operands of the output's float dtype or numbers): the
+ * bool values live in the groups' registers a byte per element. */
+static int classify_select(const ad_trace *T, const ad_tnode *n, bool nograd) {
+    if (n->effect || n->random || n->kw || n->out.ref < 0) return CL_SEAM;
+    const ad_tensor *o = val_tensor(T, n->out.ref);
+    if (!o || ad_tensor_device(o) != 0) return CL_SEAM;
+    int cl;
+    ad_dtype dt;
+    if (n->kind == AD_TN_COMPARE) {
+        static const char *const names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+        if (n->attr < 0 || n->attr >= 6 || n->nargs != 2 || o->dtype != AD_BOOL) return CL_SEAM;
+        cl = ad_fuse_find(names[n->attr]);
+        const ad_tensor *t = val_tensor(T, n->args[0].ref);
+        if (!t) t = val_tensor(T, n->args[1].ref);
+        if (!t) return CL_SEAM;
+        dt = t->dtype;
+    } else {
+        const ad_opdef *op = n->fn.u.op;
+        if (op->forward.t != AD_TBUILTIN || op->forward.u.bi->kid >= 0 || strcmp(op->forward.u.bi->name, "where") != 0 ||
+            op->nparams != 3 || n->nargs != 3 || n->args[0].ref < 0 || n->args[0].sub)
+            return CL_SEAM;
+        const ad_tensor *c = val_tensor(T, n->args[0].ref);
+        if (!c || c->dtype != AD_BOOL || ad_tensor_device(c) != 0) return CL_SEAM;
+        if (o->requires_grad && !nograd && n->grad_enabled) return CL_SEAM;
+        cl = ad_fuse_find("where");
+        dt = o->dtype;
+    }
+    int tensors = 0;
+    for (int k = n->kind == AD_TN_COMPARE ? 0 : 1; k < n->nargs; k++) {
+        const ad_targ *a = &n->args[k];
+        if (a->sub) return CL_SEAM;
+        if (a->ref < 0) {
+            if (!ad_is_number(a->c)) return CL_SEAM;
+            continue;
+        }
+        const ad_tensor *t = val_tensor(T, a->ref);
+        if (!float_cpu(t, dt)) return CL_SEAM;
+        if (n->kind != AD_TN_COMPARE && n->grad_enabled && t->requires_grad && !nograd) return CL_SEAM;
         tensors++;
     }
+    if (n->kind != AD_TN_COMPARE) return float_cpu(o, dt) ? cl : CL_SEAM;
     return tensors ? cl : CL_SEAM;
 }
 
@@ -239,6 +298,9 @@ static int open_group(builder *B, int node) {
         int *sp = ad_realloc(B->S, B->space, (size_t)cap * sizeof *sp);
         if (!sp) return -1;
         B->space = sp;
+        ad_dtype *dt = ad_realloc(B->S, B->gdt, (size_t)cap * sizeof *dt);
+        if (!dt) return -1;
+        B->gdt = dt;
         B->capgroups = cap;
     }
     B->first[B->ngroups] = B->last[B->ngroups] = node;
@@ -248,6 +310,16 @@ static int open_group(builder *B, int node) {
 /* The shape a record iterates over: its output's, or a reduction's input's. */
 static int space_of(const builder *B, const ad_tnode *n) {
     return is_red(B->cls[n - B->T->nodes]) ? n->args[0].ref : n->out.ref;
+}
+
+/* The dtype a record computes in: its space's, or for a comparison (a bool
+ * result) its tensor operands'. */
+static ad_dtype rec_dtype(const builder *B, const ad_tnode *n) {
+    if (n->kind == AD_TN_COMPARE) {
+        const ad_tensor *t = val_tensor(B->T, n->args[0].ref);
+        return (t ? t : val_tensor(B->T, n->args[1].ref))->dtype;
+    }
+    return B->P->vals[space_of(B, n)].dtype;
 }
 
 /* A record of one element from one-element operands: it runs in any group,
@@ -265,7 +337,7 @@ static bool one_element(const builder *B, const ad_tnode *n) {
 static bool fits(builder *B, int g, const ad_tnode *n, int loads) {
     int a = space_of(B, n), b = B->space[g];
     const ad_plval *x = &B->P->vals[a], *y = &B->P->vals[b];
-    if (x->dtype != y->dtype || loads + count_new_loads(B, n, g) > AD_PLAN_MAX_LOADS) return false;
+    if (rec_dtype(B, n) != B->gdt[g] || loads + count_new_loads(B, n, g) > AD_PLAN_MAX_LOADS) return false;
     if (ad_shape_equal(x->ndim, vdims(B->P, a), y->ndim, vdims(B->P, b))) return true;
     if (one_element(B, n) && y->numel >= 1) return true;
     if (y->numel == 1 && x->numel > 1) {
@@ -311,6 +383,7 @@ static int form_groups(builder *B) {
         if (closed || !fits(B, g, n, loads)) {
             if ((g = open_group(B, i)) < 0) return -1;
             B->space[g] = space_of(B, n);
+            B->gdt[g] = rec_dtype(B, n);
             loads = 0;
             B->nnums = 0;
         }
@@ -406,7 +479,9 @@ static int new_reg(ad_state *S, ad_plgroup *g, gbuild *r) {
 static int load_reg(builder *B, ad_plgroup *g, int u, const ad_targ *a, ad_dtype dt) {
     if (u >= 0) {
         if (B->reg[u] >= 0) return B->reg[u];
-        g->loads[g->nloads] = (ad_plload){.val = u};
+        ad_dtype vt = B->P->vals[u].dtype;
+        uint8_t conv = vt == dt || vt == AD_BOOL ? AD_PLCONV_NONE : vt == AD_FLOAT64 ? AD_PLCONV_F64 : AD_PLCONV_F32;
+        g->loads[g->nloads] = (ad_plload){.val = u, .b8 = vt == AD_BOOL, .conv = conv};
         return B->reg[u] = g->nloads++;
     }
     double c = num_of(a->c);
@@ -444,7 +519,7 @@ static int build_group(builder *B, int gi, gbuild *r) {
     g->ndim = P->vals[sv].ndim;
     g->dims = P->vals[sv].dims;
     g->numel = P->vals[sv].numel;
-    g->dtype = P->vals[sv].dtype;
+    g->dtype = B->gdt[gi];
     g->loads = ad_calloc(B->S, AD_PLAN_MAX_LOADS, sizeof *g->loads);
     g->instrs = ad_calloc(B->S, (size_t)nrec, sizeof *g->instrs);
     g->stores = ad_calloc(B->S, (size_t)nrec, sizeof *g->stores);
@@ -495,22 +570,31 @@ static int build_group(builder *B, int gi, gbuild *r) {
         int ua = ref_of(B, n, 0), ub = n->nargs > 1 ? ref_of(B, n, 1) : -1;
         in->a = ua >= 0 ? B->reg[ua] : load_reg(B, g, -1, &n->args[0], g->dtype);
         if (n->nargs > 1) in->b = ub >= 0 ? B->reg[ub] : load_reg(B, g, -1, &n->args[1], g->dtype);
+        if (n->nargs > 2) {
+            int uc = ref_of(B, n, 2);
+            in->c = uc >= 0 ? B->reg[uc] : load_reg(B, g, -1, &n->args[2], g->dtype);
+        }
         if ((in->dst = new_reg(B->S, g, r)) < 0) return -1;
         B->reg[v] = in->dst;
         for (int a = 0; a < n->nargs; a++) {
             int u = ref_of(B, n, a);
             if (u < 0 || B->lastk[u] != g->ninstrs) continue;
             /* in place: an arena input of the group's size read for the last time here */
-            if (B->lastg[u] == gi && !B->viewed[u] && P->vals[u].numel == g->numel && P->vals[v].numel == g->numel)
+            if (B->lastg[u] == gi && !B->viewed[u] && P->vals[u].numel == g->numel && P->vals[v].numel == g->numel &&
+                P->vals[u].dtype == P->vals[v].dtype)
                 give_back(B, u);
-            /* a result read for the last time: its register serves the next instruction */
-            if (B->made_in[u] == gi && (a == 0 || u != ua)) r->freeregs[r->nfree++] = B->reg[u];
+            /* a result read for the last time: its register serves the next instruction (once) */
+            bool again = false;
+            for (int j = 0; j < a; j++) again |= ref_of(B, n, j) == u;
+            if (B->made_in[u] == gi && !again) r->freeregs[r->nfree++] = B->reg[u];
         }
         if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
         if (P->vals[v].where != AD_PL_REG) {
-            g->stores[g->nstores++] = (ad_plstore){.reg = in->dst, .val = v, .after = g->ninstrs,
-                                                    .one = P->vals[v].numel == 1 && g->numel != 1};
-            g->bytes_moved += P->vals[v].numel * (int64_t)es;
+            ad_plstore *o = &g->stores[g->nstores++];
+            *o = (ad_plstore){.reg = in->dst, .val = v, .after = g->ninstrs,
+                              .one = P->vals[v].numel == 1 && g->numel != 1, .b8 = P->vals[v].dtype == AD_BOOL};
+            in->direct = !o->one && !o->b8;
+            g->bytes_moved += val_bytes(P, v);
         }
         /* read by no later instruction: only stored, its register is free again */
         if (B->lastk[v] < 0) r->freeregs[r->nfree++] = in->dst;
@@ -528,7 +612,7 @@ static int build_group(builder *B, int gi, gbuild *r) {
     g->regp = ad_calloc(B->S, (size_t)g->nregs, sizeof *g->regp);
     g->rstride = ad_calloc(B->S, (size_t)g->nregs, sizeof *g->rstride);
     if (!g->dstp || !g->regp || !g->rstride) return -1;
-    int64_t scratch = (int64_t)g->nregs * AD_PLAN_BLOCK * (int64_t)es;
+    int64_t scratch = (int64_t)g->nregs * AD_PLAN_BLOCK_BYTES;
     if (scratch > P->scratch_bytes) P->scratch_bytes = scratch;
     return 0;
 }
@@ -691,7 +775,7 @@ void ad_plan_free(ad_state *S, ad_plan *P) {
 
 static void builder_free(builder *B) {
     ad_state *S = B->S;
-    ad_free(S, B->cls); ad_free(S, B->grp); ad_free(S, B->first); ad_free(S, B->last); ad_free(S, B->space);
+    ad_free(S, B->cls); ad_free(S, B->grp); ad_free(S, B->first); ad_free(S, B->last); ad_free(S, B->space); ad_free(S, B->gdt);
     ad_free(S, B->made_in); ad_free(S, B->lastg); ad_free(S, B->env); ad_free(S, B->reg);
     ad_free(S, B->seen); ad_free(S, B->lastk); ad_free(S, B->src); ad_free(S, B->freebuf);
     ad_free(S, B->kkind); ad_free(S, B->ksrc); ad_free(S, B->viewed);

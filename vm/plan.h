@@ -13,9 +13,11 @@
 struct ad_trace;
 struct ad_buf;
 
-/* Elements per block of a fused group: a few registers of this many float64
- * stay in L1 (256 x 8 bytes = 2 KiB each). */
-#define AD_PLAN_BLOCK 256
+/* Bytes per register of a fused group: a few registers stay in L1. A block
+ * is as many elements as fit: 256 float64, 512 float32 (the per-block work
+ * of the interpreter is paid half as often on float32). */
+#define AD_PLAN_BLOCK_BYTES 2048
+static inline int64_t ad_plan_block(ad_dtype dt) { return AD_PLAN_BLOCK_BYTES / (dt == AD_FLOAT64 ? 8 : 4); }
 /* Arena buffers are reused by size class: the byte count rounded up to a
  * power of two, at least this many bytes (one cache line). */
 #define AD_PLAN_MIN_CLASS 64
@@ -56,14 +58,20 @@ typedef struct ad_plload {
     int val;               /* value id, or -1 for the number 'c' (converted to the group's dtype) */
     double c;
     float cf;
+    bool b8;               /* a bool tensor (a where's condition): one byte per element */
+    uint8_t conv;          /* a one-element tensor of the other float dtype, converted per run (AD_PLCONV_*) */
 } ad_plload;
 
-/* One element-wise record inside a group: dst = fn(a [, b]). */
+enum { AD_PLCONV_NONE, AD_PLCONV_F64, AD_PLCONV_F32 }; /* the load's own dtype: float64 in a float32 group, or the reverse */
+
+/* One element-wise record inside a group: dst = fn(a [, b [, c]]). A
+ * comparison's dst, and a where's a, hold bools (a byte per element). */
 typedef struct ad_plinstr {
     int16_t fn;            /* index in the element-wise table (plan.c) */
     int16_t nin;
-    int dst, a, b;         /* registers */
+    int dst, a, b, c;      /* registers */
     int node;              /* the record */
+    bool direct;           /* its first store writes its destination straight (not one element, not bool) */
 } ad_plinstr;
 
 /* Written to memory right after instruction 'after', block by block, so
@@ -73,6 +81,7 @@ typedef struct ad_plstore {
     int val;
     int after;
     bool one;              /* a one-element value in a larger space: written once */
+    bool b8;               /* a bool value (a comparison's): one byte per element */
 } ad_plstore;
 
 typedef enum { AD_PLRED_NONE, AD_PLRED_SUM, AD_PLRED_MEAN } ad_plred;

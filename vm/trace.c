@@ -20,6 +20,7 @@
 #include "dict.h"
 #include "op.h"
 #include "plan.h"
+#include "simplify.h"
 #include "tensor.h"
 #include "vm.h"
 
@@ -1183,6 +1184,8 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
         T->removed_cse = eliminate_common(S, T, &w, rep);
         T->removed_dce = eliminate_dead(S, T);
         if (T->flattened) T->pruned = prune_graph(S, T);
+        /* after pruning, which puts forward records under no_grad where the rules apply */
+        if (ad_simplify(S, T, folded)) T->removed_dce += eliminate_dead(S, T);
         for (int i = 0; i < T->nnodes; i++) if (T->nodes[i].folded && !T->nodes[i].dead) T->folded++;
     }
     T->plan = ad_plan_build(S, T);
@@ -1398,6 +1401,7 @@ int ad_trace_print(ad_state *S, const ad_trace *T, ad_buf *b) {
     if (T->flattened)
         ad_buf_printf(b, "  backward flattened: %d grad()/backward() call%s; %d forward op%s without graph\n", T->flattened,
                       T->flattened == 1 ? "" : "s", T->pruned, T->pruned == 1 ? "" : "s");
+    ad_simplify_print(T, b);
     if (T->note[0]) ad_buf_printf(b, "  note: %s\n", T->note);
     for (int i = 0; i < T->nvals; i++) {
         const ad_tval *x = &T->vals[i];
