@@ -40,6 +40,13 @@ typedef struct ad_compiled {
     ad_centry e[AD_COMPILE_CACHE];
     bool warned_full;
     uint64_t eager_calls;
+    /* A call's signature bytes and input list, kept between calls so that a
+     * hit allocates nothing; a call made while one is in use (f calling cf)
+     * makes its own. */
+    ad_buf scratch_sig;
+    ad_tensor **scratch_in;
+    int scratch_cap;
+    bool scratch_busy;
 } ad_compiled;
 
 /* ---- signatures ---- */
@@ -189,6 +196,8 @@ static int replay(ad_state *S, ad_centry *e, ad_tensor *const *inputs, ad_value 
 static void compiled_free(ad_state *S, void *ud) {
     ad_compiled *c = ud;
     for (int i = 0; i < c->n; i++) entry_clear(S, &c->e[i]);
+    ad_buf_free(&c->scratch_sig);
+    ad_free(S, c->scratch_in);
     ad_value_decref(S, c->f);
     ad_free(S, c);
 }
@@ -238,10 +247,21 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
     ad_buf_init(&sig, S);
     ad_buf_init(&desc, S);
     sigctx sc = {&sig, NULL, NULL, NULL, 0, 0};
+    bool scratch = !c->scratch_busy;
+    if (scratch) {
+        c->scratch_busy = true;
+        c->scratch_sig.S = S;
+        c->scratch_sig.len = 0;
+        c->scratch_sig.failed = 0;
+        sc = (sigctx){&c->scratch_sig, NULL, NULL, c->scratch_in, 0, c->scratch_cap};
+    }
     int rc = signature(S, argv, argc, kw, &sc);
+    const ad_buf *key = sc.sig;
     int hit = -1;
     for (int i = 0; i < c->n && !rc && hit < 0; i++)
-        if (c->e[i].sig.len == sig.len && memcmp(c->e[i].sig.data, sig.data, sig.len) == 0) hit = i;
+        if (c->e[i].sig.len == key->len && memcmp(c->e[i].sig.data, key->data, key->len) == 0) hit = i;
+    /* a miss: the entry keeps its own copy of the scratch bytes */
+    if (!rc && hit < 0 && scratch && key->len && ad_buf_add(&sig, key->data, key->len)) rc = ADDSL_ENOMEM;
     if (!rc && hit >= 0) {
         ad_centry *e = &c->e[hit];
         e->hits++;
@@ -308,7 +328,13 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
     }
     ad_buf_free(&sig);
     ad_buf_free(&desc);
-    ad_free(S, sc.inputs);
+    if (scratch) {
+        c->scratch_in = sc.inputs;
+        c->scratch_cap = sc.cap;
+        c->scratch_busy = false;
+    } else {
+        ad_free(S, sc.inputs);
+    }
     return rc;
 }
 

@@ -7,14 +7,21 @@
 #include <string.h>
 
 #include "../builtins/kernels_elementwise.h"
+#include "fuse_simd.h"
 
-#define UN(n) {#n, 1, 1, ad_k_##n##_f32, ad_k_##n##_f64, NULL, NULL},
-#define BIN(n, np) {#n, 2, np, NULL, NULL, ad_k_##n##_f32, ad_k_##n##_f64},
+#define UN(n) {#n, 1, 1, ad_k_##n##_f32, ad_k_##n##_f64, NULL, NULL, AD_FU_UNARY, NULL, NULL},
+#define BIN(n, np) {#n, 2, np, NULL, NULL, ad_k_##n##_f32, ad_k_##n##_f64, AD_FU_BINARY, NULL, NULL},
+#define CMP(n) {#n, 2, 2, NULL, NULL, NULL, NULL, AD_FU_COMPARE, ad_fu_##n##_f32, ad_fu_##n##_f64},
+/* the hottest ones from vm/fuse_simd.c (an AVX2 clone of the same formula) */
+#define BIN2(n, np) {#n, 2, np, NULL, NULL, ad_fu_##n##_f32, ad_fu_##n##_f64, AD_FU_BINARY, NULL, NULL},
+#define UN2(n) {#n, 1, 1, ad_fu_##n##_f32, ad_fu_##n##_f64, NULL, NULL, AD_FU_UNARY, NULL, NULL},
 
 static const ad_fuop ops[] = {
-    BIN(add, 3) BIN(sub, 3) BIN(mul, 2) BIN(div, 3) BIN(pow, 2) BIN(maximum, 2) BIN(minimum, 2)
-    UN(neg) UN(abs) UN(square) UN(relu) UN(exp) UN(expm1) UN(log) UN(log1p) UN(log2) UN(sqrt)
+    BIN2(add, 3) BIN2(sub, 3) BIN2(mul, 2) BIN2(div, 3) BIN(pow, 2) BIN(maximum, 2) BIN(minimum, 2)
+    UN(neg) UN(abs) UN(square) UN2(relu) UN(exp) UN(expm1) UN(log) UN(log1p) UN(log2) UN(sqrt)
     UN(rsqrt) UN(reciprocal) UN(sin) UN(cos) UN(tan) UN(tanh) UN(sigmoid) UN(silu)
+    CMP(eq) CMP(ne) CMP(lt) CMP(le) CMP(gt) CMP(ge)
+    {"where", 3, 3, NULL, NULL, NULL, NULL, AD_FU_WHERE, NULL, NULL},
 };
 
 #define NOPS ((int)(sizeof ops / sizeof ops[0]))
@@ -30,20 +37,43 @@ const ad_fuop *ad_fuse_op(int i) { return &ops[i]; }
 enum { LD_NUM, LD_SCALAR, LD_CONTIG, LD_GATHER };
 
 /* Copies run elements from src, 'stride' elements apart (0: one element
- * repeated), to out; es is 4 or 8 bytes. */
+ * repeated), to out; es is 1 (bool), 4 or 8 bytes. */
 static void copy_run(char *out, const char *src, int64_t stride, int64_t run, size_t es) {
     if (stride == 1) { memcpy(out, src, (size_t)run * es); return; }
+    if (es == 1) { /* bools */
+        if (stride == 0) memset(out, src[0], (size_t)run);
+        else for (int64_t k = 0; k < run; k++) out[k] = src[k * stride];
+        return;
+    }
     /* element-aligned: tensor data and the block scratch */
     if (es == 8) {
         const double *x = (const double *)(const void *)src;
         double *o = (double *)(void *)out;
-        if (stride == 0) { double c = x[0]; for (int64_t k = 0; k < run; k++) o[k] = c; }
+        if (stride == 0) { double c = x[0]; _Pragma("omp simd") for (int64_t k = 0; k < run; k++) o[k] = c; }
         else for (int64_t k = 0; k < run; k++) o[k] = x[k * stride];
     } else {
         const float *x = (const float *)(const void *)src;
         float *o = (float *)(void *)out;
-        if (stride == 0) { float c = x[0]; for (int64_t k = 0; k < run; k++) o[k] = c; }
+        if (stride == 0) { float c = x[0]; _Pragma("omp simd") for (int64_t k = 0; k < run; k++) o[k] = c; }
         else for (int64_t k = 0; k < run; k++) o[k] = x[k * stride];
+    }
+}
+
+/* A short contiguous operand repeated along the outer dimensions (the
+ * trajectory's [7] joint limits read as [64,32,7]): the block is the
+ * pattern from phase 'ph', written once and then doubled, instead of a copy
+ * per 7 elements. */
+static void gather_periodic(const char *src, int64_t P, int64_t ph, int64_t len, size_t es, char *out) {
+    int64_t k = P - ph < len ? P - ph : len;
+    memcpy(out, src + (size_t)ph * es, (size_t)k * es);
+    if (k < len) {
+        int64_t n = ph < len - k ? ph : len - k;
+        memcpy(out + (size_t)k * es, src, (size_t)n * es);
+        k += n;
+    }
+    for (; k < len; k *= 2) {
+        int64_t n = k < len - k ? k : len - k;
+        memcpy(out + (size_t)k * es, out, (size_t)n * es);
     }
 }
 
@@ -56,6 +86,10 @@ static void gather(const ad_fuview *v, const int64_t *est, int nd, const int64_t
                    size_t es, char *out) {
     if (nd == 0) {
         for (int64_t i = 0; i < len; i++) memcpy(out + (size_t)i * es, v->data, es);
+        return;
+    }
+    if (nd == 2 && est[0] == 0 && est[1] == 1 && space[1] < len) {
+        gather_periodic(v->data, space[1], lo % space[1], len, es, out);
         return;
     }
     int64_t idx[AD_MAX_DIMS], off = 0, rest = lo;
@@ -142,23 +176,44 @@ static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt)
     return s;
 }
 
+
 /* The group's instructions over one block, stores right after the
  * instruction that makes their value. One copy per dtype: the loop runs per
  * record of a long chain, so it stays free of per-instruction dtype tests. */
-#define AD_FUSE_BLOCK(T, UN, BIN)                                                                        \
+/* A comparison or a where (kept out of the block loop, which runs per
+ * record of a long chain): returns the result's stride. */
+#define AD_FUSE_SELECT(T, sfx, CMP)                                                                      \
+    static int64_t select_##sfx(const ad_fuop *op, const ad_plinstr *in, T *d, const char **regp,        \
+                                const int64_t *rstride, int64_t len) {                                  \
+        int64_t sa = rstride[in->a], sb = rstride[in->b], s = sa | sb;                                 \
+        if (op->kind == AD_FU_COMPARE) {                                                               \
+            op->CMP((bool *)(void *)d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1); \
+            return s;                                                                                  \
+        }                                                                                              \
+        int64_t sc = rstride[in->c];                                                                   \
+        s |= sc;                                                                                       \
+        ad_fu_where_##sfx(d, (const bool *)regp[in->a], sa, (const T *)regp[in->b], sb, (const T *)regp[in->c], sc, \
+                          s ? len : 1);                                                                \
+        return s;                                                                                      \
+    }
+AD_FUSE_SELECT(float, f32, c32)
+AD_FUSE_SELECT(double, f64, c64)
+
+#define AD_FUSE_BLOCK(T, UN, BIN, CMP, sfx)                                                              \
     for (int k = 0; k < g->ninstrs; k++) {                                                             \
         const ad_plinstr *in = &g->instrs[k];                                                          \
         const ad_fuop *op = &ops[in->fn];                                                              \
-        /* a value stored right after: computed straight into its destination */                     \
-        bool direct = st < g->nstores && g->stores[st].after == k && !g->stores[st].one;                \
-        T *d = direct ? (T *)dst[st] + lo : (T *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK * sizeof(T)); \
+        /* a value stored right after: computed straight into its destination (bools go through     \
+         * their register, a byte per element) */                                                    \
+        bool direct = in->direct;                                                                      \
+        T *d = direct ? (T *)dst[st] + lo : (T *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK_BYTES); \
         int64_t sa = rstride[in->a], s = sa;                                                           \
-        if (in->nin == 1) op->UN(d, (const T *)regp[in->a], sa ? len : 1);                             \
-        else {                                                                                         \
+        if (op->kind == AD_FU_BINARY) {                                                                \
             int64_t sb = rstride[in->b];                                                               \
             s |= sb;                                                                                   \
             op->BIN(d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1);           \
-        }                                                                                              \
+        } else if (op->kind == AD_FU_UNARY) op->UN(d, (const T *)regp[in->a], sa ? len : 1);            \
+        else s = select_##sfx(op, in, d, regp, rstride, len);                                          \
         regp[in->dst] = (const char *)d;                                                               \
         rstride[in->dst] = s;                                                                          \
         if (direct) {                                                                                  \
@@ -171,6 +226,7 @@ static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt)
 
 static void store(const ad_plgroup *g, int st, char *to, int64_t lo, int64_t len, size_t es) {
     const ad_plstore *o = &g->stores[st];
+    if (o->b8) es = 1;
     if (o->one) { if (!lo) memcpy(to, g->regp[o->reg], es); return; }
     to += (size_t)lo * es;
     if (g->rstride[o->reg]) memcpy(to, g->regp[o->reg], (size_t)len * es);
@@ -181,14 +237,14 @@ static void run_block64(ad_plgroup *g, char *scratch, char *const *dst, int64_t 
     const char **regp = g->regp;
     int64_t *rstride = g->rstride;
     int st = 0;
-    AD_FUSE_BLOCK(double, u64, b64)
+    AD_FUSE_BLOCK(double, u64, b64, c64, f64)
 }
 
 static void run_block32(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
     const char **regp = g->regp;
     int64_t *rstride = g->rstride;
     int st = 0;
-    AD_FUSE_BLOCK(float, u32, b32)
+    AD_FUSE_BLOCK(float, u32, b32, c32, f32)
 }
 
 void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst, char *red,
@@ -198,7 +254,7 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
     int64_t est[AD_PLAN_MAX_LOADS][AD_MAX_DIMS], csp[AD_PLAN_MAX_LOADS][AD_MAX_DIMS];
     int cnd[AD_PLAN_MAX_LOADS];
     for (int i = 0; i < g->nloads; i++) {
-        const ad_plload *l = &g->loads[i];
+        ad_plload *l = &g->loads[i];
         if (l->val < 0) {
             mode[i] = LD_NUM;
             g->regp[i] = g->dtype == AD_FLOAT64 ? (const char *)&l->c : (const char *)&l->cf;
@@ -209,15 +265,23 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
         if (mode[i] == LD_GATHER) cnd[i] = collapse(g->ndim, space, est[i], csp[i]);
         if (mode[i] == LD_SCALAR) { g->regp[i] = views[i].data; g->rstride[i] = 0; }
         else g->rstride[i] = 1;
+        if (mode[i] == LD_SCALAR && l->conv) {
+            /* the other float dtype: converted first, as eager converts every operand to the result's */
+            double x;
+            if (l->conv == AD_PLCONV_F64) { memcpy(&x, views[i].data, 8); l->cf = (float)x; g->regp[i] = (const char *)&l->cf; }
+            else { float f; memcpy(&f, views[i].data, 4); l->c = f; g->regp[i] = (const char *)&l->c; }
+        }
     }
     double acc = 0;
-    for (int64_t lo = 0; lo < g->numel; lo += AD_PLAN_BLOCK) {
-        int64_t len = g->numel - lo < AD_PLAN_BLOCK ? g->numel - lo : AD_PLAN_BLOCK;
+    const int64_t block = ad_plan_block(g->dtype);
+    for (int64_t lo = 0; lo < g->numel; lo += block) {
+        int64_t len = g->numel - lo < block ? g->numel - lo : block;
         for (int i = 0; i < g->nloads; i++) {
-            if (mode[i] == LD_CONTIG) g->regp[i] = views[i].data + (size_t)lo * es;
+            size_t les = g->loads[i].b8 ? 1 : es;
+            if (mode[i] == LD_CONTIG) g->regp[i] = views[i].data + (size_t)lo * les;
             else if (mode[i] == LD_GATHER) {
-                char *s = scratch + (size_t)i * AD_PLAN_BLOCK * es;
-                gather(&views[i], est[i], cnd[i], csp[i], lo, len, es, s);
+                char *s = scratch + (size_t)i * AD_PLAN_BLOCK_BYTES;
+                gather(&views[i], est[i], cnd[i], csp[i], lo, len, les, s);
                 g->regp[i] = s;
             }
         }

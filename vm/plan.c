@@ -9,10 +9,14 @@
 #include "device.h"
 #include "fuse.h"
 #include "op.h"
+#include "plan_kernels.h"
 #include "trace.h"
 
 /* A record's class: a fuse table index (>= 0), a reduction, or neither. */
-enum { CL_SKIP = -3, CL_SEAM = -1, CL_SUM = -10, CL_MEAN = -11, CL_VIEW = -20 };
+enum { CL_SKIP = -3, CL_SEAM = -1, CL_SUM = -10, CL_MEAN = -11, CL_VIEW = -20, CL_KERN = -30, CL_KVIEW = -31 };
+
+/* A record of vm/plan_kernels.c: a kernel (a group of its own) or a view (nothing runs). */
+static bool is_kern(int cl) { return cl == CL_KERN || cl == CL_KVIEW; }
 
 static bool is_red(int cl) { return cl == CL_SUM || cl == CL_MEAN; }
 
@@ -24,6 +28,7 @@ typedef struct builder {
     int *grp;              /* per record: its group, or -1 */
     int *first, *last;     /* per group: its first and last record */
     int *space;            /* per group: the value whose shape it iterates over */
+    ad_dtype *gdt;         /* per group: the dtype of its registers (a comparison's operands') */
     int ngroups, capgroups;
     /* per value */
     int *made_in;          /* group that makes it, or -1 */
@@ -33,6 +38,9 @@ typedef struct builder {
     int *seen;             /* group + 1 whose loads include it */
     int *lastk;            /* last instruction of its group that reads it */
     int *src;              /* a view's value (expand): the value it reads through, or -1 */
+    int *kkind;            /* per record: its kernel kind (ad_plkind), or 0 */
+    int *ksrc;             /* per value: a kernel-made view's source, or -1 */
+    bool *viewed;          /* per value: read through a kernel-made view (never overwritten in place) */
     int *freebuf;          /* buffers free for reuse */
     int nfree;
     double nums[AD_PLAN_MAX_LOADS]; /* numbers the open group loads */
@@ -44,7 +52,7 @@ static ad_tensor *val_tensor(const ad_trace *T, int v) {
     return T->vals[v].v.u.tensor;
 }
 
-static size_t esize(ad_dtype dt) { return dt == AD_FLOAT64 ? 8 : 4; }
+static size_t esize(ad_dtype dt) { return dt == AD_FLOAT64 ? 8 : dt == AD_BOOL ? 1 : 4; }
 
 /* Whether record n can run outside the seam: an element-wise op of the table
  * (or sum/mean of everything) on float tensors of its output's dtype and
@@ -57,8 +65,12 @@ static int ref_of(const builder *B, const ad_tnode *n, int k) {
 
 /* nograd: the records run under no_grad whatever they were traced under (a
  * program run in parts), so autograd needs nothing from them. */
+static int classify_select(const ad_trace *T, const ad_tnode *n, bool nograd);
+
 static int classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
     if (n->dead || n->folded) return CL_SKIP;
+    if (n->kind == AD_TN_COMPARE || (n->kind == AD_TN_OP && strcmp(n->fn.u.op->name, "where") == 0))
+        return classify_select(T, n, nograd);
     if (n->kind != AD_TN_OP || n->effect || n->random || n->kw || n->out.ref < 0) return CL_SEAM;
     const ad_opdef *op = n->fn.u.op;
     if (op->forward.t != AD_TBUILTIN || op->forward.u.bi->kid >= 0) return CL_SEAM;
@@ -96,10 +108,64 @@ static int classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
             continue;
         }
         const ad_tensor *t = val_tensor(T, a->ref);
-        if (!t || t->dtype != o->dtype || ad_tensor_device(t) != 0) return CL_SEAM;
+        if (!t || ad_tensor_device(t) != 0) return CL_SEAM;
+        /* one element of the other float dtype (Adam's float64 bias corrections on float32
+         * moments): eager converts it to the output's dtype first; so does the load */
+        if (t->dtype != o->dtype && (is_red(cl) || t->numel != 1 || (t->dtype != AD_FLOAT32 && t->dtype != AD_FLOAT64)))
+            return CL_SEAM;
         if (n->grad_enabled && t->requires_grad && !nograd) return CL_SEAM;
+        if (t->dtype == o->dtype) tensors++;
+    }
+    return tensors ? cl : CL_SEAM;
+}
+
+static bool float_cpu(const ad_tensor *t, ad_dtype dt) {
+    return t && t->dtype == dt && (dt == AD_FLOAT32 || dt == AD_FLOAT64) && ad_tensor_device(t) == 0;
+}
+
+/* A comparison (`a <= 0`: a bool result from operands of one float dtype,
+ * numbers converted to it, as ew_binary does) or where(cond, a, b) (a bool
+ * condition tensor, operands of the output's float dtype or numbers): the
+ * bool values live in the groups' registers a byte per element. */
+static int classify_select(const ad_trace *T, const ad_tnode *n, bool nograd) {
+    if (n->effect || n->random || n->kw || n->out.ref < 0) return CL_SEAM;
+    const ad_tensor *o = val_tensor(T, n->out.ref);
+    if (!o || ad_tensor_device(o) != 0) return CL_SEAM;
+    int cl;
+    ad_dtype dt;
+    if (n->kind == AD_TN_COMPARE) {
+        static const char *const names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+        if (n->attr < 0 || n->attr >= 6 || n->nargs != 2 || o->dtype != AD_BOOL) return CL_SEAM;
+        cl = ad_fuse_find(names[n->attr]);
+        const ad_tensor *t = val_tensor(T, n->args[0].ref);
+        if (!t) t = val_tensor(T, n->args[1].ref);
+        if (!t) return CL_SEAM;
+        dt = t->dtype;
+    } else {
+        const ad_opdef *op = n->fn.u.op;
+        if (op->forward.t != AD_TBUILTIN || op->forward.u.bi->kid >= 0 || strcmp(op->forward.u.bi->name, "where") != 0 ||
+            op->nparams != 3 || n->nargs != 3 || n->args[0].ref < 0 || n->args[0].sub)
+            return CL_SEAM;
+        const ad_tensor *c = val_tensor(T, n->args[0].ref);
+        if (!c || c->dtype != AD_BOOL || ad_tensor_device(c) != 0) return CL_SEAM;
+        if (o->requires_grad && !nograd && n->grad_enabled) return CL_SEAM;
+        cl = ad_fuse_find("where");
+        dt = o->dtype;
+    }
+    int tensors = 0;
+    for (int k = n->kind == AD_TN_COMPARE ? 0 : 1; k < n->nargs; k++) {
+        const ad_targ *a = &n->args[k];
+        if (a->sub) return CL_SEAM;
+        if (a->ref < 0) {
+            if (!ad_is_number(a->c)) return CL_SEAM;
+            continue;
+        }
+        const ad_tensor *t = val_tensor(T, a->ref);
+        if (!float_cpu(t, dt)) return CL_SEAM;
+        if (n->kind != AD_TN_COMPARE && n->grad_enabled && t->requires_grad && !nograd) return CL_SEAM;
         tensors++;
     }
+    if (n->kind != AD_TN_COMPARE) return float_cpu(o, dt) ? cl : CL_SEAM;
     return tensors ? cl : CL_SEAM;
 }
 
@@ -146,16 +212,41 @@ static void mark_seam_read(const ad_targ *a, bool *read) {
  * f returns runs through the seam (made a tensor). Then each view's source. */
 static int resolve_views(builder *B) {
     const ad_trace *T = B->T;
-    bool *read = ad_calloc(B->S, (size_t)(T->nvals ? T->nvals : 1), sizeof *read);
-    if (!read) return -1;
+    size_t nv = (size_t)(T->nvals ? T->nvals : 1);
+    bool *read = ad_calloc(B->S, nv, sizeof *read), *kread = ad_calloc(B->S, nv, sizeof *kread);
+    if (!read || !kread) { ad_free(B->S, read); ad_free(B->S, kread); return -1; }
     mark_seam_read(&T->result, read);
     for (int i = T->nnodes - 1; i >= 0; i--) {
         const ad_tnode *n = &T->nodes[i];
-        if (B->cls[i] == CL_VIEW && read[n->out.ref]) B->cls[i] = CL_SEAM;
+        if ((B->cls[i] == CL_VIEW || B->cls[i] == CL_KVIEW) && read[n->out.ref]) B->cls[i] = CL_SEAM;
+        if (B->cls[i] == CL_VIEW && kread[n->out.ref]) B->cls[i] = CL_SEAM; /* kernels do not broadcast */
         if (B->cls[i] == CL_SEAM)
             for (int k = 0; k < n->nargs; k++) mark_seam_read(&n->args[k], read);
+        if (is_kern(B->cls[i]))
+            for (int k = 0; k < n->nargs; k++) mark_seam_read(&n->args[k], kread);
     }
     ad_free(B->S, read);
+    ad_free(B->S, kread);
+    for (int i = 0; i < T->nnodes; i++)
+        if (!is_kern(B->cls[i])) B->kkind[i] = 0; /* made a seam record above */
+    for (int i = 0; i < T->nnodes; i++) {
+        const ad_tnode *n = &T->nodes[i];
+        if (B->cls[i] != CL_KVIEW) continue;
+        int v = n->out.ref;
+        B->ksrc[v] = n->args[0].ref;
+        for (int u = B->ksrc[v]; u >= 0; u = B->ksrc[u]) B->viewed[u] = true;
+        B->P->vals[v].where = AD_PL_KVIEW;
+        B->P->vals[v].buffer = B->P->nkviews++;
+    }
+    if (B->P->nkviews && !(B->P->kviews = ad_calloc(B->S, (size_t)B->P->nkviews, sizeof *B->P->kviews))) return -1;
+    for (int i = 0; i < T->nnodes; i++) {
+        if (B->cls[i] != CL_KVIEW) continue;
+        ad_plkview *kv = &B->P->kviews[B->P->vals[T->nodes[i].out.ref].buffer];
+        ad_plk_describe(T, &T->nodes[i], B->kkind[i], &kv->kern);
+        kv->node = i;
+    }
+    if (!(B->P->keep = ad_calloc(B->S, nv, sizeof *B->P->keep))) return -1;
+    for (size_t v = 0; v < nv; v++) B->P->keep[v] = B->viewed[v];
     for (int i = 0; i < T->nnodes; i++) {
         const ad_tnode *n = &T->nodes[i];
         if (B->cls[i] != CL_VIEW) continue;
@@ -163,6 +254,7 @@ static int resolve_views(builder *B) {
         B->src[n->out.ref] = B->src[u] >= 0 ? B->src[u] : u;
         B->P->vals[n->out.ref].where = AD_PL_VIEW;
         B->P->vals[n->out.ref].buffer = B->src[n->out.ref];
+        for (int w = B->src[n->out.ref]; w >= 0; w = B->ksrc[w]) B->P->keep[w] = true;
     }
     return 0;
 }
@@ -206,6 +298,9 @@ static int open_group(builder *B, int node) {
         int *sp = ad_realloc(B->S, B->space, (size_t)cap * sizeof *sp);
         if (!sp) return -1;
         B->space = sp;
+        ad_dtype *dt = ad_realloc(B->S, B->gdt, (size_t)cap * sizeof *dt);
+        if (!dt) return -1;
+        B->gdt = dt;
         B->capgroups = cap;
     }
     B->first[B->ngroups] = B->last[B->ngroups] = node;
@@ -215,6 +310,16 @@ static int open_group(builder *B, int node) {
 /* The shape a record iterates over: its output's, or a reduction's input's. */
 static int space_of(const builder *B, const ad_tnode *n) {
     return is_red(B->cls[n - B->T->nodes]) ? n->args[0].ref : n->out.ref;
+}
+
+/* The dtype a record computes in: its space's, or for a comparison (a bool
+ * result) its tensor operands'. */
+static ad_dtype rec_dtype(const builder *B, const ad_tnode *n) {
+    if (n->kind == AD_TN_COMPARE) {
+        const ad_tensor *t = val_tensor(B->T, n->args[0].ref);
+        return (t ? t : val_tensor(B->T, n->args[1].ref))->dtype;
+    }
+    return B->P->vals[space_of(B, n)].dtype;
 }
 
 /* A record of one element from one-element operands: it runs in any group,
@@ -232,7 +337,7 @@ static bool one_element(const builder *B, const ad_tnode *n) {
 static bool fits(builder *B, int g, const ad_tnode *n, int loads) {
     int a = space_of(B, n), b = B->space[g];
     const ad_plval *x = &B->P->vals[a], *y = &B->P->vals[b];
-    if (x->dtype != y->dtype || loads + count_new_loads(B, n, g) > AD_PLAN_MAX_LOADS) return false;
+    if (rec_dtype(B, n) != B->gdt[g] || loads + count_new_loads(B, n, g) > AD_PLAN_MAX_LOADS) return false;
     if (ad_shape_equal(x->ndim, vdims(B->P, a), y->ndim, vdims(B->P, b))) return true;
     if (one_element(B, n) && y->numel >= 1) return true;
     if (y->numel == 1 && x->numel > 1) {
@@ -259,9 +364,26 @@ static int form_groups(builder *B) {
         if (cl == CL_SKIP) continue;
         if (cl == CL_SEAM) { closed = true; continue; }
         if (cl == CL_VIEW) continue; /* nothing to run: its readers read through it */
+        if (cl == CL_KVIEW) {
+            /* read through, as an expand; but a group holds its values in registers, so a
+             * view of one it makes is read by the next group, from memory */
+            int u = n->args[0].ref;
+            while (u >= 0 && B->ksrc[u] >= 0) u = B->ksrc[u];
+            if (g >= 0 && u >= 0 && B->made_in[u] == g) closed = true;
+            continue;
+        }
+        if (cl == CL_KERN) {
+            if ((g = open_group(B, i)) < 0) return -1;
+            B->space[g] = n->out.ref;
+            B->grp[i] = g;
+            B->made_in[n->out.ref] = g;
+            closed = true;
+            continue;
+        }
         if (closed || !fits(B, g, n, loads)) {
             if ((g = open_group(B, i)) < 0) return -1;
             B->space[g] = space_of(B, n);
+            B->gdt[g] = rec_dtype(B, n);
             loads = 0;
             B->nnums = 0;
         }
@@ -282,6 +404,12 @@ static void mark_reads(builder *B, const ad_targ *a, int g) {
         else if (B->made_in[v] != g && g > B->lastg[v]) B->lastg[v] = g;
     }
     for (int k = 0; k < a->nsub; k++) mark_reads(B, &a->sub[k], g);
+}
+
+/* A read of value v by group g reads the values whose memory a kernel-made
+ * view v stands for too: they live as long as the view is read. */
+static void mark_value_read(builder *B, int v, int g) {
+    for (; v >= 0; v = B->ksrc[v]) mark_reads(B, &(ad_targ){.ref = v}, g);
 }
 
 /* ---- the arena ---- */
@@ -322,6 +450,12 @@ static void give_back(builder *B, int v) {
     B->lastg[v] = -2; /* given back once */
 }
 
+/* After group gi: the buffers of the values a kernel-made view it read stands for. */
+static void give_back_sources(builder *B, int v, int gi) {
+    for (v = B->ksrc[v]; v >= 0; v = B->ksrc[v])
+        if (B->lastg[v] == gi) give_back(B, v);
+}
+
 /* ---- one group's program ---- */
 
 typedef struct gbuild {
@@ -345,7 +479,9 @@ static int new_reg(ad_state *S, ad_plgroup *g, gbuild *r) {
 static int load_reg(builder *B, ad_plgroup *g, int u, const ad_targ *a, ad_dtype dt) {
     if (u >= 0) {
         if (B->reg[u] >= 0) return B->reg[u];
-        g->loads[g->nloads] = (ad_plload){.val = u};
+        ad_dtype vt = B->P->vals[u].dtype;
+        uint8_t conv = vt == dt || vt == AD_BOOL ? AD_PLCONV_NONE : vt == AD_FLOAT64 ? AD_PLCONV_F64 : AD_PLCONV_F32;
+        g->loads[g->nloads] = (ad_plload){.val = u, .b8 = vt == AD_BOOL, .conv = conv};
         return B->reg[u] = g->nloads++;
     }
     double c = num_of(a->c);
@@ -383,7 +519,7 @@ static int build_group(builder *B, int gi, gbuild *r) {
     g->ndim = P->vals[sv].ndim;
     g->dims = P->vals[sv].dims;
     g->numel = P->vals[sv].numel;
-    g->dtype = P->vals[sv].dtype;
+    g->dtype = B->gdt[gi];
     g->loads = ad_calloc(B->S, AD_PLAN_MAX_LOADS, sizeof *g->loads);
     g->instrs = ad_calloc(B->S, (size_t)nrec, sizeof *g->instrs);
     g->stores = ad_calloc(B->S, (size_t)nrec, sizeof *g->stores);
@@ -408,7 +544,7 @@ static int build_group(builder *B, int gi, gbuild *r) {
         if (B->grp[i] != gi) continue;
         const ad_tnode *n = &T->nodes[i];
         for (int a = 0; a < n->nargs; a++) {
-            if (ref_of(B, n, a) >= 0) B->lastk[ref_of(B, n, a)] = k;
+            for (int u = ref_of(B, n, a); u >= 0; u = B->ksrc[u]) B->lastk[u] = k;
             g->bytes_unfused += val_bytes(P, n->args[a].ref);
         }
         g->bytes_unfused += val_bytes(P, n->out.ref);
@@ -434,21 +570,31 @@ static int build_group(builder *B, int gi, gbuild *r) {
         int ua = ref_of(B, n, 0), ub = n->nargs > 1 ? ref_of(B, n, 1) : -1;
         in->a = ua >= 0 ? B->reg[ua] : load_reg(B, g, -1, &n->args[0], g->dtype);
         if (n->nargs > 1) in->b = ub >= 0 ? B->reg[ub] : load_reg(B, g, -1, &n->args[1], g->dtype);
+        if (n->nargs > 2) {
+            int uc = ref_of(B, n, 2);
+            in->c = uc >= 0 ? B->reg[uc] : load_reg(B, g, -1, &n->args[2], g->dtype);
+        }
         if ((in->dst = new_reg(B->S, g, r)) < 0) return -1;
         B->reg[v] = in->dst;
         for (int a = 0; a < n->nargs; a++) {
             int u = ref_of(B, n, a);
             if (u < 0 || B->lastk[u] != g->ninstrs) continue;
             /* in place: an arena input of the group's size read for the last time here */
-            if (B->lastg[u] == gi && P->vals[u].numel == g->numel && P->vals[v].numel == g->numel) give_back(B, u);
-            /* a result read for the last time: its register serves the next instruction */
-            if (B->made_in[u] == gi && (a == 0 || u != ua)) r->freeregs[r->nfree++] = B->reg[u];
+            if (B->lastg[u] == gi && !B->viewed[u] && P->vals[u].numel == g->numel && P->vals[v].numel == g->numel &&
+                P->vals[u].dtype == P->vals[v].dtype)
+                give_back(B, u);
+            /* a result read for the last time: its register serves the next instruction (once) */
+            bool again = false;
+            for (int j = 0; j < a; j++) again |= ref_of(B, n, j) == u;
+            if (B->made_in[u] == gi && !again) r->freeregs[r->nfree++] = B->reg[u];
         }
         if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
         if (P->vals[v].where != AD_PL_REG) {
-            g->stores[g->nstores++] = (ad_plstore){.reg = in->dst, .val = v, .after = g->ninstrs,
-                                                    .one = P->vals[v].numel == 1 && g->numel != 1};
-            g->bytes_moved += P->vals[v].numel * (int64_t)es;
+            ad_plstore *o = &g->stores[g->nstores++];
+            *o = (ad_plstore){.reg = in->dst, .val = v, .after = g->ninstrs,
+                              .one = P->vals[v].numel == 1 && g->numel != 1, .b8 = P->vals[v].dtype == AD_BOOL};
+            in->direct = !o->one && !o->b8;
+            g->bytes_moved += val_bytes(P, v);
         }
         /* read by no later instruction: only stored, its register is free again */
         if (B->lastk[v] < 0) r->freeregs[r->nfree++] = in->dst;
@@ -457,6 +603,7 @@ static int build_group(builder *B, int gi, gbuild *r) {
     for (int i = 0; i < g->nloads; i++) {
         int u = g->loads[i].val;
         if (u >= 0 && B->lastg[u] == gi) give_back(B, u);
+        if (u >= 0) give_back_sources(B, u, gi);
     }
     if (g->red && P->vals[g->red_val].where == AD_PL_ARENA && take_buffer(B, g->red_val)) return -1;
     for (int i = 0; i < g->nloads; i++) if (g->loads[i].val >= 0) B->reg[g->loads[i].val] = -1;
@@ -465,8 +612,45 @@ static int build_group(builder *B, int gi, gbuild *r) {
     g->regp = ad_calloc(B->S, (size_t)g->nregs, sizeof *g->regp);
     g->rstride = ad_calloc(B->S, (size_t)g->nregs, sizeof *g->rstride);
     if (!g->dstp || !g->regp || !g->rstride) return -1;
-    int64_t scratch = (int64_t)g->nregs * AD_PLAN_BLOCK * (int64_t)es;
+    int64_t scratch = (int64_t)g->nregs * AD_PLAN_BLOCK_BYTES;
     if (scratch > P->scratch_bytes) P->scratch_bytes = scratch;
+    return 0;
+}
+
+/* A kernel record (vm/plan_kernels.c): its operands are the group's loads;
+ * its output an arena buffer (taken before the operands' are given back: a
+ * product never writes over what it reads), a new tensor, or a view. */
+static int build_kernel(builder *B, int gi) {
+    ad_plan *P = B->P;
+    int i = B->first[gi];
+    const ad_tnode *n = &B->T->nodes[i];
+    ad_plgroup *g = &P->groups[gi];
+    int v = n->out.ref;
+    g->first_node = g->last_node = i;
+    g->ndim = P->vals[v].ndim;
+    g->dims = P->vals[v].dims;
+    g->numel = P->vals[v].numel;
+    g->dtype = P->vals[v].dtype;
+    g->kern = ad_calloc(B->S, 1, sizeof *g->kern);
+    g->loads = ad_calloc(B->S, 3, sizeof *g->loads);
+    if (!g->kern || !g->loads) return -1;
+    ad_plk_describe(B->T, n, B->kkind[i], g->kern);
+    int ops[3] = {g->kern->c, g->kern->a, g->kern->b};
+    for (int k = 0; k < 3; k++) {
+        if (ops[k] < 0) continue;
+        g->loads[g->nloads++] = (ad_plload){.val = ops[k]};
+        g->bytes_moved += val_bytes(P, ops[k]);
+    }
+    where_of(B, v);
+    if (P->vals[v].where == AD_PL_REG) P->vals[v].where = AD_PL_ARENA; /* made in memory, read by nobody later */
+    if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
+    g->bytes_moved += val_bytes(P, v);
+    g->bytes_unfused = g->bytes_moved;
+    for (int k = 0; k < g->nloads; k++) {
+        int u = g->loads[k].val;
+        if (B->lastg[u] == gi) give_back(B, u);
+        give_back_sources(B, u, gi);
+    }
     return 0;
 }
 
@@ -483,7 +667,7 @@ static bool env_resident(const builder *B, int v) {
     if (B->P->vals[v].where == AD_PL_FRESH || x->kind != AD_TV_NODE) return true;
     const ad_tnode *n = &B->T->nodes[x->node];
     if (n->folded) return !n->dead;
-    if (B->cls[x->node] == CL_VIEW) return false;
+    if (B->cls[x->node] == CL_VIEW || B->cls[x->node] == CL_KVIEW) return false;
     return !n->dead && B->grp[x->node] < 0;
 }
 
@@ -496,10 +680,11 @@ static int build_steps(builder *B) {
     int *last = B->lastk; /* reused: per value, the last record reading it */
     for (int v = 0; v < P->nvals; v++) last[v] = -1;
     for (int i = 0; i < T->nnodes; i++) {
-        if (B->cls[i] == CL_SKIP || B->cls[i] == CL_VIEW) continue;
+        if (B->cls[i] == CL_SKIP || B->cls[i] == CL_VIEW || B->cls[i] == CL_KVIEW) continue;
         for (int k = 0; k < T->nodes[i].nargs; k++) {
             if (B->grp[i] < 0) last_read(&T->nodes[i].args[k], i, last);
-            else if (ref_of(B, &T->nodes[i], k) >= 0) last[ref_of(B, &T->nodes[i], k)] = i;
+            else
+                for (int u = ref_of(B, &T->nodes[i], k); u >= 0; u = B->ksrc[u]) last[u] = i;
         }
     }
     last_read(&T->result, T->nnodes, last);
@@ -518,7 +703,7 @@ static int build_steps(builder *B) {
     for (int v = 0; v < P->nvals; v++)
         if (env_resident(B, v)) P->envvals[P->nenvvals++] = v;
     for (int i = 0; i < T->nnodes; i++) {
-        if (B->cls[i] == CL_SKIP || B->cls[i] == CL_VIEW || P->group_at[i] == -2) continue;
+        if (B->cls[i] == CL_SKIP || B->cls[i] == CL_VIEW || B->cls[i] == CL_KVIEW || P->group_at[i] == -2) continue;
         P->steps[P->nsteps++] = P->group_at[i] >= 0 ? -1 - P->group_at[i] : i;
     }
     return 0;
@@ -531,6 +716,7 @@ static int build_groups(builder *B) {
         if (B->cls[i] == CL_SKIP) continue;
         const ad_tnode *n = &T->nodes[i];
         if (B->cls[i] == CL_VIEW) { P->nviews++; continue; }
+        if (B->cls[i] == CL_KVIEW) continue; /* its readers read its sources */
         if (B->grp[i] < 0) {
             for (int k = 0; k < n->nargs; k++) mark_reads(B, &n->args[k], -1);
             P->nfallback++;
@@ -539,13 +725,18 @@ static int build_groups(builder *B) {
         for (int k = 0; k < n->nargs; k++) {
             int v = ref_of(B, n, k);
             if (v < 0) continue;
-            mark_reads(B, &(ad_targ){.ref = v}, B->grp[i]);
+            mark_value_read(B, v, B->grp[i]);
             /* read by the second part: kept in the environment between the parts
-             * (the arena is scratch of one part's run) */
-            if (P->split && i >= P->split && T->vals[v].kind == AD_TV_NODE && T->vals[v].node < P->split)
-                mark_reads(B, &(ad_targ){.ref = v}, -1);
+             * (the arena is scratch of one part's run); a view is worked out again
+             * from its sources, which are kept */
+            for (int u = v; P->split && i >= P->split && u >= 0; u = B->ksrc[u]) {
+                if (T->vals[u].kind != AD_TV_NODE || T->vals[u].node >= P->split) continue;
+                if (P->vals[u].where != AD_PL_KVIEW) mark_reads(B, &(ad_targ){.ref = u}, -1);
+                else P->kviews[P->vals[u].buffer].cross = true;
+            }
         }
-        P->nfused++;
+        if (is_kern(B->cls[i])) P->nkernels++;
+        else P->nfused++;
     }
     mark_reads(B, &T->result, -1);
     P->groups = ad_calloc(B->S, (size_t)B->ngroups, sizeof *P->groups);
@@ -553,13 +744,14 @@ static int build_groups(builder *B) {
     P->ngroups = B->ngroups;
     gbuild r = {0};
     int rc = 0;
-    for (int g = 0; g < B->ngroups && !rc; g++) rc = build_group(B, g, &r);
+    for (int g = 0; g < B->ngroups && !rc; g++) rc = B->kkind[B->first[g]] ? build_kernel(B, g) : build_group(B, g, &r);
     ad_free(B->S, r.freeregs);
     if (rc) return rc;
     int64_t base = (P->scratch_bytes + AD_PLAN_MIN_CLASS - 1) / AD_PLAN_MIN_CLASS * AD_PLAN_MIN_CLASS;
     for (int i = 0; i < P->nbuffers; i++) P->buffers[i].offset += base;
     P->arena_bytes = base + (P->nbuffers ? P->buffers[P->nbuffers - 1].offset + P->buffers[P->nbuffers - 1].bytes - base : 0);
-    for (int i = 0; i < T->nnodes; i++) P->group_at[i] = B->cls[i] == CL_VIEW ? -3 : B->grp[i] < 0 ? -1 : -2;
+    for (int i = 0; i < T->nnodes; i++)
+        P->group_at[i] = B->cls[i] == CL_VIEW || B->cls[i] == CL_KVIEW ? -3 : B->grp[i] < 0 ? -1 : -2;
     for (int g = 0; g < P->ngroups; g++) P->group_at[P->groups[g].first_node] = g;
     return build_steps(B);
 }
@@ -570,7 +762,12 @@ void ad_plan_free(ad_state *S, ad_plan *P) {
         ad_plgroup *x = &P->groups[g];
         ad_free(S, x->loads); ad_free(S, x->instrs); ad_free(S, x->stores);
         ad_free(S, (void *)x->regp); ad_free(S, x->rstride); ad_free(S, x->dstp); ad_free(S, x->frees);
+        ad_free(S, x->kern);
     }
+    for (int k = 0; P->kviews && k < P->nkviews; k++)
+        if (P->kviews[k].copy) ad_tensor_decref(S, P->kviews[k].copy);
+    ad_free(S, P->kviews);
+    ad_free(S, P->keep);
     ad_free(S, P->groups); ad_free(S, P->vals); ad_free(S, P->dims); ad_free(S, P->group_at); ad_free(S, P->steps); ad_free(S, P->envvals);
     ad_free(S, P->buffers); ad_free(S, P->arena); ad_free(S, P->env);
     ad_free(S, P);
@@ -578,9 +775,10 @@ void ad_plan_free(ad_state *S, ad_plan *P) {
 
 static void builder_free(builder *B) {
     ad_state *S = B->S;
-    ad_free(S, B->cls); ad_free(S, B->grp); ad_free(S, B->first); ad_free(S, B->last); ad_free(S, B->space);
+    ad_free(S, B->cls); ad_free(S, B->grp); ad_free(S, B->first); ad_free(S, B->last); ad_free(S, B->space); ad_free(S, B->gdt);
     ad_free(S, B->made_in); ad_free(S, B->lastg); ad_free(S, B->env); ad_free(S, B->reg);
     ad_free(S, B->seen); ad_free(S, B->lastk); ad_free(S, B->src); ad_free(S, B->freebuf);
+    ad_free(S, B->kkind); ad_free(S, B->ksrc); ad_free(S, B->viewed);
 }
 
 ad_plan *ad_plan_build(ad_state *S, const ad_trace *T) {
@@ -596,9 +794,12 @@ ad_plan *ad_plan_build(ad_state *S, const ad_trace *T) {
     B.seen = ad_calloc(S, nv, sizeof *B.seen);
     B.lastk = ad_malloc(S, nv * sizeof *B.lastk);
     B.src = ad_malloc(S, nv * sizeof *B.src);
+    B.kkind = ad_calloc(S, nn, sizeof *B.kkind);
+    B.ksrc = ad_malloc(S, nv * sizeof *B.ksrc);
+    B.viewed = ad_calloc(S, nv, sizeof *B.viewed);
     ad_plan *P = ad_calloc(S, 1, sizeof *P);
     B.P = P;
-    bool ok = B.cls && B.grp && B.made_in && B.lastg && B.env && B.reg && B.seen && B.lastk && B.src && P;
+    bool ok = B.cls && B.grp && B.made_in && B.lastg && B.env && B.reg && B.seen && B.lastk && B.src && B.kkind && B.ksrc && B.viewed && P;
     if (ok) {
         P->nvals = T->nvals;
         P->nnodes = T->nnodes;
@@ -608,9 +809,14 @@ ad_plan *ad_plan_build(ad_state *S, const ad_trace *T) {
         ok = P->vals && P->group_at;
     }
     if (ok) {
-        for (size_t v = 0; v < nv; v++) { B.made_in[v] = -1; B.lastg[v] = -1; B.reg[v] = -1; B.lastk[v] = -1; B.src[v] = -1; }
+        for (size_t v = 0; v < nv; v++) { B.made_in[v] = -1; B.lastg[v] = -1; B.reg[v] = -1; B.lastk[v] = -1; B.src[v] = -1; B.ksrc[v] = -1; }
         bool any = false;
-        for (int i = 0; i < T->nnodes; i++) any |= (B.cls[i] = classify(T, &T->nodes[i], split > 0)) != CL_SEAM && B.cls[i] != CL_SKIP;
+        for (int i = 0; i < T->nnodes; i++) {
+            B.cls[i] = classify(T, &T->nodes[i], split > 0);
+            if (B.cls[i] == CL_SEAM && (B.kkind[i] = ad_plk_classify(T, &T->nodes[i], split > 0)))
+                B.cls[i] = ad_plk_is_view(B.kkind[i]) ? CL_KVIEW : CL_KERN;
+            any |= B.cls[i] != CL_SEAM && B.cls[i] != CL_SKIP;
+        }
         ok = any && fill_values(&B) == 0 && resolve_views(&B) == 0 && form_groups(&B) == 0 && build_groups(&B) == 0;
     }
     builder_free(&B);

@@ -13,9 +13,11 @@
 struct ad_trace;
 struct ad_buf;
 
-/* Elements per block of a fused group: a few registers of this many float64
- * stay in L1 (256 x 8 bytes = 2 KiB each). */
-#define AD_PLAN_BLOCK 256
+/* Bytes per register of a fused group: a few registers stay in L1. A block
+ * is as many elements as fit: 256 float64, 512 float32 (the per-block work
+ * of the interpreter is paid half as often on float32). */
+#define AD_PLAN_BLOCK_BYTES 2048
+static inline int64_t ad_plan_block(ad_dtype dt) { return AD_PLAN_BLOCK_BYTES / (dt == AD_FLOAT64 ? 8 : 4); }
 /* Arena buffers are reused by size class: the byte count rounded up to a
  * power of two, at least this many bytes (one cache line). */
 #define AD_PLAN_MIN_CLASS 64
@@ -29,7 +31,9 @@ typedef enum {
     AD_PL_REG,     /* only inside its group's blocks: never in memory */
     AD_PL_ARENA,   /* a buffer of the arena (read by later groups only) */
     AD_PL_FRESH,   /* a new tensor per call, put in the environment (read by the seam or returned) */
-    AD_PL_VIEW     /* an expand read by groups only: they read its source (ad_plval.buffer) broadcast */
+    AD_PL_VIEW,    /* an expand read by groups only: they read its source (ad_plval.buffer) broadcast */
+    AD_PL_KVIEW    /* a view record (transpose, reshape, basic indexing: ad_plan.kviews[ad_plval.buffer])
+                    * read by planned records only: nothing runs, its readers read its source through it */
 } ad_pl_where;
 
 typedef struct ad_plval {
@@ -54,14 +58,20 @@ typedef struct ad_plload {
     int val;               /* value id, or -1 for the number 'c' (converted to the group's dtype) */
     double c;
     float cf;
+    bool b8;               /* a bool tensor (a where's condition): one byte per element */
+    uint8_t conv;          /* a one-element tensor of the other float dtype, converted per run (AD_PLCONV_*) */
 } ad_plload;
 
-/* One element-wise record inside a group: dst = fn(a [, b]). */
+enum { AD_PLCONV_NONE, AD_PLCONV_F64, AD_PLCONV_F32 }; /* the load's own dtype: float64 in a float32 group, or the reverse */
+
+/* One element-wise record inside a group: dst = fn(a [, b [, c]]). A
+ * comparison's dst, and a where's a, hold bools (a byte per element). */
 typedef struct ad_plinstr {
     int16_t fn;            /* index in the element-wise table (plan.c) */
     int16_t nin;
-    int dst, a, b;         /* registers */
+    int dst, a, b, c;      /* registers */
     int node;              /* the record */
+    bool direct;           /* its first store writes its destination straight (not one element, not bool) */
 } ad_plinstr;
 
 /* Written to memory right after instruction 'after', block by block, so
@@ -71,9 +81,46 @@ typedef struct ad_plstore {
     int val;
     int after;
     bool one;              /* a one-element value in a larger space: written once */
+    bool b8;               /* a bool value (a comparison's): one byte per element */
 } ad_plstore;
 
 typedef enum { AD_PLRED_NONE, AD_PLRED_SUM, AD_PLRED_MEAN } ad_plred;
+
+/* A record that is not element-wise but runs outside the seam all the same
+ * (vm/plan_kernels.c): a matrix product, a view, a reduction over dims. It
+ * is a group of its own, with its operands as the group's loads. */
+typedef enum {
+    AD_PLK_MATMUL = 1,  /* matmul, mm, bmm: out = a @ b */
+    AD_PLK_ADDMM,       /* addmm: out = beta c + alpha (a @ b) */
+    AD_PLK_TRANSPOSE,   /* transpose, t: a view with two strides swapped */
+    AD_PLK_RESHAPE,     /* reshape, view, squeeze, unsqueeze, flatten: a view in the same element order */
+    AD_PLK_INDEX,       /* index_get with ints and slices: a view at an offset */
+    AD_PLK_ADDAT,       /* index_add_at with ints and slices: out = a, then out[idx] += b */
+    AD_PLK_SUMDIM,      /* sum over some dims: out = sum of a over rmask */
+    AD_PLK_LINEAR       /* linear (the library's composite): out = a @ b.T (+ c) */
+} ad_plkind;
+
+typedef struct ad_plkern {
+    uint8_t kind;          /* ad_plkind */
+    int a, b, c;           /* operand values (-1: none) */
+    int out;
+    double alpha, beta;    /* AD_PLK_ADDMM */
+    int d0, d1;            /* AD_PLK_TRANSPOSE: the dims swapped */
+    uint32_t rmask;        /* AD_PLK_SUMDIM: the dims of a summed */
+    /* AD_PLK_INDEX, AD_PLK_ADDAT: per dim of a, the first index, the step and the
+     * size selected; 'drop' bit d: an integer index (the dim goes) */
+    int64_t istart[AD_MAX_DIMS], istep[AD_MAX_DIMS], isize[AD_MAX_DIMS];
+    uint32_t idrop;
+} ad_plkern;
+
+/* A view record (AD_PL_KVIEW): worked out from its source at each read. */
+typedef struct ad_plkview {
+    ad_plkern kern;
+    int node;              /* its record */
+    bool cross;            /* made by the first part of a program in parts, read by the second */
+    int64_t strides[AD_MAX_DIMS]; /* run time: the last read's */
+    struct ad_tensor *copy; /* a reshape that could not view its source reads this copy (held) */
+} ad_plkview;
 
 typedef struct ad_plgroup {
     int first_node, last_node;  /* records first_node..last_node (live ones) run as this group */
@@ -94,6 +141,7 @@ typedef struct ad_plgroup {
     char **dstp;           /* run time: where each store writes */
     int *frees;            /* environment values its records read for the last time */
     int nfrees;
+    ad_plkern *kern;       /* a kernel record (vm/plan_kernels.c), or NULL: element-wise */
 } ad_plgroup;
 
 typedef struct ad_plan {
@@ -117,6 +165,11 @@ typedef struct ad_plan {
     int nfallback;         /* live records replayed through the seam */
     int nfused;            /* live records run by groups */
     int nviews;            /* expand records that groups read through */
+    int nkernels;          /* records run as kernel groups (matmul, sums over dims, index_add_at) */
+    int nkviews;
+    ad_plkview *kviews;    /* per kernel-made view (AD_PL_KVIEW) */
+    bool *keep;            /* per value: read through a view by planned records, so a record
+                            * through the seam does not drop it (its liveness does not see views) */
     /* Run-time state, made on the first replay and reused. */
     void *arena;
     ad_value *env;
@@ -136,6 +189,12 @@ int ad_plan_replay(ad_state *S, const struct ad_trace *T, ad_tensor *const *inpu
  * under no_grad, in the caller's environment. Returns -1 (nothing done, no
  * error) when the plan cannot serve it; the caller runs the records then. */
 int ad_plan_run_part(ad_state *S, const struct ad_trace *T, ad_value *env, int from, int to);
+/* For the kernel records (vm/plan_kernels.c): the memory of value v as
+ * the replay sees it now, and where value v is written (the arena, or a new
+ * tensor put in the environment). */
+struct ad_fuview;
+int ad_plan_view_of(ad_state *S, const struct ad_trace *T, ad_plan *P, ad_value *env, int v, struct ad_fuview *out);
+int ad_plan_dest_of(ad_state *S, ad_plan *P, ad_value *env, int v, char **out);
 /* The marker after a record in the printed program (" [g3]"), or nothing. */
 void ad_plan_print_tag(const ad_plan *P, int node, struct ad_buf *b);
 /* The plan section of the printed program. */

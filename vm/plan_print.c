@@ -3,6 +3,7 @@
 #include "plan.h"
 
 #include "buf.h"
+#include "plan_kernels.h"
 #include "trace.h"
 
 /* Values listed per group or buffer before the rest is counted. */
@@ -30,8 +31,21 @@ static void print_place(const ad_plan *P, int v, ad_buf *b) {
     else ad_buf_printf(b, "%%%d", v);
 }
 
+/* A kernel record: "g4 matmul float64[2,4]: reads %1 %3; writes %5->new". */
+static void print_kernel(const ad_plan *P, int gi, ad_buf *b) {
+    const ad_plgroup *g = &P->groups[gi];
+    ad_buf_printf(b, "  g%d %s ", gi, ad_plk_name(g->kern->kind));
+    print_space(P, g, b);
+    ad_buf_puts(b, ": reads");
+    for (int i = 0; i < g->nloads; i++) ad_buf_printf(b, " %%%d", g->loads[i].val);
+    ad_buf_puts(b, "; writes ");
+    print_place(P, g->kern->out, b);
+    ad_buf_printf(b, "; moves %lld bytes\n", (long long)g->bytes_moved);
+}
+
 static void print_group(const ad_plan *P, int gi, ad_buf *b) {
     const ad_plgroup *g = &P->groups[gi];
+    if (g->kern) { print_kernel(P, gi, b); return; }
     ad_buf_printf(b, "  g%d ", gi);
     print_space(P, g, b);
     ad_buf_printf(b, ": %d ops", g->ninstrs);
@@ -63,12 +77,25 @@ void ad_plan_print(const ad_trace *T, const ad_plan *P, ad_buf *b) {
     }
     int64_t moved = 0, unfused = 0;
     for (int g = 0; g < P->ngroups; g++) { moved += P->groups[g].bytes_moved; unfused += P->groups[g].bytes_unfused; }
-    ad_buf_printf(b, "  plan: %d group%s (%d records fused, %d views), %d records through the seam; "
+    int ngroups = P->ngroups - P->nkernels;
+    ad_buf_printf(b, "  plan: %d group%s (%d records fused, %d views)", ngroups, ngroups == 1 ? "" : "s", P->nfused,
+                  P->nviews + P->nkviews);
+    if (P->nkernels) ad_buf_printf(b, ", %d kernel record%s", P->nkernels, P->nkernels == 1 ? "" : "s");
+    ad_buf_printf(b, ", %d records through the seam; "
                      "arena %lld bytes (registers %lld, %d buffer%s); moves %lld bytes (unfused %lld)\n",
-                  P->ngroups, P->ngroups == 1 ? "" : "s", P->nfused, P->nviews, P->nfallback, (long long)P->arena_bytes,
+                  P->nfallback, (long long)P->arena_bytes,
                   (long long)P->scratch_bytes, P->nbuffers, P->nbuffers == 1 ? "" : "s", (long long)moved,
                   (long long)unfused);
     for (int g = 0; g < P->ngroups; g++) print_group(P, g, b);
+    /* views of the kernels' kind: "v0 transpose float64[4,4]: %51 views %37" */
+    for (int v = 0, k = 0; v < P->nvals; v++) {
+        if (P->vals[v].where != AD_PL_KVIEW) continue;
+        const ad_plkern *x = &P->kviews[P->vals[v].buffer].kern;
+        ad_buf_printf(b, "  v%d %s %s[", k++, ad_plk_name(x->kind), P->vals[v].dtype == AD_FLOAT64 ? "float64" : "float32");
+        for (int d = 0; d < P->vals[v].ndim; d++)
+            ad_buf_printf(b, "%s%lld", d ? "," : "", (long long)P->dims[P->vals[v].dims + d]);
+        ad_buf_printf(b, "]: %%%d views %%%d\n", v, x->a);
+    }
     for (int k = 0; k < P->nbuffers; k++) {
         ad_buf_printf(b, "  b%d: %lld bytes at %lld:", k, (long long)P->buffers[k].bytes,
                       (long long)P->buffers[k].offset);

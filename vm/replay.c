@@ -7,6 +7,7 @@
 
 #include "device.h"
 #include "fuse.h"
+#include "plan_kernels.h"
 #include "trace.h"
 
 /* A tensor the groups read from the environment still looks as planned
@@ -22,13 +23,19 @@ static bool env_tensor_ok(const ad_plan *P, int v, ad_value x) {
            ad_shape_equal(t->ndim, t->shape, p->ndim, ad_plan_dims(P, p->dims));
 }
 
+/* A view record's value is read through: its source is what memory holds. */
+static int through_views(const ad_plan *P, int v) {
+    while (v >= 0 && P->vals[v].where == AD_PL_KVIEW) v = P->kviews[P->vals[v].buffer].kern.a;
+    return v;
+}
+
 /* Inputs and constants the groups read: checked before anything runs, so a
  * plan that cannot serve the call leaves it whole to the seam. */
 static bool inputs_hold(const ad_trace *T, const ad_plan *P, ad_tensor *const *inputs) {
     for (int g = 0; g < P->ngroups; g++) {
         const ad_plgroup *x = &P->groups[g];
         for (int i = 0; i < x->nloads; i++) {
-            int v = x->loads[i].val;
+            int v = through_views(P, x->loads[i].val);
             if (v < 0 || P->vals[v].where != AD_PL_ENV) continue;
             ad_value val;
             if (v < T->ninputs) val = ad_tensor_value(inputs[v]);
@@ -40,8 +47,9 @@ static bool inputs_hold(const ad_trace *T, const ad_plan *P, ad_tensor *const *i
     return true;
 }
 
-static int view_of(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, int v, ad_fuview *out) {
+int ad_plan_view_of(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, int v, ad_fuview *out) {
     const ad_plval *p = &P->vals[v];
+    if (p->where == AD_PL_KVIEW) return ad_plk_view(S, T, P, env, v, out);
     if (p->where == AD_PL_ARENA) {
         *out = (ad_fuview){(P->arena ? (const char *)P->arena + P->buffers[p->buffer].offset : NULL), p->ndim, ad_plan_dims(P, p->dims), NULL,
                            p->numel};
@@ -56,7 +64,7 @@ static int view_of(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, in
 }
 
 /* Where value v is written: the arena, or a new tensor put in the environment. */
-static int dest_of(ad_state *S, ad_plan *P, ad_value *env, int v, char **out) {
+int ad_plan_dest_of(ad_state *S, ad_plan *P, ad_value *env, int v, char **out) {
     const ad_plval *p = &P->vals[v];
     if (p->where == AD_PL_ARENA) { *out = P->arena ? (char *)P->arena + P->buffers[p->buffer].offset : NULL; return ADDSL_OK; }
     if (p->where != AD_PL_FRESH) { *out = NULL; return ADDSL_OK; }
@@ -69,19 +77,27 @@ static int dest_of(ad_state *S, ad_plan *P, ad_value *env, int v, char **out) {
 }
 
 static int run_group(ad_state *S, const ad_trace *T, ad_plan *P, ad_plgroup *g, ad_value *env) {
+    if (g->kern) {
+        int rc = ad_plk_run(S, T, P, g->kern, env);
+        for (int i = 0; i < g->nfrees && !rc; i++) {
+            ad_value_decref(S, env[g->frees[i]]);
+            env[g->frees[i]] = ad_none();
+        }
+        return rc;
+    }
     ad_fuview views[AD_PLAN_MAX_LOADS];
     for (int i = 0; i < g->nloads; i++) {
         if (g->loads[i].val < 0) continue;
-        int rc = view_of(S, T, P, env, g->loads[i].val, &views[i]);
+        int rc = ad_plan_view_of(S, T, P, env, g->loads[i].val, &views[i]);
         if (rc) return rc;
     }
     for (int i = 0; i < g->nstores; i++) {
-        int rc = dest_of(S, P, env, g->stores[i].val, &g->dstp[i]);
+        int rc = ad_plan_dest_of(S, P, env, g->stores[i].val, &g->dstp[i]);
         if (rc) return rc;
     }
     char *red = NULL;
     if (g->red) {
-        int rc = dest_of(S, P, env, g->red_val, &red);
+        int rc = ad_plan_dest_of(S, P, env, g->red_val, &red);
         if (rc) return rc;
     }
     ad_fuse_run(g, ad_plan_dims(P, g->dims), views, g->dstp, red, P->arena);
@@ -91,6 +107,23 @@ static int run_group(ad_state *S, const ad_trace *T, ad_plan *P, ad_plgroup *g, 
         env[g->frees[i]] = ad_none();
     }
     return ADDSL_OK;
+}
+
+/* A record through the seam, with its liveness (vm/trace.c) less the
+ * values that planned records read through views later: those stay until
+ * the call ends. nograd: the record runs under no_grad (a program in parts). */
+static int run_seam(ad_state *S, const ad_plan *P, const ad_tnode *n, ad_value *env, bool nograd) {
+    ad_tnode m = *n;
+    m.nfrees = 0;
+    if (nograd) m.grad_enabled = false;
+    int rc = ad_trace_replay_node(S, &m, env);
+    for (int i = 0; i < n->nfrees; i++) {
+        int v = n->frees[i];
+        if (P->keep && P->keep[v]) continue;
+        ad_value_decref(S, env[v]);
+        env[v] = ad_none();
+    }
+    return rc;
 }
 
 /* The arena and the environment are made once and kept: a later call
@@ -122,7 +155,7 @@ int ad_plan_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_
     bool grad = S->grad_enabled;
     for (int i = 0; i < P->nsteps && !rc; i++) {
         int s = P->steps[i];
-        rc = s < 0 ? run_group(S, T, P, &P->groups[-1 - s], env) : ad_trace_replay_node(S, &T->nodes[s], env);
+        rc = s < 0 ? run_group(S, T, P, &P->groups[-1 - s], env) : run_seam(S, P, &T->nodes[s], env, false);
     }
     S->grad_enabled = grad;
     if (!rc) rc = ad_trace_result_value(S, T, env, out);
@@ -138,12 +171,38 @@ int ad_plan_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_
 /* The values a part's groups read that are in the environment when it
  * starts (inputs, constants, output gradients, the first part's results):
  * checked first, so a part that cannot run planned is left whole to the seam. */
+static int step_node(const ad_plan *P, int i) {
+    int s = P->steps[i];
+    return s < 0 ? P->groups[-1 - s].first_node : s;
+}
+
+/* The first step (or group) whose record is at or after 'from': both lists
+ * are in program order, and a part's call should not walk the other part. */
+static int first_step(const ad_plan *P, int from) {
+    int lo = 0, hi = P->nsteps;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (step_node(P, mid) < from) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static int first_group(const ad_plan *P, int from) {
+    int lo = 0, hi = P->ngroups;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (P->groups[mid].first_node < from) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 static bool part_holds(const ad_trace *T, const ad_plan *P, const ad_value *env, int from, int to) {
-    for (int g = 0; g < P->ngroups; g++) {
+    for (int g = first_group(P, from); g < P->ngroups && P->groups[g].first_node < to; g++) {
         const ad_plgroup *x = &P->groups[g];
-        if (x->first_node < from || x->first_node >= to) continue;
         for (int i = 0; i < x->nloads; i++) {
-            int v = x->loads[i].val;
+            int v = through_views(P, x->loads[i].val);
             if (v < 0 || P->vals[v].where == AD_PL_ARENA) continue;
             const ad_tval *tv = &T->vals[v];
             if (tv->kind == AD_TV_NODE && !tv->folded && tv->node >= from) continue; /* made in this part */
@@ -153,21 +212,38 @@ static bool part_holds(const ad_trace *T, const ad_plan *P, const ad_value *env,
     return true;
 }
 
+/* The second part left to the seam reads the first part's views as
+ * tensors: they are made now, from their sources (kept in 'env'). */
+static int make_crossing_views(ad_state *S, const ad_trace *T, const ad_plan *P, ad_value *env, int from) {
+    for (int k = 0; k < P->nkviews; k++) {
+        const ad_plkview *kv = &P->kviews[k];
+        if (!kv->cross || kv->node >= from || env[T->nodes[kv->node].out.ref].t != AD_TNONE) continue;
+        ad_tnode m = T->nodes[kv->node];
+        m.grad_enabled = false;
+        m.nfrees = 0; /* its sources stay: the second part may read them too */
+        int rc = ad_trace_replay_node(S, &m, env);
+        if (rc) return rc;
+    }
+    return ADDSL_OK;
+}
+
 int ad_plan_run_part(ad_state *S, const ad_trace *T, ad_value *env, int from, int to) {
     ad_plan *P = T->plan;
-    if (!P || !P->split || P->busy || S->fw_level > 0 || S->trace || !part_holds(T, P, env, from, to)) return -1;
+    if (!P || !P->split) return -1;
+    if (P->busy || S->fw_level > 0 || S->trace || !part_holds(T, P, env, from, to)) {
+        /* the caller runs the records through the seam: they read views as tensors */
+        int rc = from > 0 ? make_crossing_views(S, T, P, env, from) : ADDSL_OK;
+        return rc ? rc : -1;
+    }
     int rc = prepare(S, P);
     if (rc) return rc;
     P->busy = true;
     bool grad = S->grad_enabled;
-    for (int i = 0; i < P->nsteps && !rc; i++) {
+    for (int i = first_step(P, from); i < P->nsteps && !rc; i++) {
         int s = P->steps[i];
-        int node = s < 0 ? P->groups[-1 - s].first_node : s;
-        if (node < from || node >= to) continue;
+        if (step_node(P, i) >= to) break;
         if (s < 0) { rc = run_group(S, T, P, &P->groups[-1 - s], env); continue; }
-        ad_tnode m = T->nodes[s];
-        m.grad_enabled = false;
-        rc = ad_trace_replay_node(S, &m, env);
+        rc = run_seam(S, P, &T->nodes[s], env, true);
     }
     S->grad_enabled = grad;
     P->busy = false;

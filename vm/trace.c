@@ -22,6 +22,7 @@
 #include "library.h"
 #include "op.h"
 #include "plan.h"
+#include "simplify.h"
 #include "tensor.h"
 #include "vm.h"
 
@@ -1372,6 +1373,10 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
         T->removed_cse = eliminate_common(S, T, &w, rep);
         T->removed_dce = eliminate_dead(S, T);
         if (T->flattened) T->pruned = prune_graph(S, T);
+        /* After pruning, which puts forward records under no_grad where the rules apply. Not
+         * on a program run in parts (vm/compiled_vjp.c): with create_graph its VJP replays it
+         * whole under grad mode, where autograd would differentiate the rewritten records. */
+        if (T->plan_split <= 0 && ad_simplify(S, T, folded)) T->removed_dce += eliminate_dead(S, T);
         for (int i = 0; i < T->nnodes; i++) if (T->nodes[i].folded && !T->nodes[i].dead) T->folded++;
     }
     T->plan = ad_plan_build(S, T);
@@ -1590,6 +1595,7 @@ int ad_trace_print(ad_state *S, const ad_trace *T, ad_buf *b) {
     if (T->fw_flattened)
         ad_buf_printf(b, "  forward mode flattened: %d jvp() call%s; the tangents are records\n", T->fw_flattened,
                       T->fw_flattened == 1 ? "" : "s");
+    ad_simplify_print(T, b);
     if (T->note[0]) ad_buf_printf(b, "  note: %s\n", T->note);
     for (int i = 0; i < T->nvals; i++) {
         const ad_tval *x = &T->vals[i];

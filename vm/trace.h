@@ -121,6 +121,7 @@ typedef struct ad_trace {
     char fail[200];        /* non-empty: cannot be replayed exactly (the signature runs eagerly) */
     int traced_nodes;      /* before the passes */
     int removed_dce, removed_cse, folded;
+    int simplified[8];     /* records rewritten or removed per rule of vm/simplify.c */
     struct ad_plan *plan;  /* records run outside the seam (vm/plan.h), or NULL */
     int plan_split;        /* > 0: the program runs in two parts, records before and from this one,
                             * both without graph (vm/compiled_vjp.c); the plan is cut there */
