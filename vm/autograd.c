@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../builtins/builtins.h"
-#include "../builtins/kernels_elementwise.h"
+#include "../builtins/ew_par.h"
 #include "buf.h"
 #include "device.h"
 #include "dict.h"
@@ -345,8 +345,16 @@ static int call_global(ad_state *S, const char *name, int argc, const ad_value *
     return ad_vm_call_value(S, S->globals->values[slot], argc, argv, out);
 }
 
+/* An expanded number (the gradient of a sum: its seed expanded to the input's shape). */
+static bool all_strides_zero(const ad_tensor *t) {
+    for (int i = 0; i < t->ndim; i++)
+        if (t->strides[i] != 0) return false;
+    return true;
+}
+
 /* Whether a += b can write into a: a float tensor no one else can see
- * (its header and storage referenced only from the buffer), laid out like b. */
+ * (its header and storage referenced only from the buffer), laid out like b
+ * or b an expanded number. */
 static bool can_add_into(ad_value a, ad_value b) {
     if (a.t != AD_TTENSOR || b.t != AD_TTENSOR) return false;
     ad_tensor *x = a.u.tensor, *y = b.u.tensor;
@@ -354,18 +362,14 @@ static bool can_add_into(ad_value a, ad_value b) {
     if (y->grad_fn || y->requires_grad || y->fw_grad) return false; /* its graph or tangent would be lost */
     if (x->dtype != y->dtype || (x->dtype != AD_FLOAT32 && x->dtype != AD_FLOAT64)) return false;
     if (x->storage->release || x->storage->device != AD_DEV_CPU || y->storage->device != AD_DEV_CPU) return false;
-    return ad_shape_equal(x->ndim, x->shape, y->ndim, y->shape) && ad_tensor_is_contiguous(x) && ad_tensor_is_contiguous(y);
+    return ad_shape_equal(x->ndim, x->shape, y->ndim, y->shape) && ad_tensor_is_contiguous(x) &&
+           (ad_tensor_is_contiguous(y) || all_strides_zero(y));
 }
 
 /* a += b in place (see can_add_into), as torch's engine accumulates. */
 static void add_into(ad_tensor *a, const ad_tensor *b) {
-    if (a->dtype == AD_FLOAT32) {
-        float *x = (float *)ad_tensor_data(a);
-        ad_k_add_f32(x, x, 1, (const float *)ad_tensor_data(b), 1, a->numel);
-    } else {
-        double *x = (double *)ad_tensor_data(a);
-        ad_k_add_f64(x, x, 1, (const double *)ad_tensor_data(b), 1, a->numel);
-    }
+    ew_par_add_into(ad_tensor_data(a), ad_tensor_data(b), ad_tensor_is_contiguous(b) ? 1 : 0, a->numel,
+                    a->dtype == AD_FLOAT64);
     a->storage->version++;
 }
 
@@ -846,6 +850,12 @@ int ad_autograd_accum_leaf(ad_state *S, ad_tensor *leaf, ad_tensor *gt, bool cre
         gt = d;
     }
     if (!leaf->grad) { leaf->grad = gt; return ADDSL_OK; }
+    /* in place when no one else sees .grad, as torch's AccumulateGrad does */
+    if (!create && can_add_into(ad_tensor_value(leaf->grad), ad_tensor_value(gt))) {
+        add_into(leaf->grad, gt);
+        ad_tensor_decref(S, gt);
+        return ADDSL_OK;
+    }
     ad_value sum;
     int rc = create ? call_global(S, "add", 2, (ad_value[]){ad_tensor_value(leaf->grad), ad_tensor_value(gt)}, &sum)
                     : ad_bi_add(S, ad_tensor_value(leaf->grad), ad_tensor_value(gt), &sum);
