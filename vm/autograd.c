@@ -1480,8 +1480,36 @@ static int bi_index_add_at(ad_state *S, ad_value *argv, int argc, ad_value *out)
     return ADDSL_OK;
 }
 
+/* rs_index_backward_zeros(grad, shape, dtype, idx): zeros of 'shape' with grad added at
+ * [idx...], the gradient of indexing on the CPU (lib/helpers_rs.ad index_backward). For
+ * basic indices with no graph to build, grad is added into the fresh zeros in place:
+ * index_add_at would clone them first (a slice of an LSTM's gate product took 10% of its
+ * backward this way). Otherwise it is index_add_at on the zeros, recorded as usual. */
+static int bi_index_backward_zeros(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    int ndim = 0, dt = AD_FLOAT32, n = 0;
+    int64_t shape[AD_MAX_DIMS];
+    const ad_value *items = NULL;
+    int rc = ad_arg_shape(S, argv[1], "rs_index_backward_zeros", "shape", &ndim, shape);
+    if (!rc) rc = ad_arg_dtype(S, argv[2], "rs_index_backward_zeros", "dtype", &dt);
+    if (!rc) rc = idx_list(S, argv[3], "rs_index_backward_zeros", &n, &items);
+    if (rc) return rc;
+    ad_tensor *res = ad_tensor_zeros(S, (ad_dtype)dt, ndim, shape);
+    if (!res) return S->errcode;
+    if (!S->grad_enabled && basic_index(n, items)) {
+        if ((rc = add_at_basic(S, res, n, items, argv[0]))) { ad_tensor_decref(S, res); return rc; }
+        *out = ad_tensor_value(res);
+        return ADDSL_OK;
+    }
+    ad_value args[3] = {ad_tensor_value(res), argv[3], argv[0]};
+    rc = call_global(S, "index_add_at", 3, args, out);
+    ad_tensor_decref(S, res);
+    return rc;
+}
+
 const ad_builtin_def ad_bi_autograd_index_defs[] = {
     {"index_get", bi_index_get, "self, idx"},
     {"index_add_at", bi_index_add_at, "self, idx, value"},
+    {"rs_index_backward_zeros", bi_index_backward_zeros, "grad, shape, dtype, idx"},
     {NULL, NULL, NULL}
 };
