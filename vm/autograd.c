@@ -9,6 +9,7 @@
 
 #include "../builtins/builtins.h"
 #include "../builtins/ew_par.h"
+#include "../builtins/kernels_elementwise.h"
 #include "buf.h"
 #include "device.h"
 #include "dict.h"
@@ -1389,14 +1390,24 @@ static bool add_into_view(ad_value view, ad_value value) {
     for (int64_t r = 0; r < rows; r++) {
         int64_t off = v->offset;
         for (int k = 0; k < d - 1; k++) off += idx[k] * v->strides[k];
-        if (v->dtype == AD_FLOAT32) {
+        const int64_t st = v->strides[d - 1];
+        if (st == 1) {
+            /* the usual slice: rows of the view are contiguous, the kernel vectorises them */
+            if (v->dtype == AD_FLOAT32) {
+                float *x = (float *)(base + (size_t)off * es);
+                ad_k_add_f32(x, x, 1, (const float *)src + r * inner, 1, inner);
+            } else {
+                double *x = (double *)(base + (size_t)off * es);
+                ad_k_add_f64(x, x, 1, (const double *)src + r * inner, 1, inner);
+            }
+        } else if (v->dtype == AD_FLOAT32) {
             float *x = (float *)(base + (size_t)off * es);
             const float *y = (const float *)src + r * inner;
-            for (int64_t i = 0; i < inner; i++) x[i * v->strides[d - 1]] += y[i];
+            for (int64_t i = 0; i < inner; i++) x[i * st] += y[i];
         } else {
             double *x = (double *)(base + (size_t)off * es);
             const double *y = (const double *)src + r * inner;
-            for (int64_t i = 0; i < inner; i++) x[i * v->strides[d - 1]] += y[i];
+            for (int64_t i = 0; i < inner; i++) x[i * st] += y[i];
         }
         for (int k = d - 2; k >= 0 && ++idx[k] == v->shape[k]; k--) idx[k] = 0;
     }
