@@ -306,7 +306,8 @@ static int ew_walk(ad_state *S, int kid, ad_tensor *out, ew_ops *o, const double
             p[0] = base[0] + (size_t)lo * ad_dtype_size(out->dtype);
             for (int i = 0; i < o->n; i++)
                 p[i + 1] = base[i + 1] + (size_t)(lo * o->nd.inner[i + 1]) * ad_dtype_size(o->t[i]->dtype);
-            ew_walk_rows(&c, p, o->nd.step[0], 1, m);
+            static const int64_t no_step[EW_ND_MAX_OPS] = {0};  /* one row: never advanced */
+            ew_walk_rows(&c, p, no_step, 1, m);
         }
         return AD_OK;
     }
