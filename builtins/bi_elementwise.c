@@ -7,6 +7,7 @@
 #include "builtins.h"
 #include "device.h"
 #include "ew_nd.h"
+#include "ew_par.h"
 #include "kernel_ids.h"
 #include "state.h"
 #include "tensor.h"
@@ -227,11 +228,6 @@ static void ew_call(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const
     ad_kreg_call(S, kid, a, NULL);
 }
 
-/* Large calls are split into chunks run by the OpenMP team; small ones run
- * inline without touching OpenMP at all, and so do memory-bound ones
- * ('serial'): one core already saturates memory bandwidth on an add or a
- * multiply, and a second thread only adds a barrier (measured: 2.1x slower
- * than a plain C loop on a loaded 2-core machine, 1.0x serial). */
 /* The GPU twin of kernel 'kid' (same name in the CUDA module), on the
  * operands as ew_prepare laid them out; np parameters. */
 static int ew_device(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, const double *param, int np) {
@@ -279,9 +275,13 @@ static void ew_walk_rows(void *vc, char *const *ptr, const int64_t *step, int64_
     }
 }
 
+/* Bytes per element of every array a call touches, for the cut (ew_par.h). */
+static size_t ew_esize(const ad_tensor *out) { return ad_dtype_size(out->dtype); }
+
 /* Runs kernel 'kid' along the innermost dimension of broadcast or strided
- * operands, in parallel (by whole runs) past the threshold unless 'serial'. */
-static int ew_walk(ad_state *S, int kid, ad_tensor *out, ew_ops *o, const double *param, bool serial) {
+ * operands, in parallel (by whole runs, or by pieces of a single run) when
+ * the cut of ew_par.h says so; 'membound' as there. */
+static int ew_walk(ad_state *S, int kid, ad_tensor *out, ew_ops *o, const double *param, bool membound) {
     int rc = ew_walk_plan(S, o, out->dtype);
     if (rc) return rc;
     char *base[EW_ND_MAX_OPS];
@@ -290,11 +290,28 @@ static int ew_walk(ad_state *S, int kid, ad_tensor *out, ew_ops *o, const double
     ew_walk_ctx c = {S, kid, o->n, o->nd.inner, param, NULL};
     if (o->n == 2 && !param) c.bin = (ew_bin_fn)ad_kreg_fn(S, kid);
     int64_t runs = ew_nd_runs(&o->nd), len = ew_nd_run_len(&o->nd);
-    if (serial || runs * len <= AD_OMP_THRESHOLD || runs == 1) {
+    int64_t chunks = ew_par_chunks(runs * len, ew_esize(out), o->n + 1, membound);
+    if (chunks == 1) {
         ew_nd_each(&o->nd, base, 0, runs, ew_walk_rows, &c);
         return AD_OK;
     }
-    int64_t per = len >= AD_OMP_THRESHOLD ? 1 : AD_OMP_THRESHOLD / len;
+    if (runs == 1) {
+        /* one long run: pieces of it, each operand advanced by its inner stride */
+        int64_t per = ew_par_chunk_len(len, chunks);
+#pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < chunks; k++) {
+            int64_t lo = k * per, m = len - lo < per ? len - lo : per;
+            if (m <= 0) continue;
+            char *p[EW_ND_MAX_OPS];
+            p[0] = base[0] + (size_t)lo * ad_dtype_size(out->dtype);
+            for (int i = 0; i < o->n; i++)
+                p[i + 1] = base[i + 1] + (size_t)(lo * o->nd.inner[i + 1]) * ad_dtype_size(o->t[i]->dtype);
+            static const int64_t no_step[EW_ND_MAX_OPS] = {0};  /* one row: never advanced */
+            ew_walk_rows(&c, p, no_step, 1, m);
+        }
+        return AD_OK;
+    }
+    int64_t per = (runs + chunks - 1) / chunks;
     int64_t nchunks = (runs + per - 1) / per;
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < nchunks; k++)
@@ -302,23 +319,24 @@ static int ew_walk(ad_state *S, int kid, ad_tensor *out, ew_ops *o, const double
     return AD_OK;
 }
 
-static int ew_run_as(ad_state *S, int kid, ad_tensor *out, ew_ops *o, const double *param, bool serial) {
+static int ew_run_as(ad_state *S, int kid, ad_tensor *out, ew_ops *o, const double *param, bool membound) {
     if (o->device) return ew_device(S, kid, out, o, param, 1);
-    if (o->walk) return ew_walk(S, kid, out, o, param, serial);
+    if (o->walk) return ew_walk(S, kid, out, o, param, membound);
     int64_t n = numel_of(o);
-    if (serial || n <= AD_OMP_THRESHOLD) { ew_call(S, kid, out, o, param, 0, n); return AD_OK; }
-    int64_t nchunks = (n + AD_OMP_THRESHOLD - 1) / AD_OMP_THRESHOLD;
+    int64_t chunks = ew_par_chunks(n, ew_esize(out), o->n + 1, membound);
+    if (chunks == 1) { ew_call(S, kid, out, o, param, 0, n); return AD_OK; }
+    int64_t per = ew_par_chunk_len(n, chunks);
 #pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t lo = c * AD_OMP_THRESHOLD;
-        ew_call(S, kid, out, o, param, lo, n - lo < AD_OMP_THRESHOLD ? n - lo : AD_OMP_THRESHOLD);
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t lo = c * per;
+        if (lo < n) ew_call(S, kid, out, o, param, lo, n - lo < per ? n - lo : per);
     }
     return AD_OK;
 }
 
 /* Runs the kernel into res; on failure res is dropped and NULL returned. */
-static ad_tensor *ew_run_into(ad_state *S, int kid, ad_tensor *res, ew_ops *o, const double *param, bool serial) {
-    if (res && ew_run_as(S, kid, res, o, param, serial)) { ad_tensor_decref(S, res); return NULL; }
+static ad_tensor *ew_run_into(ad_state *S, int kid, ad_tensor *res, ew_ops *o, const double *param, bool membound) {
+    if (res && ew_run_as(S, kid, res, o, param, membound)) { ad_tensor_decref(S, res); return NULL; }
     return res;
 }
 
@@ -350,7 +368,7 @@ enum {
     EW_INT_DIV = 4,   /* integer division: a zero divisor raises */
     EW_LOGICAL = 8,   /* inputs are read as bool */
     EW_NO_BOOL = 16,  /* subtraction refuses two bools */
-    EW_MEMBOUND = 32  /* one cheap instruction per element: never split across threads */
+    EW_MEMBOUND = 32  /* one cheap instruction per element: split across threads only while in cache (ew_par.h) */
 };
 
 typedef struct ew_binop {

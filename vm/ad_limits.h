@@ -10,6 +10,8 @@
 #define AD_MAX_STRING ((size_t)1 << 30)            /* bytes in one string */
 #define AD_MAX_LIST ((int64_t)1 << 28)             /* elements in one list */
 #define AD_OMP_THRESHOLD 32768      /* elements before a kernel goes parallel */
+#define AD_OMP_MEMBOUND_MIN ((double)(512 << 10)) /* bytes an add or multiply reads and writes before it goes parallel
+                                                    (bench/RESULTS.md: 2 threads won from 64K float32 elements up to 1e7) */
 #define AD_GEMM_SMALL_MAX 32        /* the batched small-product kernel reads matrices up to this on a side */
 #define AD_GEMM_SMALL_SQUARE 4      /* it is chosen for square products up to this side (8 in float64): a direct
                                        BLAS call per matrix wins above (measured, bench/RESULTS.md) */

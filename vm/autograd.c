@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../builtins/builtins.h"
+#include "../builtins/ew_par.h"
 #include "../builtins/kernels_elementwise.h"
 #include "buf.h"
 #include "device.h"
@@ -345,8 +346,16 @@ static int call_global(ad_state *S, const char *name, int argc, const ad_value *
     return ad_vm_call_value(S, S->globals->values[slot], argc, argv, out);
 }
 
+/* An expanded number (the gradient of a sum: its seed expanded to the input's shape). */
+static bool all_strides_zero(const ad_tensor *t) {
+    for (int i = 0; i < t->ndim; i++)
+        if (t->strides[i] != 0) return false;
+    return true;
+}
+
 /* Whether a += b can write into a: a float tensor no one else can see
- * (its header and storage referenced only from the buffer), laid out like b. */
+ * (its header and storage referenced only from the buffer), laid out like b
+ * or b an expanded number. */
 static bool can_add_into(ad_value a, ad_value b) {
     if (a.t != AD_TTENSOR || b.t != AD_TTENSOR) return false;
     ad_tensor *x = a.u.tensor, *y = b.u.tensor;
@@ -354,18 +363,14 @@ static bool can_add_into(ad_value a, ad_value b) {
     if (y->grad_fn || y->requires_grad || y->fw_grad) return false; /* its graph or tangent would be lost */
     if (x->dtype != y->dtype || (x->dtype != AD_FLOAT32 && x->dtype != AD_FLOAT64)) return false;
     if (x->storage->release || x->storage->device != AD_DEV_CPU || y->storage->device != AD_DEV_CPU) return false;
-    return ad_shape_equal(x->ndim, x->shape, y->ndim, y->shape) && ad_tensor_is_contiguous(x) && ad_tensor_is_contiguous(y);
+    return ad_shape_equal(x->ndim, x->shape, y->ndim, y->shape) && ad_tensor_is_contiguous(x) &&
+           (ad_tensor_is_contiguous(y) || all_strides_zero(y));
 }
 
 /* a += b in place (see can_add_into), as torch's engine accumulates. */
 static void add_into(ad_tensor *a, const ad_tensor *b) {
-    if (a->dtype == AD_FLOAT32) {
-        float *x = (float *)ad_tensor_data(a);
-        ad_k_add_f32(x, x, 1, (const float *)ad_tensor_data(b), 1, a->numel);
-    } else {
-        double *x = (double *)ad_tensor_data(a);
-        ad_k_add_f64(x, x, 1, (const double *)ad_tensor_data(b), 1, a->numel);
-    }
+    ew_par_add_into(ad_tensor_data(a), ad_tensor_data(b), ad_tensor_is_contiguous(b) ? 1 : 0, a->numel,
+                    a->dtype == AD_FLOAT64);
     a->storage->version++;
 }
 
@@ -846,6 +851,12 @@ int ad_autograd_accum_leaf(ad_state *S, ad_tensor *leaf, ad_tensor *gt, bool cre
         gt = d;
     }
     if (!leaf->grad) { leaf->grad = gt; return ADDSL_OK; }
+    /* in place when no one else sees .grad, as torch's AccumulateGrad does */
+    if (!create && can_add_into(ad_tensor_value(leaf->grad), ad_tensor_value(gt))) {
+        add_into(leaf->grad, gt);
+        ad_tensor_decref(S, gt);
+        return ADDSL_OK;
+    }
     ad_value sum;
     int rc = create ? call_global(S, "add", 2, (ad_value[]){ad_tensor_value(leaf->grad), ad_tensor_value(gt)}, &sum)
                     : ad_bi_add(S, ad_tensor_value(leaf->grad), ad_tensor_value(gt), &sum);
@@ -1393,14 +1404,24 @@ static bool add_into_view(ad_value view, ad_value value) {
     for (int64_t r = 0; r < rows; r++) {
         int64_t off = v->offset;
         for (int k = 0; k < d - 1; k++) off += idx[k] * v->strides[k];
-        if (v->dtype == AD_FLOAT32) {
+        const int64_t st = v->strides[d - 1];
+        if (st == 1) {
+            /* the usual slice: rows of the view are contiguous, the kernel vectorises them */
+            if (v->dtype == AD_FLOAT32) {
+                float *x = (float *)(base + (size_t)off * es);
+                ad_k_add_f32(x, x, 1, (const float *)src + r * inner, 1, inner);
+            } else {
+                double *x = (double *)(base + (size_t)off * es);
+                ad_k_add_f64(x, x, 1, (const double *)src + r * inner, 1, inner);
+            }
+        } else if (v->dtype == AD_FLOAT32) {
             float *x = (float *)(base + (size_t)off * es);
             const float *y = (const float *)src + r * inner;
-            for (int64_t i = 0; i < inner; i++) x[i * v->strides[d - 1]] += y[i];
+            for (int64_t i = 0; i < inner; i++) x[i * st] += y[i];
         } else {
             double *x = (double *)(base + (size_t)off * es);
             const double *y = (const double *)src + r * inner;
-            for (int64_t i = 0; i < inner; i++) x[i * v->strides[d - 1]] += y[i];
+            for (int64_t i = 0; i < inner; i++) x[i * st] += y[i];
         }
         for (int k = d - 2; k >= 0 && ++idx[k] == v->shape[k]; k--) idx[k] = 0;
     }
@@ -1484,8 +1505,36 @@ static int bi_index_add_at(ad_state *S, ad_value *argv, int argc, ad_value *out)
     return ADDSL_OK;
 }
 
+/* rs_index_backward_zeros(grad, shape, dtype, idx): zeros of 'shape' with grad added at
+ * [idx...], the gradient of indexing on the CPU (lib/helpers_rs.ad index_backward). For
+ * basic indices with no graph to build, grad is added into the fresh zeros in place:
+ * index_add_at would clone them first (a slice of an LSTM's gate product took 10% of its
+ * backward this way). Otherwise it is index_add_at on the zeros, recorded as usual. */
+static int bi_index_backward_zeros(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    int ndim = 0, dt = AD_FLOAT32, n = 0;
+    int64_t shape[AD_MAX_DIMS];
+    const ad_value *items = NULL;
+    int rc = ad_arg_shape(S, argv[1], "rs_index_backward_zeros", "shape", &ndim, shape);
+    if (!rc) rc = ad_arg_dtype(S, argv[2], "rs_index_backward_zeros", "dtype", &dt);
+    if (!rc) rc = idx_list(S, argv[3], "rs_index_backward_zeros", &n, &items);
+    if (rc) return rc;
+    ad_tensor *res = ad_tensor_zeros(S, (ad_dtype)dt, ndim, shape);
+    if (!res) return S->errcode;
+    if (!S->grad_enabled && basic_index(n, items)) {
+        if ((rc = add_at_basic(S, res, n, items, argv[0]))) { ad_tensor_decref(S, res); return rc; }
+        *out = ad_tensor_value(res);
+        return ADDSL_OK;
+    }
+    ad_value args[3] = {ad_tensor_value(res), argv[3], argv[0]};
+    rc = call_global(S, "index_add_at", 3, args, out);
+    ad_tensor_decref(S, res);
+    return rc;
+}
+
 const ad_builtin_def ad_bi_autograd_index_defs[] = {
     {"index_get", bi_index_get, "self, idx"},
     {"index_add_at", bi_index_add_at, "self, idx, value"},
+    {"rs_index_backward_zeros", bi_index_backward_zeros, "grad, shape, dtype, idx"},
     {NULL, NULL, NULL}
 };

@@ -3,11 +3,8 @@
 #include "heap.h"
 
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
 
+#include "heap_prefault.h"
 #include "state.h"
 
 /* Tunables that only this file sees. */
@@ -37,10 +34,10 @@
  * soon gets 8 MB slabs, few allocator calls and (below) few page faults. */
 #define SLAB_MIN ((size_t)64 << 10)
 #define SLAB_MAX ((size_t)8 << 20)
-/* Slabs from this size on are pre-faulted in one call and offered huge pages:
- * page faults, one per 4 KB touched, were most of a first run's extra time. */
+/* Slabs from this size on are pre-faulted in one call (heap_prefault.c): page
+ * faults, one per 4 KB touched, were most of a first run's extra time. From
+ * there on the next slab is mapped ahead, on a helper thread. */
 #define SLAB_PREFAULT ((size_t)1 << 20)
-#define HUGE_PAGE ((size_t)2 << 20)
 
 /* Every storage block is preceded by this record (inside the slack left for
  * alignment), so release needs nothing but the pointer and the granted size,
@@ -76,6 +73,9 @@ struct ad_heap {
     char *bump;               /* the unused end of the newest slab */
     size_t bump_left;
     size_t slab_next;         /* size of the next slab */
+    size_t spare_at;          /* when bump_left drops below this, the spare is made ready */
+    slab *spare;              /* the next slab, allocated ahead and being pre-faulted */
+    ad_prefault pf;           /* the spare's (or a new slab's) pre-faulting */
     hdr hlive;                /* sentinel of the ring of large headers */
     ad_heap_stats st;
 };
@@ -239,41 +239,46 @@ void ad_heap_stats_get(ad_state *S, ad_heap_stats *out) {
 
 void ad_heap_set_limit(ad_state *S, size_t limit) { S->cfg.memory_limit = limit; }
 
-/* Asks the kernel to back a big slab with huge pages where it can and to map
- * it now, in one call, rather than one fault per page as headers are carved.
- * Both are advice: on failure (an older kernel, another system) the pages
- * fault in as they are touched, as before. */
-static void slab_prefault(void *p, size_t bytes) {
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-    long pg = sysconf(_SC_PAGESIZE);
-    if (pg <= 0 || bytes < SLAB_PREFAULT) return;
-    uintptr_t lo = (uintptr_t)p, hi = lo + bytes;
-#ifdef MADV_HUGEPAGE
-    uintptr_t hlo = (lo + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1), hhi = hi & ~(uintptr_t)(HUGE_PAGE - 1);
-    if (hhi > hlo) (void)madvise((void *)hlo, hhi - hlo, MADV_HUGEPAGE);
-#endif
-    uintptr_t plo = (lo + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1), phi = hi & ~(uintptr_t)(pg - 1);
-    if (phi > plo) (void)madvise((void *)plo, phi - plo, MADV_POPULATE_WRITE);
-#else
-    (void)p; (void)bytes;
-#endif
-}
-
-/* A new slab to carve headers from (the old one's tail is left unused). */
+/* A new slab to carve headers from (the old one's tail is left unused): the
+ * spare when one was made ready, else a fresh allocation. */
 static bool slab_new(ad_state *S, struct ad_heap *h) {
-    size_t bytes = h->slab_next ? h->slab_next : SLAB_MIN;
-    slab *sl = S->cfg.alloc(S->cfg.alloc_ud, NULL, bytes);
-    if (!sl && bytes > SLAB_MIN) sl = S->cfg.alloc(S->cfg.alloc_ud, NULL, bytes = SLAB_MIN);
-    if (!sl) { ad_nomem(S); return false; }
-    slab_prefault(sl, bytes);
+    slab *sl = h->spare;
+    size_t bytes;
+    if (sl) {
+        ad_prefault_wait(&h->pf);
+        h->spare = NULL;
+        bytes = sl->bytes;
+    } else {
+        bytes = h->slab_next ? h->slab_next : SLAB_MIN;
+        sl = S->cfg.alloc(S->cfg.alloc_ud, NULL, bytes);
+        if (!sl && bytes > SLAB_MIN) sl = S->cfg.alloc(S->cfg.alloc_ud, NULL, bytes = SLAB_MIN);
+        if (!sl) { ad_nomem(S); return false; }
+        if (bytes >= SLAB_PREFAULT) ad_prefault_start(&h->pf, sl, bytes, false);
+    }
     sl->next = h->slabs;
     sl->bytes = bytes;
     h->slabs = sl;
     h->bump = (char *)(sl + 1);
     h->bump_left = bytes - sizeof(slab);
     h->slab_next = bytes < SLAB_MAX ? 2 * bytes : SLAB_MAX;
+    /* a loop this long will likely want the next slab: map it ahead, from half-way */
+    h->spare_at = h->slab_next >= SLAB_PREFAULT ? h->bump_left / 2 : 0;
     HEAP_POISON(h->bump, h->bump_left);
     return true;
+}
+
+/* Allocates the next slab now and has a helper thread map it while this
+ * one is carved. Failure is silent: slab_new allocates as before. */
+static void spare_start(ad_state *S, struct ad_heap *h) {
+    h->spare_at = 0;
+    if (h->spare) return;
+    size_t bytes = h->slab_next;
+    slab *sl = S->cfg.alloc(S->cfg.alloc_ud, NULL, bytes);
+    if (!sl) return;
+    sl->next = NULL;
+    sl->bytes = bytes;
+    h->spare = sl;
+    ad_prefault_start(&h->pf, sl, bytes, true);
 }
 
 void *ad_heap_alloc_header(ad_state *S, size_t size) {
@@ -296,6 +301,7 @@ void *ad_heap_alloc_header(ad_state *S, size_t size) {
     }
     size_t n = (c + 1) * HDR_GRAIN;
     if (h->bump_left < n && !slab_new(S, h)) return NULL;
+    if (h->bump_left < h->spare_at) spare_start(S, h);
     void *p = h->bump;
     h->bump += n;
     h->bump_left -= n;
@@ -340,6 +346,8 @@ void ad_heap_free(ad_state *S, struct ad_heap *h) {
         ring_del(b);
         ad_free(S, b->raw);
     }
+    ad_prefault_wait(&h->pf);
+    if (h->spare) ad_free(S, h->spare);
     while (h->slabs) {
         HEAP_UNPOISON(h->slabs, h->slabs->bytes);
         slab *n = h->slabs->next;

@@ -159,12 +159,37 @@ static void test_steady_state(void) {
     test_state_close(S);
 }
 
+/* Headers past several big slabs: from 1 MB on the next slab is allocated half-way through
+ * the current one and mapped by a helper thread (vm/heap_prefault.c); every header keeps its
+ * contents, the slabs come one allocator call each, and close frees the spare (valgrind). */
+static void test_big_slabs(void) {
+    ad_state *S = test_state(0);
+    int64_t count_allocs = 0;
+    S->cfg.alloc = counting_alloc;
+    S->cfg.alloc_ud = &count_allocs;
+    enum { N = 300000, SIZE = 64 };  /* 19.2 MB of headers: slabs of 64 KB ... 8 MB */
+    unsigned char **p = malloc(N * sizeof *p);
+    int good = p != NULL;
+    for (int i = 0; good && i < N; i++) {
+        if (!(p[i] = ad_heap_alloc_header(S, SIZE))) good = 0;
+        else memset(p[i], i * 7 & 0xff, SIZE);
+    }
+    for (int i = 0; good && i < N; i++)
+        if (p[i][0] != (i * 7 & 0xff) || p[i][SIZE - 1] != (i * 7 & 0xff)) good = 0;
+    ok(good, "%d headers over pre-faulted slabs keep their contents", N);
+    /* 64 KB + 128 KB + ... + 8 MB slabs, then 8 MB each, plus at most one spare ahead */
+    ok(count_allocs >= 8 && count_allocs <= 12, "one allocator call per slab (%lld)", (long long)count_allocs);
+    free(p);
+    test_state_close(S);
+}
+
 int main(void) {
-    plan(33);
+    plan(35);
     test_pool_reuse();
     test_alignment_and_classes();
     test_limit();
     test_headers();
     test_steady_state();
+    test_big_slabs();
     return done_testing();
 }
