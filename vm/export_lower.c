@@ -1263,12 +1263,10 @@ static int lower_diagonal(ad_xctx *ctx, const xrec *r) {
     return view_from(ctx, r, src, k, sh, st, sh[k - 1] ? base : x->off);
 }
 
-/* t[idx] with ints, slices, none and '...': a view. */
-static int lower_index_get(ad_xctx *ctx, const xrec *r) {
-    int src = pref(r, 0);
-    if (src < 0 || r->np < 2) return fail(ctx, "has no tensor input");
-    const ad_xval *x = &ctx->v[src];
-    const ad_targ *ix = r->p[1].a;
+/* The view t[idx] selects of 'x' for an index of ints, slices, none and
+ * '...' (basic indexing): its shape, strides and offset. */
+static int basic_index_view(ad_xctx *ctx, const ad_xval *x, const ad_targ *ix, int64_t *sh, int64_t *st, int64_t *offp,
+                            int *ndp) {
     if (!ix || ix->ref >= 0 || ix->sub) return fail(ctx, "with a tensor index (advanced indexing) is not lowered");
     ad_value iv = ix->c;
     int nidx = ad_is_seq(iv) ? (int)iv.u.l->len : 1;
@@ -1276,7 +1274,7 @@ static int lower_index_get(ad_xctx *ctx, const xrec *r) {
     int used = 0;
     for (int i = 0; i < nidx; i++)
         if (items[i].t != AD_TNONE && items[i].t != AD_TELLIPSIS) used++;
-    int64_t sh[AD_MAX_DIMS], st[AD_MAX_DIMS], off = x->off;
+    int64_t off = x->off;
     int k = 0, d = 0;
     for (int i = 0; i < nidx; i++) {
         ad_value it = items[i];
@@ -1312,7 +1310,58 @@ static int lower_index_get(ad_xctx *ctx, const xrec *r) {
         k++; d++;
     }
     for (; d < x->ndim; d++) { sh[k] = x->shape[d]; st[k] = x->st[d]; k++; }
-    return view_from(ctx, r, src, k, sh, st, off);
+    *offp = off;
+    *ndp = k;
+    return ADDSL_OK;
+}
+
+/* t[idx] with ints, slices, none and '...': a view. */
+static int lower_index_get(ad_xctx *ctx, const xrec *r) {
+    int src = pref(r, 0);
+    if (src < 0 || r->np < 2) return fail(ctx, "has no tensor input");
+    int64_t sh[AD_MAX_DIMS], st[AD_MAX_DIMS], off;
+    int k;
+    int rc = basic_index_view(ctx, &ctx->v[src], r->p[1].a, sh, st, &off, &k);
+    return rc ? rc : view_from(ctx, r, src, k, sh, st, off);
+}
+
+/* index_add_at(self, idx, value) with a basic index (the VJP of t[idx]): a
+ * copy of self, then value (broadcast) added over the view self[idx]. A basic
+ * index names each element once, so the add reads and writes one element. */
+static int lower_index_add_at(ad_xctx *ctx, const xrec *r) {
+    int src = pref(r, 0), val = pref(r, 2), o = out_ref(r->n);
+    if (src < 0 || o < 0 || r->np < 3) return fail(ctx, "needs a tensor self and output");
+    double lit = 0;
+    if (val < 0 && !pnum(r, 2, &lit)) return fail(ctx, "has a value that is neither a tensor nor a number");
+    make_buf(ctx, o);
+    const ad_xval *y = &ctx->v[o];
+    int64_t sh[AD_MAX_DIMS], st[AD_MAX_DIMS], off;
+    int k;
+    int rc = basic_index_view(ctx, y, r->p[1].a, sh, st, &off, &k);
+    if (rc) return rc;
+    xnest e;
+    nest_init(ctx, &e, o);
+    e.expr = "$0";
+    add_bcast(ctx, &e, src);
+    comment(ctx, "a copy, then the value added at the index");
+    emit_nest(ctx, &e);
+    int64_t n = 1;
+    for (int d = 0; d < k; d++) n *= sh[d];
+    if (!n) return ADDSL_OK;
+    memset(&e, 0, sizeof e);
+    e.dest = o;
+    e.nout = k;
+    e.doff = off;
+    for (int d = 0; d < k; d++) { e.shape[d] = sh[d]; e.dst[d] = st[d]; }
+    e.ct = e.acct = y->dt;
+    e.expr = "$0 + $1";
+    xoperand *op = &e.op[e.nops++];
+    op->ref = o; op->off = off;
+    for (int d = 0; d < k; d++) op->st[d] = st[d];
+    if (val >= 0) add_bcast(ctx, &e, val);
+    else add_lit(&e, lit);
+    emit_nest(ctx, &e);
+    return ADDSL_OK;
 }
 
 /* ---- cat, stack ---- */
@@ -1573,6 +1622,7 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (!strcmp(nm, "narrow")) return lower_narrow(ctx, r);
     if (!strcmp(nm, "diagonal")) return lower_diagonal(ctx, r);
     if (!strcmp(nm, "index_get")) return lower_index_get(ctx, r);
+    if (!strcmp(nm, "index_add_at")) return lower_index_add_at(ctx, r);
     if (!strcmp(nm, "cat") || !strcmp(nm, "concat") || !strcmp(nm, "concatenate")) return lower_cat(ctx, r, false);
     if (!strcmp(nm, "stack")) return lower_cat(ctx, r, true);
     if (!strcmp(nm, "softmax")) return lower_rows(ctx, r, ROW_SOFTMAX);
