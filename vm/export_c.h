@@ -36,6 +36,7 @@ typedef struct ad_xval {
     int def, last;              /* BUF: the record making it, the last record reading it (through views too) */
     int64_t woff;               /* BUF in work: byte offset */
     bool read;                  /* some record or output reads it (inputs, constants) */
+    bool scalar;                /* BUF: lives only as a fused loop's scalar temporary, no memory */
 } ad_xval;
 
 typedef struct ad_xctx {
@@ -49,6 +50,9 @@ typedef struct ad_xctx {
     int node;                   /* the record being lowered */
     int *outs;                  /* output refs, in order */
     int nouts;
+    struct ad_xfuse *fuse;      /* element-wise nests held for one loop; NULL: fusion off */
+    int *rd_start, *rd_node;    /* records reading value v: rd_node[rd_start[v] .. rd_start[v+1]) */
+    bool blas;                  /* matrix products as cblas_dgemm/sgemm calls */
 } ad_xctx;
 
 /* One argument of a record bound to an op parameter: the traced argument, or

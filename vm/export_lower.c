@@ -1,6 +1,6 @@
 /* export_lower.c: export_c's lowering of one traced record to C99: the op
  * table (element-wise templates, reductions, products, views, cat/stack). */
-#include "export_c.h"
+#include "export_nest.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,8 +13,7 @@
 #include "vm.h"
 
 #define XMAX_PARAMS 16
-#define XMAX_OPS 6
-#define XMAX_LOOP (2 * AD_MAX_DIMS)
+#define XMAX_LOOP AD_XMAX_LOOP
 
 /* ---- names and literals ---- */
 
@@ -220,32 +219,8 @@ static bool is_contig(const ad_xval *x) {
 
 /* ---- the loop-nest emitter ---- */
 
-typedef struct xoperand {
-    int ref;                    /* value, or -1 for a literal */
-    double lit;
-    int64_t off, st[XMAX_LOOP]; /* over the nest's loop variables */
-    bool raw;                   /* no cast to the compute type (a where() condition) */
-} xoperand;
-
-typedef struct xnest {
-    int nout, nred;
-    int64_t shape[XMAX_LOOP];   /* output dims, then reduced dims */
-    int dest;                   /* value written */
-    int64_t doff, dst[AD_MAX_DIMS];
-    ad_dtype ct;                /* element expression's type */
-    ad_dtype acct;              /* accumulator's type */
-    const char *expr;           /* $0..$5 operands, $F libm suffix, $T compute type */
-    const char *init;           /* NULL: a map; else the accumulator's start ($T: its type) */
-    const char *comb;           /* "acc += $E" */
-    const char *fin;            /* stored value: "acc", "acc / $N" */
-    int64_t count;              /* $N */
-    int nops;
-    xoperand op[XMAX_OPS];
-    bool flat;                  /* one loop variable for all output dims */
-    bool rflat;                 /* ... for all reduced dims */
-    const char *dname;          /* the destination's C name when it is not dest's (a copy into an output) */
-    bool noflat;                /* keep one loop variable per dim (the template names them: $V0..$V9) */
-} xnest;
+typedef ad_xoperand xoperand;
+typedef ad_xnest xnest;
 
 static void loopvar(const xnest *e, int k, char *s, size_t n) {
     if (k < e->nout) { if (e->flat) snprintf(s, n, "i"); else snprintf(s, n, "i%d", k); }
@@ -274,6 +249,12 @@ static void index_expr(const xnest *e, int64_t off, const int64_t *st, bool to_d
 
 static void operand_expr(ad_xctx *ctx, const xnest *e, const xoperand *o, ad_buf *b) {
     if (o->ref < 0) { ad_export_literal(b, e->ct, o->lit); return; }
+    if (o->tmp) {
+        const ad_xval *t = &ctx->v[ctx->v[o->ref].base];
+        if (!o->raw && t->dt != e->ct) ad_buf_printf(b, "(%s)", ad_export_ctype(e->ct));
+        ad_buf_printf(b, "t%d", ctx->v[o->ref].base);
+        return;
+    }
     char nm[32];
     ad_export_vname(ctx, o->ref, nm, sizeof nm);
     ctx->v[ctx->v[o->ref].base].read = true;
@@ -435,10 +416,15 @@ static void add_lit(xnest *e, double lit) {
     o->ref = -1; o->lit = lit;
 }
 
+static void note_text(ad_xctx *ctx, const char *what, char *s, size_t n) {
+    const ad_tnode *t = &ctx->T->nodes[ctx->node];
+    snprintf(s, n, "/* %s:%d:%d %s%s%s */", ctx->chunk, t->line, t->col, rec_name(t), what ? ": " : "", what ? what : "");
+}
+
 static void comment(ad_xctx *ctx, const char *what) {
-    const ad_tnode *n = &ctx->T->nodes[ctx->node];
-    ad_buf_printf(ctx->body, "    /* %s:%d:%d %s%s%s */\n", ctx->chunk, n->line, n->col, rec_name(n), what ? ": " : "",
-                  what ? what : "");
+    char s[AD_XFUSE_NOTE];
+    note_text(ctx, what, s, sizeof s);
+    ad_buf_printf(ctx->body, "    %s\n", s);
 }
 
 /* ---- element-wise ops ---- */
@@ -530,9 +516,9 @@ static int emit_map(ad_xctx *ctx, const xrec *r, int k, const char *tmpl, ad_dty
         else return fail(ctx, "has an argument that is neither a tensor nor a number");
         if (rawmask & (1 << i)) e.op[e.nops - 1].raw = true;
     }
-    comment(ctx, NULL);
-    emit_nest(ctx, &e);
-    return ADDSL_OK;
+    char note[AD_XFUSE_NOTE];
+    note_text(ctx, NULL, note, sizeof note);
+    return ad_export_fuse_map(ctx, &e, note);
 }
 
 static int lower_ew(ad_xctx *ctx, const xrec *r, const ew_row *row) {
@@ -695,9 +681,9 @@ static int lower_fill(ad_xctx *ctx, const xrec *r, double x) {
     nest_init(ctx, &e, o);
     e.expr = "$0";
     add_lit(&e, x);
-    comment(ctx, NULL);
-    emit_nest(ctx, &e);
-    return ADDSL_OK;
+    char note[AD_XFUSE_NOTE];
+    note_text(ctx, NULL, note, sizeof note);
+    return ad_export_fuse_map(ctx, &e, note);
 }
 
 /* zeros(*size), ones, empty, full(size, fill_value) made inside the program
@@ -738,6 +724,7 @@ static int lower_diag_embed(ad_xctx *ctx, const xrec *r) {
     if (src < 0 || o < 0 || !pnum(r, 1, &off) || !pnum(r, 2, &a) || !pnum(r, 3, &b)) return fail(ctx, "has arguments that are not ints");
     const ad_xval *x = &ctx->v[src];
     int rc = lower_fill(ctx, r, 0);
+    if (!rc) rc = ad_export_fuse_flush(ctx); /* the zeros before the diagonal's writes */
     if (rc) return rc;
     const ad_xval *y = &ctx->v[o];
     int d1 = wrap_dim((int64_t)a, y->ndim), d2 = wrap_dim((int64_t)b, y->ndim);
@@ -989,7 +976,6 @@ static int emit_matmul_ab(ad_xctx *ctx, const xrec *r, int a, int b, bool bt, in
     int k = nb;
     if (A->ndim >= 2) { oa->st[k] = san; k++; }
     if (bnd >= 2) { ob->st[k] = sbm; k++; }
-    (void)n; (void)m;
     e.nred = 1;
     e.shape[e.nout] = kk;
     oa->st[e.nout] = sak; ob->st[e.nout] = sbk;
@@ -1010,6 +996,10 @@ static int emit_matmul_ab(ad_xctx *ctx, const xrec *r, int a, int b, bool bt, in
         add_lit(&e, 0);
         add_lit(&e, alpha);
         e.fin = "$3 * acc";
+    }
+    if (ctx->blas) {
+        ad_xgemm g = {nb, n, m, kk, san, sak, sbk, sbm, bias, alpha, bias >= 0 ? beta : 0};
+        if (ad_export_gemm(ctx, &e, &g, rec_name(r->n))) return ADDSL_OK;
     }
     comment(ctx, NULL);
     emit_nest(ctx, &e);
@@ -1644,7 +1634,7 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     return lower_extern(ctx, r);
 }
 
-int ad_export_lower(ad_xctx *ctx) {
+static int lower_record(ad_xctx *ctx) {
     const ad_tnode *n = &ctx->T->nodes[ctx->node];
     bool data = n->kind == AD_TN_GETATTR && n->attr == AD_ATTR_DATA;
     /* requires_grad_ only marks a leaf for the traced gradient, whose formulas
@@ -1673,6 +1663,13 @@ int ad_export_lower(ad_xctx *ctx) {
     return dispatch(ctx, &r);
 }
 
+int ad_export_lower(ad_xctx *ctx) {
+    size_t mark = ctx->body->len;
+    int held = ctx->fuse ? ctx->fuse->n : 0;
+    int rc = lower_record(ctx);
+    return rc ? rc : ad_export_fuse_after(ctx, mark, held);
+}
+
 /* Output k of the function, when 'ref' was not computed straight into it. */
 int ad_export_copy_out(ad_xctx *ctx, int ref, int k) {
     const ad_xval *x = &ctx->v[ref];
@@ -1689,3 +1686,18 @@ int ad_export_copy_out(ad_xctx *ctx, int ref, int k) {
     emit_nest(ctx, &e);
     return ADDSL_OK;
 }
+
+/* ---- the nest writer, for vm/export_fuse.c ---- */
+
+void ad_export_use(ad_xctx *ctx, int id) { use(ctx, id); }
+void ad_export_render(ad_xctx *ctx, const ad_xnest *e, const char *t, ad_buf *b) { render(ctx, e, t, NULL, b); }
+void ad_export_index(const ad_xnest *e, int64_t off, const int64_t *st, bool to_dest, ad_buf *b) {
+    index_expr(e, off, st, to_dest, b);
+}
+void ad_export_open_loops(const ad_xnest *e, int depth, ad_buf *b) { open_loops(e, 0, e->nout, depth, b); }
+bool ad_export_walks_flat(const ad_xnest *e, const int64_t *st, int lo, int hi) { return walks_flat(e, st, lo, hi); }
+void ad_export_flatten(ad_xnest *e) {
+    if (e->nout > 1) flatten_group(e, 0, e->nout, &e->flat);
+    else if (e->nout == 1) e->flat = true;
+}
+void ad_export_emit_nest(ad_xctx *ctx, ad_xnest *e) { emit_nest(ctx, e); }
