@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +120,7 @@ static int trace_fun(ad_state *S, xfun *F, ad_value fn, const ad_list *args) {
 
 /* ---- constants ---- */
 
-static double elem(const ad_tensor *t, int64_t lin) {
+double ad_export_elem(const ad_tensor *t, int64_t lin) {
     int64_t pos = t->offset, rest = lin;
     for (int d = t->ndim - 1; d >= 0; d--) {
         int64_t i = t->shape[d] ? rest % t->shape[d] : 0;
@@ -136,6 +137,19 @@ static double elem(const ad_tensor *t, int64_t lin) {
     }
 }
 
+bool ad_export_splat(const ad_xctx *ctx, int id, double *x) {
+    const ad_tval *tv = &ctx->T->vals[ctx->v[id].base];
+    if (tv->v.t != AD_TTENSOR || !tv->v.u.tensor->numel) return false;
+    const ad_tensor *t = tv->v.u.tensor;
+    double first = ad_export_elem(t, 0);
+    for (int64_t i = 1; i < t->numel; i++) {
+        double y = ad_export_elem(t, i);
+        if (!(y == first || (y != y && first != first)) || signbit(y) != signbit(first)) return false;
+    }
+    *x = first;
+    return true;
+}
+
 /* A constant read by the program: a static const array of its elements. */
 static void write_const(xfun *F, const char *name, int id) {
     const ad_tensor *t = F->T->vals[id].v.u.tensor;
@@ -145,7 +159,7 @@ static void write_const(xfun *F, const char *name, int id) {
     if (!t->numel) ad_buf_puts(b, "0");
     for (int64_t i = 0; i < t->numel; i++) {
         ad_buf_puts(b, i == 0 ? "" : (i % 6 == 0 ? ",\n    " : ", "));
-        ad_export_literal(b, t->dtype, elem(t, i));
+        ad_export_literal(b, t->dtype, ad_export_elem(t, i));
     }
     ad_buf_puts(b, "};\n");
 }
@@ -153,6 +167,14 @@ static void write_const(xfun *F, const char *name, int id) {
 /* ---- the work buffer plan ---- */
 
 typedef struct block { int64_t off, size; int last; } block;
+
+typedef struct defid { int def, id; } defid;
+
+static int cmp_defid(const void *a, const void *b) {
+    const defid *p = a, *q = b;
+    if (p->def != q->def) return p->def < q->def ? -1 : 1;
+    return (p->id > q->id) - (p->id < q->id);
+}
 
 static int64_t align_up(int64_t x) { return (x + WORK_ALIGN - 1) / WORK_ALIGN * WORK_ALIGN; }
 
@@ -163,11 +185,20 @@ static int plan_work(ad_state *S, xfun *F) {
     ad_trace *T = F->T;
     block *live = ad_malloc(S, (size_t)(T->nvals ? T->nvals : 1) * sizeof *live);
     if (!live) return ADDSL_ENOMEM;
+    /* in the order their records write them (a fused loop writes its values
+     * from its first record on), ids breaking ties */
+    defid *order = ad_malloc(S, (size_t)(T->nvals ? T->nvals : 1) * sizeof *order);
+    if (!order) { ad_free(S, live); return ADDSL_ENOMEM; }
+    int n = 0;
+    for (int id = 0; id < T->nvals; id++) {
+        const ad_xval *x = &F->v[id];
+        if (x->kind == AD_XV_BUF && x->out < 0 && !x->scalar) order[n++] = (defid){x->def, id};
+    }
+    qsort(order, (size_t)n, sizeof *order, cmp_defid);
     int nlive = 0;
     int64_t top = 0;
-    for (int id = 0; id < T->nvals; id++) {
-        ad_xval *x = &F->v[id];
-        if (x->kind != AD_XV_BUF || x->out >= 0 || x->scalar) continue;
+    for (int q = 0; q < n; q++) {
+        ad_xval *x = &F->v[order[q].id];
         int k = 0;
         for (int j = 0; j < nlive; j++) if (live[j].last >= x->def) live[k++] = live[j];
         nlive = k;
@@ -185,6 +216,7 @@ static int plan_work(ad_state *S, xfun *F) {
         if (size) live[nlive++] = (block){at, size, x->last};
     }
     ad_free(S, live);
+    ad_free(S, order);
     F->work = top;
     return ADDSL_OK;
 }
@@ -244,7 +276,7 @@ static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name, 
     if (!rc && opt->fuse) {
         ctx.fuse = ad_malloc(S, sizeof *ctx.fuse);
         if (!ctx.fuse) rc = ADDSL_ENOMEM;
-        else ctx.fuse->n = 0;
+        else { ctx.fuse->ng = 0; ctx.fuse->last = -1; }
     }
     for (int i = 0; i < T->nnodes && !rc; i++) {
         if (T->nodes[i].dead || T->nodes[i].folded) continue;

@@ -74,6 +74,12 @@ int ad_export_lower(ad_xctx *ctx);
 /* Copies value 'ref' into output k unless it was computed there. */
 int ad_export_copy_out(ad_xctx *ctx, int ref, int k);
 
+/* Element 'lin' (row-major) of a constant, as a double. */
+double ad_export_elem(const ad_tensor *t, int64_t lin);
+/* Whether constant value 'id' (or a view of one) holds one value everywhere:
+ * the C code writes it as a literal instead of reading an array. */
+bool ad_export_splat(const ad_xctx *ctx, int id, double *x);
+
 /* C spellings. */
 const char *ad_export_ctype(ad_dtype dt);
 /* Appends 'x' as a C literal of dtype 'dt' (exact: %.17g for doubles). */

@@ -43,32 +43,87 @@ int ad_export_readers(ad_xctx *ctx) {
     return ADDSL_OK;
 }
 
-/* ---- the group ---- */
+/* ---- loop shape ---- */
 
-static int member_of(const ad_xfuse *g, int node) {
-    for (int j = 0; j < g->n; j++) if (g->node[j] == node) return j;
+static void remove_dim(ad_xnest *e, int k) {
+    int total = e->nout + e->nred;
+    for (int j = k; j < total - 1; j++) {
+        e->shape[j] = e->shape[j + 1];
+        for (int i = 0; i < e->nops; i++) e->op[i].st[j] = e->op[i].st[j + 1];
+    }
+    for (int i = 0; i < e->nops; i++) e->op[i].st[total - 1] = 0;
+    if (k < e->nout) {
+        for (int j = k; j < e->nout - 1; j++) e->dst[j] = e->dst[j + 1];
+        e->dst[e->nout - 1] = 0;
+        e->nout--;
+    } else e->nred--;
+}
+
+/* dims k and k + 1 (both output or both reduced) walked as one by all */
+static bool mergeable(ad_xnest *const *es, int n, int k) {
+    for (int j = 0; j < n; j++) {
+        const ad_xnest *e = es[j];
+        int64_t s = e->shape[k + 1];
+        if (k < e->nout && e->dst[k] != e->dst[k + 1] * s) return false;
+        for (int i = 0; i < e->nops; i++)
+            if (e->op[i].ref >= 0 && e->op[i].st[k] != e->op[i].st[k + 1] * s) return false;
+    }
+    return true;
+}
+
+void ad_export_coalesce(ad_xnest **es, int n) {
+    ad_xnest *e0 = es[0];
+    for (int k = 0; k < e0->nout + e0->nred;) {
+        if (e0->shape[k] == 1) {
+            for (int j = 0; j < n; j++) remove_dim(es[j], k);
+            continue;
+        }
+        bool out = k < e0->nout;
+        int hi = out ? e0->nout : e0->nout + e0->nred;
+        if (k + 1 < hi && e0->shape[k + 1] != 1 && mergeable(es, n, k)) {
+            for (int j = 0; j < n; j++) {
+                ad_xnest *e = es[j];
+                e->shape[k] *= e->shape[k + 1];
+                if (out) e->dst[k] = e->dst[k + 1];
+                for (int i = 0; i < e->nops; i++) e->op[i].st[k] = e->op[i].st[k + 1];
+                remove_dim(e, k + 1);
+            }
+            continue;
+        }
+        k++;
+    }
+}
+
+/* ---- the groups ---- */
+
+/* The open group whose member makes 'value', or -1. */
+static int group_making(const ad_xfuse *f, int value, int *member) {
+    for (int k = 0; k < f->ng; k++)
+        for (int j = 0; j < f->g[k].n; j++)
+            if (f->g[k].e[j].dest == value) {
+                if (member) *member = j;
+                return k;
+            }
     return -1;
 }
 
-static int member_making(const ad_xfuse *g, int value) {
-    for (int j = 0; j < g->n; j++) if (g->e[j].dest == value) return j;
-    return -1;
+static bool member_of(const ad_xgroup *g, int node) {
+    for (int j = 0; j < g->n; j++) if (g->node[j] == node) return true;
+    return false;
 }
 
-/* Whether value 'id' (a member's, or a view of it made inside the group) is
- * read from memory: by a record outside the group, or as an output. */
-static bool read_outside(ad_xctx *ctx, int id, int depth) {
-    const ad_xfuse *g = ctx->fuse;
+/* Whether value 'id' (a member's, or a view of it made while the group was
+ * open) is read from memory: by a record outside the group, or as an output. */
+static bool read_outside(ad_xctx *ctx, const ad_xgroup *g, int id, int depth) {
     for (int k = 0; k < ctx->nouts; k++) if (ctx->outs[k] == id) return true;
     if (depth > 8) return true;
     for (int p = ctx->rd_start[id]; p < ctx->rd_start[id + 1]; p++) {
         int node = ctx->rd_node[p];
-        if (member_of(g, node) >= 0) continue;
-        /* a view made while the group was held: read outside if its readers are */
+        if (member_of(g, node)) continue;
         int o = ctx->T->nodes[node].out.ref;
-        bool inside = node > g->node[0] && node < ctx->node && o >= 0 && ctx->v[o].kind == AD_XV_VIEW &&
-                      ctx->v[o].base == ctx->v[id].base;
-        if (!inside || read_outside(ctx, o, depth + 1)) return true;
+        bool view = node > g->node[0] && node < ctx->node && o >= 0 && ctx->v[o].kind == AD_XV_VIEW &&
+                    ctx->v[o].base == ctx->v[id].base;
+        if (!view || read_outside(ctx, g, o, depth + 1)) return true;
     }
     return false;
 }
@@ -109,26 +164,25 @@ static void write_member(ad_xctx *ctx, const ad_xnest *e, const char *note, bool
     ad_buf_printf(b, "] = t%d;\n", e->dest);
 }
 
-/* The held members as one loop nest: every operand and stored destination
- * walks one flat index when all of them can, else one variable per dim. */
-static void write_group(ad_xctx *ctx, ad_xfuse *g) {
+/* A group as one loop nest: every operand and stored destination walks one
+ * flat index when all of them can, else one variable per dim. */
+static void write_group(ad_xctx *ctx, ad_xgroup *g) {
+    if (g->n == 1) {
+        ad_buf_printf(ctx->body, "    %s\n", g->note[0]);
+        ad_export_emit_nest(ctx, &g->e[0]);
+        return;
+    }
     bool store[AD_XFUSE_MAX], tread[AD_XFUSE_MAX] = {false};
     for (int j = 0; j < g->n; j++)
         for (int i = 0; i < g->e[j].nops; i++)
-            if (g->e[j].op[i].tmp) tread[member_making(g, ctx->v[g->e[j].op[i].ref].base)] = true;
-    for (int j = 0; j < g->n; j++) store[j] = !tread[j] || read_outside(ctx, g->e[j].dest, 0);
-    /* the loop reads its operands and writes its stores at every step: all of
-     * them live over the whole group */
-    int saved = ctx->node;
-    ctx->node = g->node[g->n - 1];
-    for (int j = 0; j < g->n; j++) {
-        ad_xval *x = &ctx->v[g->e[j].dest];
-        if (store[j]) x->def = g->node[0];
-        else x->scalar = true;
-        for (int i = 0; i < g->e[j].nops; i++)
-            if (g->e[j].op[i].ref >= 0 && !g->e[j].op[i].tmp) ad_export_use(ctx, g->e[j].op[i].ref);
-    }
-    ctx->node = saved;
+            if (g->e[j].op[i].tmp)
+                for (int m = 0; m < g->n; m++)
+                    if (g->e[m].dest == ctx->v[g->e[j].op[i].ref].base) tread[m] = true;
+    for (int j = 0; j < g->n; j++) store[j] = !tread[j] || read_outside(ctx, g, g->e[j].dest, 0);
+    for (int j = 0; j < g->n; j++) if (!store[j]) ctx->v[g->e[j].dest].scalar = true;
+    ad_xnest *all[AD_XFUSE_MAX];
+    for (int j = 0; j < g->n; j++) all[j] = &g->e[j];
+    ad_export_coalesce(all, g->n);
     ad_xnest *e0 = &g->e[0];
     bool flat = true;
     for (int j = 0; j < g->n && flat && e0->nout > 1; j++) {
@@ -150,33 +204,80 @@ static void write_group(ad_xctx *ctx, ad_xfuse *g) {
     ad_buf_puts(b, "}\n");
 }
 
-int ad_export_fuse_flush(ad_xctx *ctx) {
-    ad_xfuse *g = ctx->fuse;
-    if (!g || !g->n) return ADDSL_OK;
+/* Writes every open group, each after the groups it reads; the notes of
+ * views made while they were open follow the loops. The loops run in another
+ * order than their records: every value they write lives from the first of
+ * those records, every value they read to the last. */
+static int write_groups(ad_xctx *ctx) {
+    ad_xfuse *f = ctx->fuse;
     ad_buf *b = ctx->body;
-    /* notes of views made while the group was held follow its loop */
-    size_t tail = b->len - g->mark;
+    int first = f->g[0].node[0], last = f->last, saved = ctx->node;
+    ctx->node = last;
+    for (int k = 0; k < f->ng; k++)
+        for (int j = 0; j < f->g[k].n; j++) {
+            const ad_xnest *e = &f->g[k].e[j];
+            ctx->v[e->dest].def = first;
+            for (int i = 0; i < e->nops; i++) if (e->op[i].ref >= 0 && !e->op[i].tmp) ad_export_use(ctx, e->op[i].ref);
+        }
+    ctx->node = saved;
+    size_t tail = b->len - f->mark;
     char *text = NULL;
     if (tail) {
         text = ad_malloc(ctx->S, tail);
         if (!text) return ADDSL_ENOMEM;
-        memcpy(text, b->data + g->mark, tail);
-        b->len = g->mark;
+        memcpy(text, b->data + f->mark, tail);
+        b->len = f->mark;
         b->data[b->len] = 0;
     }
-    if (g->n == 1) {
-        ad_buf_printf(b, "    %s\n", g->note[0]);
-        ad_export_emit_nest(ctx, &g->e[0]);
-    } else write_group(ctx, g);
-    g->n = 0;
+    unsigned done = 0, all = (1u << f->ng) - 1;
+    while (done != all) {
+        int k = 0;
+        while (k < f->ng && ((done >> k & 1) || (f->deps[k] & ~done))) k++;
+        if (k == f->ng) break; /* not reached: joins keep the groups acyclic */
+        write_group(ctx, &f->g[k]);
+        done |= 1u << k;
+    }
+    f->ng = 0;
     if (text) ad_buf_add(b, text, tail);
     ad_free(ctx->S, text);
-    return b->failed ? ADDSL_ENOMEM : ADDSL_OK;
+    return b->failed || done != all ? ADDSL_ENOMEM : ADDSL_OK;
 }
 
+/* The groups that group k reads, directly or through others. */
+static unsigned reach(const ad_xfuse *f, unsigned set) {
+    unsigned r = set, prev = 0;
+    while (r != prev) {
+        prev = r;
+        for (int k = 0; k < f->ng; k++) if (r >> k & 1) r |= f->deps[k];
+    }
+    return r;
+}
+
+int ad_export_fuse_flush(ad_xctx *ctx) {
+    ad_xfuse *f = ctx->fuse;
+    return f && f->ng ? write_groups(ctx) : ADDSL_OK;
+}
+
+/* Whether map 'e' can join group k: it reads k's values at the element the
+ * loop is at (marking those operands), and no group it reads depends on k. */
+static bool can_join(ad_xctx *ctx, ad_xnest *e, int k, unsigned reads) {
+    ad_xfuse *f = ctx->fuse;
+    if (f->g[k].n == AD_XFUSE_MAX || !same_shape(&f->g[k].e[0], e) || (reach(f, reads & ~(1u << k)) >> k & 1)) return false;
+    for (int i = 0; i < e->nops; i++) {
+        e->op[i].tmp = false;
+        if (e->op[i].ref < 0 || group_making(f, ctx->v[e->op[i].ref].base, NULL) != k) continue;
+        if (!same_element(e, &e->op[i])) return false;
+        e->op[i].tmp = true;
+    }
+    return true;
+}
+
+/* A map joins the latest open group of its shape that it can join (the
+ * groups it reads from memory are then written before that one); else it
+ * opens a group of its own. */
 int ad_export_fuse_map(ad_xctx *ctx, ad_xnest *e, const char *note) {
-    ad_xfuse *g = ctx->fuse;
-    bool fusible = g && !e->init && !e->noflat && !e->dname && e->doff == 0 && ctx->v[e->dest].kind == AD_XV_BUF;
+    ad_xfuse *f = ctx->fuse;
+    bool fusible = f && !e->init && !e->noflat && !e->dname && e->doff == 0 && ctx->v[e->dest].kind == AD_XV_BUF;
     if (!fusible) {
         int rc = ad_export_fuse_flush(ctx);
         if (rc) return rc;
@@ -184,35 +285,44 @@ int ad_export_fuse_map(ad_xctx *ctx, ad_xnest *e, const char *note) {
         ad_export_emit_nest(ctx, e);
         return ADDSL_OK;
     }
-    bool join = g->n > 0 && g->n < AD_XFUSE_MAX && same_shape(&g->e[0], e);
-    for (int i = 0; i < e->nops && join; i++) {
-        if (e->op[i].ref < 0 || member_making(g, ctx->v[e->op[i].ref].base) < 0) continue;
-        if (same_element(e, &e->op[i])) e->op[i].tmp = true;
-        else join = false;
+    unsigned reads = 0;
+    for (int i = 0; i < e->nops; i++) {
+        int k = e->op[i].ref >= 0 ? group_making(f, ctx->v[e->op[i].ref].base, NULL) : -1;
+        if (k >= 0) reads |= 1u << k;
     }
-    if (!join) {
+    int into = -1;
+    for (int k = f->ng - 1; k >= 0 && into < 0; k--) if (can_join(ctx, e, k, reads)) into = k;
+    if (into < 0) {
         for (int i = 0; i < e->nops; i++) e->op[i].tmp = false;
-        int rc = ad_export_fuse_flush(ctx);
-        if (rc) return rc;
-        g->mark = ctx->body->len;
+        if (f->ng == AD_XFUSE_GROUPS) {
+            int rc = write_groups(ctx);
+            if (rc) return rc;
+            reads = 0;
+        }
+        if (f->ng == 0) f->mark = ctx->body->len;
+        into = f->ng++;
+        f->g[into].n = 0;
+        f->deps[into] = 0;
     }
+    f->deps[into] |= reads & ~(1u << into);
     for (int i = 0; i < e->nops; i++) if (e->op[i].ref >= 0) ad_export_use(ctx, e->op[i].ref);
+    ad_xgroup *g = &f->g[into];
     g->e[g->n] = *e;
     g->node[g->n] = ctx->node;
     snprintf(g->note[g->n], AD_XFUSE_NOTE, "%s", note);
     g->n++;
+    f->last = ctx->node;
     return ADDSL_OK;
 }
 
-int ad_export_fuse_after(ad_xctx *ctx, size_t mark, int held) {
-    ad_xfuse *g = ctx->fuse;
-    if (!g || !g->n || g->node[g->n - 1] == ctx->node) return ADDSL_OK;
-    (void)held;
-    /* a view (a note, no code) may sit inside the group's span */
+int ad_export_fuse_after(ad_xctx *ctx, size_t mark) {
+    ad_xfuse *f = ctx->fuse;
+    if (!f || !f->ng || f->last == ctx->node) return ADDSL_OK;
+    /* a view (a note, no code) may sit between members */
     int o = ctx->T->nodes[ctx->node].out.ref;
     if (ctx->body->len == mark || (o >= 0 && ctx->v[o].kind == AD_XV_VIEW)) return ADDSL_OK;
-    /* the record wrote code, which reads the group's values from memory: the
-     * group's loop goes first */
+    /* the record wrote code, which reads the groups' values from memory: their
+     * loops go first */
     ad_buf *b = ctx->body;
     size_t n = b->len - mark;
     char *text = ad_malloc(ctx->S, n);

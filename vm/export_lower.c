@@ -14,6 +14,8 @@
 
 #define XMAX_PARAMS 16
 #define XMAX_LOOP AD_XMAX_LOOP
+/* sums over at most this many elements are written out, without a loop */
+#define XUNROLL_MAX 8
 
 /* ---- names and literals ---- */
 
@@ -255,6 +257,11 @@ static void operand_expr(ad_xctx *ctx, const xnest *e, const xoperand *o, ad_buf
         ad_buf_printf(b, "t%d", ctx->v[o->ref].base);
         return;
     }
+    double sv;
+    if (ctx->v[ctx->v[o->ref].base].kind == AD_XV_CONST && ad_export_splat(ctx, o->ref, &sv)) {
+        ad_export_literal(b, o->raw ? ctx->v[o->ref].dt : e->ct, sv);
+        return;
+    }
     char nm[32];
     ad_export_vname(ctx, o->ref, nm, sizeof nm);
     ctx->v[ctx->v[o->ref].base].read = true;
@@ -340,9 +347,30 @@ static void flatten_group(xnest *e, int lo, int hi, bool *flag) {
     }
 }
 
+/* A sum over a short reduced dim written out as one expression, added in the
+ * loop's order ((e0 + e1) + e2 ...): no inner loop for small products. */
+static bool unrolled_sum(const xnest *e) {
+    if (!e->init || e->nred != 1 || strcmp(e->init, "0") != 0 || strcmp(e->comb, "acc += $E") != 0) return false;
+    int64_t k = e->shape[e->nout];
+    return k >= 1 && k <= XUNROLL_MAX;
+}
+
+static void render_unrolled(ad_xctx *ctx, const xnest *e, ad_buf *b) {
+    for (int64_t r = 0; r < e->shape[e->nout]; r++) {
+        xnest c = *e;
+        for (int i = 0; i < c.nops; i++) { c.op[i].off += r * c.op[i].st[c.nout]; c.op[i].st[c.nout] = 0; }
+        if (r) ad_buf_puts(b, " + ");
+        render(ctx, &c, e->expr, NULL, b);
+    }
+}
+
 static void emit_nest(ad_xctx *ctx, xnest *e) {
     ad_buf *b = ctx->body;
     for (int i = 0; i < e->nops; i++) if (e->op[i].ref >= 0) use(ctx, e->op[i].ref);
+    if (!e->noflat) {
+        ad_xnest *one = e;
+        ad_export_coalesce(&one, 1);
+    }
     if (e->noflat) {}
     else if (e->nout > 1) flatten_group(e, 0, e->nout, &e->flat);
     else if (e->nout == 1) e->flat = true;
@@ -368,12 +396,17 @@ static void emit_nest(ad_xctx *ctx, xnest *e) {
     ad_buf_puts(b, "{\n");
     indent(b, in);
     render(ctx, e, "$A acc = ", NULL, b);
-    render(ctx, e, e->init, NULL, b);
-    ad_buf_puts(b, ";\n");
-    open_loops(e, e->nout, e->nout + e->nred, in, b);
-    indent(b, in + (e->nred == 0 ? 0 : (e->rflat ? 1 : e->nred)));
-    render(ctx, e, e->comb, e->expr, b);
-    ad_buf_puts(b, ";\n");
+    if (unrolled_sum(e)) {
+        render_unrolled(ctx, e, b);
+        ad_buf_puts(b, ";\n");
+    } else {
+        render(ctx, e, e->init, NULL, b);
+        ad_buf_puts(b, ";\n");
+        open_loops(e, e->nout, e->nout + e->nred, in, b);
+        indent(b, in + (e->nred == 0 ? 0 : (e->rflat ? 1 : e->nred)));
+        render(ctx, e, e->comb, e->expr, b);
+        ad_buf_puts(b, ";\n");
+    }
     indent(b, in);
     ad_buf_printf(b, "%s[", dn);
     index_expr(e, e->doff, e->dst, true, b);
@@ -1665,9 +1698,8 @@ static int lower_record(ad_xctx *ctx) {
 
 int ad_export_lower(ad_xctx *ctx) {
     size_t mark = ctx->body->len;
-    int held = ctx->fuse ? ctx->fuse->n : 0;
     int rc = lower_record(ctx);
-    return rc ? rc : ad_export_fuse_after(ctx, mark, held);
+    return rc ? rc : ad_export_fuse_after(ctx, mark);
 }
 
 /* Output k of the function, when 'ref' was not computed straight into it. */

@@ -10,6 +10,9 @@
 /* members of one fused loop; a longer chain starts a new loop */
 #define AD_XFUSE_MAX 32
 #define AD_XFUSE_NOTE 200
+/* groups open at once (a chain of one shape continues past records of
+ * another shape); opening one more writes them all */
+#define AD_XFUSE_GROUPS 4
 
 typedef struct ad_xoperand {
     int ref;                    /* value, or -1 for a literal */
@@ -39,13 +42,21 @@ typedef struct ad_xnest {
     bool noflat;                /* keep one loop variable per dim (the template names them: $V0..$V9) */
 } ad_xnest;
 
-/* The element-wise nests waiting to be written as one loop. */
-typedef struct ad_xfuse {
+/* Element-wise nests of one shape waiting to be written as one loop. */
+typedef struct ad_xgroup {
     int n;
     ad_xnest e[AD_XFUSE_MAX];
     int node[AD_XFUSE_MAX];
     char note[AD_XFUSE_MAX][AD_XFUSE_NOTE]; /* each member's comment line */
-    size_t mark;                /* body length when the group began */
+} ad_xgroup;
+
+/* The open groups; each is written after the groups whose values it reads. */
+typedef struct ad_xfuse {
+    int ng;
+    ad_xgroup g[AD_XFUSE_GROUPS];
+    unsigned deps[AD_XFUSE_GROUPS]; /* bit j: the group reads values of group j */
+    size_t mark;                /* body length when the oldest open group began */
+    int last;                   /* the last record that joined a group */
 } ad_xfuse;
 
 /* export_lower.c's nest writer, for the fusion. */
@@ -72,14 +83,18 @@ typedef struct ad_xgemm {
  * strides or the sizes do not fit BLAS's layout, for the loops to do it. */
 bool ad_export_gemm(ad_xctx *ctx, ad_xnest *e, const ad_xgemm *g, const char *opname);
 
-/* export_fuse.c. A map nest 'e' of the current record with its comment line:
+/* export_fuse.c. Drops the loop dims of one element and merges neighbouring
+ * dims that the destination and every operand walk as one, in the n nests
+ * (of one shape) es[0..n): fewer loops and index terms, the same elements. */
+void ad_export_coalesce(ad_xnest **es, int n);
+/* A map nest 'e' of the current record with its comment line:
  * written now (fusion off, or a nest that cannot join a loop), or held for the
  * group's loop, which is written first when 'e' cannot join it. */
 int ad_export_fuse_map(ad_xctx *ctx, ad_xnest *e, const char *note);
-/* Called after each record is lowered with the body's length and the group's
- * size before it: a record that wrote code goes after the group's loop. */
-int ad_export_fuse_after(ad_xctx *ctx, size_t mark, int held);
-/* Writes the held group (end of the program). */
+/* Called after each record is lowered with the body's length before it: a
+ * record that wrote code goes after the open groups' loops. */
+int ad_export_fuse_after(ad_xctx *ctx, size_t mark);
+/* Writes the open groups (end of the program). */
 int ad_export_fuse_flush(ad_xctx *ctx);
 /* Which records read each value (for the fusion's decision to store one). */
 int ad_export_readers(ad_xctx *ctx);
