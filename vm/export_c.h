@@ -49,6 +49,8 @@ typedef struct ad_xctx {
     int node;                   /* the record being lowered */
     int *outs;                  /* output refs, in order */
     int nouts;
+    int64_t scratch;            /* bytes of work a record uses only while it runs ('scratch' in C): the most any asks */
+    ad_buf *prelude;            /* file-scope text shared by the file's functions, written once before them */
 } ad_xctx;
 
 /* One argument of a record bound to an op parameter: the traced argument, or
