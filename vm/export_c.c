@@ -26,6 +26,7 @@ typedef struct xfun {
     int nouts, capouts;
     ad_buf body, consts, decls;
     int64_t work;               /* bytes */
+    ad_buf *prelude;            /* file-scope text the functions share (borrowed) */
 } xfun;
 
 static void xfun_free(ad_state *S, xfun *F) {
@@ -271,7 +272,7 @@ static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name, 
         if (first && T->vals[F->outs[k]].kind == AD_TV_NODE && !T->vals[F->outs[k]].folded) x->out = k;
     }
     (void)name;
-    ad_xctx ctx = {S, T, F->v, chunk, F->cname, &F->body, &F->consts, 0, 0, F->outs, F->nouts, NULL, NULL, NULL, opt->blas};
+    ad_xctx ctx = {S, T, F->v, chunk, F->cname, &F->body, &F->consts, 0, 0, F->outs, F->nouts, NULL, NULL, NULL, opt->blas, 0, F->prelude};
     int rc = ad_export_readers(&ctx);
     if (!rc && opt->fuse) {
         ctx.fuse = ad_malloc(S, sizeof *ctx.fuse);
@@ -296,6 +297,9 @@ static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name, 
         if (F->v[id].kind == AD_XV_CONST && F->v[id].read) write_const(F, F->cname, id);
     rc = plan_work(S, F);
     if (rc) return rc;
+    /* a record's scratch lies above every block: nothing else is live there */
+    int64_t scratch_at = align_up(F->work);
+    if (ctx.scratch) F->work = scratch_at + ctx.scratch;
     bool any = false;
     for (int id = 0; id < T->nvals; id++) {
         const ad_xval *x = &F->v[id];
@@ -306,11 +310,14 @@ static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name, 
         shape_text(&F->decls, x);
         ad_buf_printf(&F->decls, ", live over records %d..%d */\n", x->def / AD_XTIME, (x->last + AD_XTIME - 1) / AD_XTIME);
     }
-    if (any) {
+    if (any || ctx.scratch) {
         ad_buf *d = &F->decls;
         ad_buf tmp;
         ad_buf_init(&tmp, S);
         ad_buf_puts(&tmp, "    unsigned char *w = (unsigned char *)work;\n");
+        if (ctx.scratch)
+            ad_buf_printf(&tmp, "    unsigned char *scratch = w + %lld; /* %lld bytes for the records that need them */\n",
+                          (long long)scratch_at, (long long)ctx.scratch);
         ad_buf_add(&tmp, d->data, d->len);
         ad_buf_free(d);
         *d = tmp;
@@ -404,6 +411,7 @@ static int write_files(ad_state *S, const char *path, const char *name, const ch
                       "#include <math.h>\n#include <stdint.h>\n%s\n#include \"%s\"\n",
                   base_name(path), origin, blas ? " and CBLAS (link -lopenblas or -lblas)" : "",
                   blas ? "\n#include <cblas.h>\n" : "", base_name(hpath));
+    if (funs[0].prelude && funs[0].prelude->len) ad_buf_add(&c, funs[0].prelude->data, funs[0].prelude->len);
     for (int k = 0; k < nf; k++) {
         static const char *const what[] = {"the function", "its vector-Jacobian product", "its Jacobian-vector product"};
         write_fun_c(&c, &funs[k], what[k < 3 ? k : 0]);
@@ -531,6 +539,9 @@ static int bi_export_c(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     F[0].cname = fname;
     F[1].cname = vname;
     F[2].cname = jname;
+    ad_buf prelude;
+    ad_buf_init(&prelude, S);
+    for (int k = 0; k < 3; k++) F[k].prelude = &prelude;
     const char *ch = chunk ? base_name(chunk) : "?";
     rc = export_forward(S, &F[0], f, argv[1]);
     if (!rc) rc = lower_fun(S, &F[0], ch, name, &opt);
@@ -539,6 +550,8 @@ static int bi_export_c(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (!rc) rc = write_files(S, path, name, origin, F, 3);
     if (!rc) S->export_c_calls++;
     for (int k = 0; k < 3; k++) xfun_free(S, &F[k]);
+    if (!rc && prelude.failed) rc = ADDSL_ENOMEM;
+    ad_buf_free(&prelude);
     return rc;
 }
 
@@ -565,7 +578,7 @@ const ad_builtin_def ad_export_c_defs[] = {
     {"export_c_error", bi_export_c_error, "f, args, path, name=\"f\", blas=false, fuse=true",
          "export_c(f, args, path, name) that returns its error message instead of raising it, "
          "or none when it wrote the files: which functions lower to C, asked from a script."
-         "\nExample: export_c_error(fn(x) => x.sort()[0], [zeros(3)], \"s.c\")"},
+         "\nExample: export_c_error(fn(x) => x.masked_select(x > 0.0), [zeros(3)], \"s.c\")"},
     {NULL, NULL, NULL, NULL},
 };
 

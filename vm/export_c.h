@@ -55,6 +55,8 @@ typedef struct ad_xctx {
     struct ad_xfuse *fuse;      /* element-wise nests held for one loop; NULL: fusion off */
     int *rd_start, *rd_node;    /* records reading value v: rd_node[rd_start[v] .. rd_start[v+1]) */
     bool blas;                  /* matrix products as cblas_dgemm/sgemm calls */
+    int64_t scratch;            /* bytes of work a record uses only while it runs ('scratch' in C): the most any asks */
+    ad_buf *prelude;            /* file-scope text shared by the file's functions, written once before them */
 } ad_xctx;
 
 /* Time steps per record: the fused loops written before record i run at

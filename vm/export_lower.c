@@ -1,5 +1,6 @@
 /* export_lower.c: export_c's lowering of one traced record to C99: the op
  * table (element-wise templates, reductions, products, views, cat/stack). */
+#include "export_lower.h"
 #include "export_nest.h"
 
 #include <math.h>
@@ -12,7 +13,7 @@
 #include "state.h"
 #include "vm.h"
 
-#define XMAX_PARAMS 16
+#define XMAX_PARAMS AD_XMAX_PARAMS
 #define XMAX_LOOP AD_XMAX_LOOP
 /* sums over at most this many elements are written out, without a loop */
 #define XUNROLL_MAX 8
@@ -78,11 +79,7 @@ static int fail(ad_xctx *ctx, const char *why) {
 
 /* ---- binding a record's arguments to parameters ---- */
 
-typedef struct xrec {
-    const ad_tnode *n;
-    int np;
-    ad_xarg p[XMAX_PARAMS];
-} xrec;
+typedef ad_xrec xrec;
 
 static int bind(ad_xctx *ctx, const ad_tnode *n, xrec *r) {
     memset(r, 0, sizeof *r);
@@ -1593,6 +1590,9 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
         nm = base;
     }
     const ad_tnode *n = r->n;
+    int xl = ad_export_lower_index(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_lower_multi(ctx, r);
+    if (xl != AD_XL_PASS) return xl;
     if (n->kind == AD_TN_COMPARE) return lower_compare(ctx, r);
     if (n->kind == AD_TN_GETATTR) {
         if (n->attr == AD_ATTR_DATA) return alias_of(ctx, r, pref(r, 0));
@@ -1689,9 +1689,12 @@ static int lower_record(ad_xctx *ctx) {
         if (!strcmp(n->fn.u.bi->name, pure[i])) known = true;
     if ((n->effect && !data && !known) || n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX)
         return fail(ctx, "writes to a tensor or has a side effect, which an exported function cannot have");
-    if (n->out.ref < 0) return fail(ctx, "has several outputs or none, which the exporter does not lower yet");
     xrec r;
-    int rc = bind(ctx, n, &r);
+    int rc = n->out.sub ? bind(ctx, n, &r) : ADDSL_OK;
+    if (!rc && n->out.sub && (rc = ad_export_lower_multi(ctx, &r)) == AD_XL_PASS) rc = ad_export_lower_traj(ctx, &r);
+    if (n->out.sub && rc != AD_XL_PASS) return rc;
+    if (n->out.ref < 0) return fail(ctx, "has several outputs or none, which the exporter does not lower yet");
+    rc = bind(ctx, n, &r);
     if (rc) return rc;
     return dispatch(ctx, &r);
 }
@@ -1733,3 +1736,15 @@ void ad_export_flatten(ad_xnest *e) {
     else if (e->nout == 1) e->flat = true;
 }
 void ad_export_emit_nest(ad_xctx *ctx, ad_xnest *e) { emit_nest(ctx, e); }
+
+/* ---- for the lowerings in files of their own (export_lower.h) ---- */
+
+const char *ad_xl_name(const ad_tnode *n) { return rec_name(n); }
+int ad_xl_fail(ad_xctx *ctx, const char *why) { return fail(ctx, why); }
+int ad_xl_pref(const ad_xrec *r, int i) { return pref(r, i); }
+ad_value ad_xl_pconst(const ad_xrec *r, int i) { return pconst(r, i); }
+bool ad_xl_pnum(const ad_xrec *r, int i, double *x) { return pnum(r, i, x); }
+bool ad_xl_pints(const ad_xrec *r, int i, int64_t *out, int *n) { return pints(r, i, out, n); }
+void ad_xl_use(ad_xctx *ctx, int id) { use(ctx, id); }
+void ad_xl_make_buf(ad_xctx *ctx, int id) { make_buf(ctx, id); }
+void ad_xl_comment(ad_xctx *ctx, const char *what) { comment(ctx, what); }
