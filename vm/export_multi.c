@@ -112,9 +112,12 @@ static void emit_row(xm *m, ad_buf *b, xm_kind kind, int64_t k, bool desc) {
     case XM_SORT: case XM_TOPK: {
         long long kk = kind == XM_SORT ? n : (long long)k;
         emit_rank(m, b, desc);
-        ad_buf_printf(b, "            if (rk < %lld) {\n", kk);
-        ad_buf_printf(b, "                %s[o*%lld + rk*%lld + c] = xk;\n", m->vo, kk * inner, inner);
-        ad_buf_printf(b, "                %s[o*%lld + rk*%lld + c] = k;\n            }\n        }\n", m->io, kk * inner, inner);
+        /* every rank of a sort is kept; topk keeps the first k */
+        const char *in = kind == XM_SORT ? "            " : "                ";
+        if (kind == XM_TOPK) ad_buf_printf(b, "            if (rk < %lld) {\n", kk);
+        ad_buf_printf(b, "%s%s[o*%lld + rk*%lld + c] = xk;\n", in, m->vo, kk * inner, inner);
+        ad_buf_printf(b, "%s%s[o*%lld + rk*%lld + c] = k;\n", in, m->io, kk * inner, inner);
+        ad_buf_puts(b, kind == XM_TOPK ? "            }\n        }\n" : "        }\n");
         return;
     }
     case XM_KTH: case XM_MEDIAN: case XM_NANMEDIAN:
