@@ -272,7 +272,7 @@ static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name, 
         if (first && T->vals[F->outs[k]].kind == AD_TV_NODE && !T->vals[F->outs[k]].folded) x->out = k;
     }
     (void)name;
-    ad_xctx ctx = {S, T, F->v, chunk, F->cname, &F->body, &F->consts, 0, F->outs, F->nouts, NULL, NULL, NULL, opt->blas, 0, F->prelude};
+    ad_xctx ctx = {S, T, F->v, chunk, F->cname, &F->body, &F->consts, 0, 0, F->outs, F->nouts, NULL, NULL, NULL, opt->blas, 0, F->prelude};
     int rc = ad_export_readers(&ctx);
     if (!rc && opt->fuse) {
         ctx.fuse = ad_malloc(S, sizeof *ctx.fuse);
@@ -282,9 +282,11 @@ static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name, 
     for (int i = 0; i < T->nnodes && !rc; i++) {
         if (T->nodes[i].dead || T->nodes[i].folded) continue;
         ctx.node = i;
+        ctx.now = i * AD_XTIME;
         rc = ad_export_lower(&ctx);
     }
     ctx.node = T->nnodes;
+    ctx.now = T->nnodes * AD_XTIME;
     if (!rc) rc = ad_export_fuse_flush(&ctx);
     ad_free(S, ctx.fuse);
     ad_free(S, ctx.rd_start);
@@ -306,7 +308,7 @@ static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name, 
         ad_buf_printf(&F->decls, "    %s *v%d = (%s *)(w + %lld); /* ", ad_export_ctype(x->dt), id, ad_export_ctype(x->dt),
                       (long long)x->woff);
         shape_text(&F->decls, x);
-        ad_buf_printf(&F->decls, ", live over records %d..%d */\n", x->def, x->last);
+        ad_buf_printf(&F->decls, ", live over records %d..%d */\n", x->def / AD_XTIME, (x->last + AD_XTIME - 1) / AD_XTIME);
     }
     if (any || ctx.scratch) {
         ad_buf *d = &F->decls;

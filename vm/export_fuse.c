@@ -193,33 +193,26 @@ static void write_group(ad_xctx *ctx, ad_xgroup *g) {
     }
     if (flat) for (int j = 0; j < g->n; j++) ad_export_flatten(&g->e[j]);
     ad_buf *b = ctx->body;
-    int depth = 1;
     ad_buf_printf(b, "    /* one loop for %d element-wise records (scalars t<N> are the values %%N) */\n", g->n);
-    ad_export_open_loops(e0, depth, b);
-    depth += e0->nout == 0 ? 0 : (e0->flat ? 1 : e0->nout);
-    indent(b, depth - 1);
+    ad_export_open_loops(e0, 1, b);
+    /* the block sits under the innermost loop, or alone for 0-d values */
+    int loops = e0->nout == 0 ? 0 : (e0->flat ? 1 : e0->nout), bd = loops ? loops : 1;
+    indent(b, bd);
     ad_buf_puts(b, "{\n");
-    for (int j = 0; j < g->n; j++) write_member(ctx, &g->e[j], g->note[j], store[j], depth);
-    indent(b, depth - 1);
+    for (int j = 0; j < g->n; j++) write_member(ctx, &g->e[j], g->note[j], store[j], bd + 1);
+    indent(b, bd);
     ad_buf_puts(b, "}\n");
 }
 
 /* Writes every open group, each after the groups it reads; the notes of
- * views made while they were open follow the loops. The loops run in another
- * order than their records: every value they write lives from the first of
- * those records, every value they read to the last. */
+ * views made while they were open follow the loops. The loops run after the
+ * record before the oldest group's first and before the record now lowered
+ * (the groups' records and views are all that lie between): the k-th loop
+ * written runs at that first record's time + k, where it writes the values
+ * it stores and reads its operands. */
 static int write_groups(ad_xctx *ctx) {
     ad_xfuse *f = ctx->fuse;
     ad_buf *b = ctx->body;
-    int first = f->g[0].node[0], last = f->last, saved = ctx->node;
-    ctx->node = last;
-    for (int k = 0; k < f->ng; k++)
-        for (int j = 0; j < f->g[k].n; j++) {
-            const ad_xnest *e = &f->g[k].e[j];
-            ctx->v[e->dest].def = first;
-            for (int i = 0; i < e->nops; i++) if (e->op[i].ref >= 0 && !e->op[i].tmp) ad_export_use(ctx, e->op[i].ref);
-        }
-    ctx->node = saved;
     size_t tail = b->len - f->mark;
     char *text = NULL;
     if (tail) {
@@ -229,14 +222,26 @@ static int write_groups(ad_xctx *ctx) {
         b->len = f->mark;
         b->data[b->len] = 0;
     }
+    int start = f->g[0].node[0] * AD_XTIME, saved = ctx->now, step = 0;
     unsigned done = 0, all = (1u << f->ng) - 1;
     while (done != all) {
         int k = 0;
         while (k < f->ng && ((done >> k & 1) || (f->deps[k] & ~done))) k++;
         if (k == f->ng) break; /* not reached: joins keep the groups acyclic */
-        write_group(ctx, &f->g[k]);
+        ad_xgroup *g = &f->g[k];
+        ctx->now = start + step++;
+        for (int j = 0; j < g->n; j++) {
+            ad_xval *x = &ctx->v[g->e[j].dest];
+            x->def = ctx->now;
+            if (x->last < ctx->now) x->last = ctx->now;
+        }
+        for (int j = 0; j < g->n; j++)
+            for (int i = 0; i < g->e[j].nops; i++)
+                if (g->e[j].op[i].ref >= 0 && !g->e[j].op[i].tmp) ad_export_use(ctx, g->e[j].op[i].ref);
+        write_group(ctx, g);
         done |= 1u << k;
     }
+    ctx->now = saved;
     f->ng = 0;
     if (text) ad_buf_add(b, text, tail);
     ad_free(ctx->S, text);
@@ -305,7 +310,8 @@ int ad_export_fuse_map(ad_xctx *ctx, ad_xnest *e, const char *note) {
         f->deps[into] = 0;
     }
     f->deps[into] |= reads & ~(1u << into);
-    for (int i = 0; i < e->nops; i++) if (e->op[i].ref >= 0) ad_export_use(ctx, e->op[i].ref);
+    /* nothing has read the value yet: its life starts where its loop runs */
+    ctx->v[e->dest].last = -1;
     ad_xgroup *g = &f->g[into];
     g->e[g->n] = *e;
     g->node[g->n] = ctx->node;

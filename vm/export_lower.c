@@ -190,12 +190,12 @@ static void contiguous_st(const ad_xval *x, int64_t *st) {
 /* Record 'id' as read by the current record (liveness of its base). */
 static void use(ad_xctx *ctx, int id) {
     ad_xval *b = &ctx->v[ctx->v[id].base];
-    if (b->kind == AD_XV_BUF && b->last < ctx->node) b->last = ctx->node;
+    if (b->kind == AD_XV_BUF && b->last < ctx->now) b->last = ctx->now;
 }
 
 static void make_buf(ad_xctx *ctx, int id) {
     ad_xval *x = &ctx->v[id];
-    x->kind = AD_XV_BUF; x->base = id; x->off = 0; x->def = x->last = ctx->node;
+    x->kind = AD_XV_BUF; x->base = id; x->off = 0; x->def = x->last = ctx->now;
     contiguous_st(x, x->st);
 }
 

@@ -13,6 +13,9 @@
 /* groups open at once (a chain of one shape continues past records of
  * another shape); opening one more writes them all */
 #define AD_XFUSE_GROUPS 4
+#if AD_XFUSE_GROUPS >= AD_XTIME
+#error "the loops of the open groups need as many time steps between two records"
+#endif
 
 typedef struct ad_xoperand {
     int ref;                    /* value, or -1 for a literal */
