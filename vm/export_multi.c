@@ -1,6 +1,7 @@
 /* export_multi.c: export_c's lowering of the ops with a values and an int64
  * indices output along one dim (max/min with dim, sort, topk, kthvalue,
- * median, mode, cummax/cummin), and median over all elements. */
+ * median, nanmedian, mode, cummax/cummin), (nan)median over all elements,
+ * and frexp's (mantissa, exponent). */
 #include "export_lower.h"
 
 #include <stdio.h>
@@ -12,7 +13,7 @@
  * comparisons per row), which suits the short rows of a controller. */
 #define XM_MAX_ROW 4096
 
-typedef enum { XM_MAX, XM_MIN, XM_SORT, XM_TOPK, XM_KTH, XM_MEDIAN, XM_MODE, XM_CUMMAX, XM_CUMMIN } xm_kind;
+typedef enum { XM_MAX, XM_MIN, XM_SORT, XM_TOPK, XM_KTH, XM_MEDIAN, XM_NANMEDIAN, XM_MODE, XM_CUMMAX, XM_CUMMIN } xm_kind;
 
 /* One row-wise op: the input, the dim, and the C spellings it is written with. */
 typedef struct xm {
@@ -111,14 +112,23 @@ static void emit_row(xm *m, ad_buf *b, xm_kind kind, int64_t k, bool desc) {
     case XM_SORT: case XM_TOPK: {
         long long kk = kind == XM_SORT ? n : (long long)k;
         emit_rank(m, b, desc);
-        ad_buf_printf(b, "            if (rk < %lld) {\n", kk);
-        ad_buf_printf(b, "                %s[o*%lld + rk*%lld + c] = xk;\n", m->vo, kk * inner, inner);
-        ad_buf_printf(b, "                %s[o*%lld + rk*%lld + c] = k;\n            }\n        }\n", m->io, kk * inner, inner);
+        /* every rank of a sort is kept; topk keeps the first k */
+        const char *in = kind == XM_SORT ? "            " : "                ";
+        if (kind == XM_TOPK) ad_buf_printf(b, "            if (rk < %lld) {\n", kk);
+        ad_buf_printf(b, "%s%s[o*%lld + rk*%lld + c] = xk;\n", in, m->vo, kk * inner, inner);
+        ad_buf_printf(b, "%s%s[o*%lld + rk*%lld + c] = k;\n", in, m->io, kk * inner, inner);
+        ad_buf_puts(b, kind == XM_TOPK ? "            }\n        }\n" : "        }\n");
         return;
     }
-    case XM_KTH: case XM_MEDIAN:
+    case XM_KTH: case XM_MEDIAN: case XM_NANMEDIAN:
         if (kind == XM_KTH) ad_buf_printf(b, "        long want = %lld;\n", (long long)k);
         else if (!m->fl) ad_buf_printf(b, "        long want = %lld;\n", (n - 1) / 2);
+        else if (kind == XM_NANMEDIAN) {
+            /* the lower median of the entries that are not NaN (sorted first); all NaN: the first */
+            ad_buf_printf(b, "        long want = 0;\n        for (long k = 0; k < %lld; k++) want += %s[at + k*%lld] == %s[at + k*%lld];\n",
+                          n, m->in, (long long)m->sd, m->in, (long long)m->sd);
+            ad_buf_puts(b, "        want = want > 0 ? (want - 1) / 2 : 0;\n");
+        }
         else {
             /* the lower median; a row holding NaN gives its first NaN (sorted last) */
             ad_buf_printf(b, "        long want = 0;\n        for (long k = 0; k < %lld; k++) want += %s[at + k*%lld] == %s[at + k*%lld];\n",
@@ -134,7 +144,7 @@ static void emit_row(xm *m, ad_buf *b, xm_kind kind, int64_t k, bool desc) {
 static int kind_of(const char *nm, xm_kind *k) {
     static const struct { const char *name; xm_kind kind; } rows[] = {
         {"max_dim", XM_MAX}, {"min_dim", XM_MIN}, {"sort", XM_SORT}, {"topk", XM_TOPK}, {"kthvalue", XM_KTH},
-        {"median_dim", XM_MEDIAN}, {"mode", XM_MODE}, {"cummax", XM_CUMMAX}, {"cummin", XM_CUMMIN},
+        {"median_dim", XM_MEDIAN}, {"nanmedian_dim", XM_NANMEDIAN}, {"mode", XM_MODE}, {"cummax", XM_CUMMAX}, {"cummin", XM_CUMMIN},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if (!strcmp(nm, rows[i].name)) { *k = rows[i].kind; return 1; }
@@ -191,8 +201,8 @@ static int lower_rows(ad_xctx *ctx, const ad_xrec *r, xm_kind kind) {
     ad_export_vname(ctx, m.src, m.in, sizeof m.in);
     ad_export_vname(ctx, m.vals, m.vo, sizeof m.vo);
     ad_export_vname(ctx, m.idx, m.io, sizeof m.io);
-    ad_xl_comment(ctx, kind == XM_MODE || kind == XM_SORT || kind == XM_TOPK || kind == XM_KTH || kind == XM_MEDIAN
-                           ? "ranks by counting along the dim (stable, NaN largest)" : NULL);
+    ad_xl_comment(ctx, kind == XM_MAX || kind == XM_MIN || kind == XM_CUMMAX || kind == XM_CUMMIN
+                           ? NULL : "ranks by counting along the dim (stable, NaN largest)");
     if (x->numel == 0 || m.n == 0) {
         ad_buf_printf(ctx->body, "    (void)%s; (void)%s; /* empty */\n", m.vo, m.io);
         return ADDSL_OK;
@@ -221,8 +231,8 @@ static void flat_offset(ad_buf *b, const ad_xval *x, const char *q) {
 }
 
 /* median_all(self): the lower median of all elements (NaN when one is NaN,
- * or when there are none). */
-static int lower_median_all(ad_xctx *ctx, const ad_xrec *r) {
+ * or when there are none); nanmedian_all: of those that are not NaN. */
+static int lower_median_all(ad_xctx *ctx, const ad_xrec *r, bool nan_skip) {
     int src = ad_xl_pref(r, 0), o = r->n->out.ref;
     if (src < 0 || o < 0) return ad_xl_fail(ctx, "has no tensor input or output");
     const ad_xval *x = &ctx->v[src];
@@ -244,7 +254,8 @@ static int lower_median_all(ad_xctx *ctx, const ad_xrec *r) {
     ad_buf_printf(b, "        for (long k = 0; k < %lld; k++) { %s v = %s[", n, t, in);
     flat_offset(b, x, "k");
     ad_buf_puts(b, "]; want += v == v; }\n");
-    ad_buf_printf(b, "        if (want == %lld) want = %lld;\n", n, (n - 1) / 2);
+    if (nan_skip) ad_buf_puts(b, "        want = want > 0 ? (want - 1) / 2 : 0;\n");
+    else ad_buf_printf(b, "        if (want == %lld) want = %lld;\n", n, (n - 1) / 2);
     ad_buf_printf(b, "        for (long k = 0; k < %lld; k++) {\n            %s xk = %s[", n, t, in);
     flat_offset(b, x, "k");
     ad_buf_puts(b, "];\n            long rk = 0;\n");
@@ -255,11 +266,42 @@ static int lower_median_all(ad_xctx *ctx, const ad_xrec *r) {
     return ADDSL_OK;
 }
 
+/* frexp(self) -> (mantissa, exponent): C's frexp, with 0, inf and NaN kept
+ * at exponent 0 (C leaves the exponent of inf and NaN unspecified). */
+static int lower_frexp(ad_xctx *ctx, const ad_xrec *r) {
+    const ad_targ *out = &r->n->out;
+    int src = ad_xl_pref(r, 0);
+    if (src < 0 || out->nsub != 2 || out->sub[0].ref < 0 || out->sub[1].ref < 0)
+        return ad_xl_fail(ctx, "needs a tensor input and (mantissa, exponent) outputs");
+    const ad_xval *x = &ctx->v[src];
+    int mo = out->sub[0].ref, eo = out->sub[1].ref;
+    if ((x->dt != AD_FLOAT32 && x->dt != AD_FLOAT64) || ctx->v[mo].dt != x->dt || ctx->v[eo].dt != AD_INT64)
+        return ad_xl_fail(ctx, "is lowered for float32 and float64 only");
+    ad_xl_make_buf(ctx, mo);
+    ad_xl_make_buf(ctx, eo);
+    ad_xl_use(ctx, src);
+    char in[32], mn[32], en[32];
+    ad_export_vname(ctx, src, in, sizeof in);
+    ad_export_vname(ctx, mo, mn, sizeof mn);
+    ad_export_vname(ctx, eo, en, sizeof en);
+    ad_xl_comment(ctx, NULL);
+    ad_buf *b = ctx->body;
+    if (!x->numel) { ad_buf_printf(b, "    (void)%s; (void)%s; /* empty */\n", mn, en); return ADDSL_OK; }
+    ctx->v[ctx->v[src].base].read = true;
+    ad_buf_printf(b, "    for (long k = 0; k < %lld; k++) {\n        %s v = %s[", (long long)x->numel, ad_export_ctype(x->dt), in);
+    flat_offset(b, x, "k");
+    ad_buf_printf(b, "];\n        int e = 0;\n        %s[k] = isfinite(v) ? frexp%s(v, &e) : v;\n        %s[k] = e;\n    }\n", mn,
+                  x->dt == AD_FLOAT32 ? "f" : "", en);
+    return ADDSL_OK;
+}
+
 int ad_export_lower_multi(ad_xctx *ctx, const ad_xrec *r) {
     const char *nm = ad_xl_name(r->n);
     xm_kind kind;
     if (r->n->kind != AD_TN_OP) return AD_XL_PASS;
-    if (!strcmp(nm, "median_all") && r->n->out.ref >= 0) return lower_median_all(ctx, r);
+    if (!strcmp(nm, "median_all") && r->n->out.ref >= 0) return lower_median_all(ctx, r, false);
+    if (!strcmp(nm, "nanmedian_all") && r->n->out.ref >= 0) return lower_median_all(ctx, r, true);
+    if (!strcmp(nm, "frexp") && r->n->out.sub) return lower_frexp(ctx, r);
     if (!r->n->out.sub || !kind_of(nm, &kind)) return AD_XL_PASS;
     return lower_rows(ctx, r, kind);
 }
