@@ -266,3 +266,8 @@ fi
 # compile() (issue 14): compiled against eager, ADOL-C and PyTorch, each row beside its target.
 echo
 ADDSL="$ADDSL" ROUNDS="$ROUNDS" BENCH_PYTHON="$PY" "$BENCH/compile_rows.sh"
+
+# export_c (issue 15): the exported gradient against ADOL-C and the compiled program, with
+# callgrind counts (COUNT=0 skips them).
+echo
+ADDSL="$ADDSL" ROUNDS="$ROUNDS" "$BENCH/export_rows.sh"

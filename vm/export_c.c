@@ -1,9 +1,10 @@
 /* export_c.c: export_c(f, args, PATH, name="f"): traces f at example
  * arguments and writes the program as a C99 file and its header. */
-#include "export_c.h"
+#include "export_nest.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ typedef struct xfun {
     int nouts, capouts;
     ad_buf body, consts, decls;
     int64_t work;               /* bytes */
+    ad_buf *prelude;            /* file-scope text the functions share (borrowed) */
 } xfun;
 
 static void xfun_free(ad_state *S, xfun *F) {
@@ -119,7 +121,7 @@ static int trace_fun(ad_state *S, xfun *F, ad_value fn, const ad_list *args) {
 
 /* ---- constants ---- */
 
-static double elem(const ad_tensor *t, int64_t lin) {
+double ad_export_elem(const ad_tensor *t, int64_t lin) {
     int64_t pos = t->offset, rest = lin;
     for (int d = t->ndim - 1; d >= 0; d--) {
         int64_t i = t->shape[d] ? rest % t->shape[d] : 0;
@@ -136,6 +138,19 @@ static double elem(const ad_tensor *t, int64_t lin) {
     }
 }
 
+bool ad_export_splat(const ad_xctx *ctx, int id, double *x) {
+    const ad_tval *tv = &ctx->T->vals[ctx->v[id].base];
+    if (tv->v.t != AD_TTENSOR || !tv->v.u.tensor->numel) return false;
+    const ad_tensor *t = tv->v.u.tensor;
+    double first = ad_export_elem(t, 0);
+    for (int64_t i = 1; i < t->numel; i++) {
+        double y = ad_export_elem(t, i);
+        if (!(y == first || (y != y && first != first)) || signbit(y) != signbit(first)) return false;
+    }
+    *x = first;
+    return true;
+}
+
 /* A constant read by the program: a static const array of its elements. */
 static void write_const(xfun *F, const char *name, int id) {
     const ad_tensor *t = F->T->vals[id].v.u.tensor;
@@ -145,7 +160,7 @@ static void write_const(xfun *F, const char *name, int id) {
     if (!t->numel) ad_buf_puts(b, "0");
     for (int64_t i = 0; i < t->numel; i++) {
         ad_buf_puts(b, i == 0 ? "" : (i % 6 == 0 ? ",\n    " : ", "));
-        ad_export_literal(b, t->dtype, elem(t, i));
+        ad_export_literal(b, t->dtype, ad_export_elem(t, i));
     }
     ad_buf_puts(b, "};\n");
 }
@@ -153,6 +168,14 @@ static void write_const(xfun *F, const char *name, int id) {
 /* ---- the work buffer plan ---- */
 
 typedef struct block { int64_t off, size; int last; } block;
+
+typedef struct defid { int def, id; } defid;
+
+static int cmp_defid(const void *a, const void *b) {
+    const defid *p = a, *q = b;
+    if (p->def != q->def) return p->def < q->def ? -1 : 1;
+    return (p->id > q->id) - (p->id < q->id);
+}
 
 static int64_t align_up(int64_t x) { return (x + WORK_ALIGN - 1) / WORK_ALIGN * WORK_ALIGN; }
 
@@ -163,11 +186,20 @@ static int plan_work(ad_state *S, xfun *F) {
     ad_trace *T = F->T;
     block *live = ad_malloc(S, (size_t)(T->nvals ? T->nvals : 1) * sizeof *live);
     if (!live) return ADDSL_ENOMEM;
+    /* in the order their records write them (a fused loop writes its values
+     * from its first record on), ids breaking ties */
+    defid *order = ad_malloc(S, (size_t)(T->nvals ? T->nvals : 1) * sizeof *order);
+    if (!order) { ad_free(S, live); return ADDSL_ENOMEM; }
+    int n = 0;
+    for (int id = 0; id < T->nvals; id++) {
+        const ad_xval *x = &F->v[id];
+        if (x->kind == AD_XV_BUF && x->out < 0 && !x->scalar) order[n++] = (defid){x->def, id};
+    }
+    qsort(order, (size_t)n, sizeof *order, cmp_defid);
     int nlive = 0;
     int64_t top = 0;
-    for (int id = 0; id < T->nvals; id++) {
-        ad_xval *x = &F->v[id];
-        if (x->kind != AD_XV_BUF || x->out >= 0) continue;
+    for (int q = 0; q < n; q++) {
+        ad_xval *x = &F->v[order[q].id];
         int k = 0;
         for (int j = 0; j < nlive; j++) if (live[j].last >= x->def) live[k++] = live[j];
         nlive = k;
@@ -185,6 +217,7 @@ static int plan_work(ad_state *S, xfun *F) {
         if (size) live[nlive++] = (block){at, size, x->last};
     }
     ad_free(S, live);
+    ad_free(S, order);
     F->work = top;
     return ADDSL_OK;
 }
@@ -221,7 +254,13 @@ static void describe_args(ad_buf *b, const xfun *F) {
 
 /* Lowers every record of F, then copies outputs that are views, inputs,
  * constants or repeats into the caller's arrays. */
-static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name) {
+/* Options of export_c beyond the contract's four parameters. */
+typedef struct xopts {
+    bool fuse;                  /* element-wise chains as one loop (default) */
+    bool blas;                  /* matrix products as CBLAS calls */
+} xopts;
+
+static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name, const xopts *opt) {
     ad_trace *T = F->T;
     ad_buf_init(&F->body, S);
     ad_buf_init(&F->consts, S);
@@ -233,35 +272,52 @@ static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name) 
         if (first && T->vals[F->outs[k]].kind == AD_TV_NODE && !T->vals[F->outs[k]].folded) x->out = k;
     }
     (void)name;
-    ad_xctx ctx = {S, T, F->v, chunk, F->cname, &F->body, &F->consts, 0, F->outs, F->nouts};
-    int rc = ADDSL_OK;
+    ad_xctx ctx = {S, T, F->v, chunk, F->cname, &F->body, &F->consts, 0, 0, F->outs, F->nouts, NULL, NULL, NULL, opt->blas, 0, F->prelude};
+    int rc = ad_export_readers(&ctx);
+    if (!rc && opt->fuse) {
+        ctx.fuse = ad_malloc(S, sizeof *ctx.fuse);
+        if (!ctx.fuse) rc = ADDSL_ENOMEM;
+        else { ctx.fuse->ng = 0; ctx.fuse->last = -1; }
+    }
     for (int i = 0; i < T->nnodes && !rc; i++) {
         if (T->nodes[i].dead || T->nodes[i].folded) continue;
         ctx.node = i;
+        ctx.now = i * AD_XTIME;
         rc = ad_export_lower(&ctx);
     }
     ctx.node = T->nnodes;
+    ctx.now = T->nnodes * AD_XTIME;
+    if (!rc) rc = ad_export_fuse_flush(&ctx);
+    ad_free(S, ctx.fuse);
+    ad_free(S, ctx.rd_start);
+    ad_free(S, ctx.rd_node);
     for (int k = 0; k < F->nouts && !rc; k++) rc = ad_export_copy_out(&ctx, F->outs[k], k);
     if (rc) return rc;
     for (int id = 0; id < T->nvals; id++)
         if (F->v[id].kind == AD_XV_CONST && F->v[id].read) write_const(F, F->cname, id);
     rc = plan_work(S, F);
     if (rc) return rc;
+    /* a record's scratch lies above every block: nothing else is live there */
+    int64_t scratch_at = align_up(F->work);
+    if (ctx.scratch) F->work = scratch_at + ctx.scratch;
     bool any = false;
     for (int id = 0; id < T->nvals; id++) {
         const ad_xval *x = &F->v[id];
-        if (x->kind != AD_XV_BUF || x->out >= 0) continue;
+        if (x->kind != AD_XV_BUF || x->out >= 0 || x->scalar) continue;
         any = true;
         ad_buf_printf(&F->decls, "    %s *v%d = (%s *)(w + %lld); /* ", ad_export_ctype(x->dt), id, ad_export_ctype(x->dt),
                       (long long)x->woff);
         shape_text(&F->decls, x);
-        ad_buf_printf(&F->decls, ", live over records %d..%d */\n", x->def, x->last);
+        ad_buf_printf(&F->decls, ", live over records %d..%d */\n", x->def / AD_XTIME, (x->last + AD_XTIME - 1) / AD_XTIME);
     }
-    if (any) {
+    if (any || ctx.scratch) {
         ad_buf *d = &F->decls;
         ad_buf tmp;
         ad_buf_init(&tmp, S);
         ad_buf_puts(&tmp, "    unsigned char *w = (unsigned char *)work;\n");
+        if (ctx.scratch)
+            ad_buf_printf(&tmp, "    unsigned char *scratch = w + %lld; /* %lld bytes for the records that need them */\n",
+                          (long long)scratch_at, (long long)ctx.scratch);
         ad_buf_add(&tmp, d->data, d->len);
         ad_buf_free(d);
         *d = tmp;
@@ -347,11 +403,15 @@ static int write_files(ad_state *S, const char *path, const char *name, const ch
         ad_buf_puts(&h, ";\n");
     }
     ad_buf_printf(&h, "\n#endif\n");
+    bool blas = false;
+    for (int k = 0; k < nf; k++) if (funs[k].body.data && strstr(funs[k].body.data, "cblas_")) blas = true;
     ad_buf_printf(&c, "/* %s: generated by addsl export_c from %s; do not edit.\n"
-                      " * C99; needs only libm; allocates nothing and keeps no state: calls with\n"
+                      " * C99; needs only libm%s; allocates nothing and keeps no state: calls with\n"
                       " * separate work buffers may run in parallel. */\n"
-                      "#include <math.h>\n#include <stdint.h>\n\n#include \"%s\"\n",
-                  base_name(path), origin, base_name(hpath));
+                      "#include <math.h>\n#include <stdint.h>\n%s\n#include \"%s\"\n",
+                  base_name(path), origin, blas ? " and CBLAS (link -lopenblas or -lblas)" : "",
+                  blas ? "\n#include <cblas.h>\n" : "", base_name(hpath));
+    if (funs[0].prelude && funs[0].prelude->len) ad_buf_add(&c, funs[0].prelude->data, funs[0].prelude->len);
     for (int k = 0; k < nf; k++) {
         static const char *const what[] = {"the function", "its vector-Jacobian product", "its Jacobian-vector product"};
         write_fun_c(&c, &funs[k], what[k < 3 ? k : 0]);
@@ -395,7 +455,8 @@ static int zero_examples(ad_state *S, const xfun *F, bool outputs, ad_list **out
     return ADDSL_OK;
 }
 
-static int export_derivative(ad_state *S, xfun *V, const xfun *F, bool jvp, ad_value f, ad_value args, const char *chunk) {
+static int export_derivative(ad_state *S, xfun *V, const xfun *F, bool jvp, ad_value f, ad_value args, const char *chunk,
+                             const xopts *opt) {
     ad_value g = ad_none();
     ad_list *vs = NULL;
     int rc = derivative_function(S, jvp ? "xc_jvp_fn" : "xc_vjp_fn", f, &g);
@@ -409,7 +470,7 @@ static int export_derivative(ad_state *S, xfun *V, const xfun *F, bool jvp, ad_v
         vs = NULL;
         rc = trace_fun(S, V, g, gargs);
     }
-    if (!rc) rc = lower_fun(S, V, chunk, NULL);
+    if (!rc) rc = lower_fun(S, V, chunk, NULL, opt);
     if (rc && rc != ADDSL_ENOMEM) {
         char msg[AD_ERRMSG_MAX];
         snprintf(msg, sizeof msg, "%s", S->errmsg);
@@ -451,6 +512,9 @@ static int bi_export_c(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     const char *path = NULL, *name = NULL;
     int rc = ad_arg_str(S, argv[2], "export_c", "path", &path);
     if (!rc) rc = ad_arg_str(S, argv[3], "export_c", "name", &name);
+    xopts opt = {true, false};
+    if (!rc) rc = ad_arg_bool(S, argv[4], "export_c", "blas", &opt.blas);
+    if (!rc) rc = ad_arg_bool(S, argv[5], "export_c", "fuse", &opt.fuse);
     if (rc) return rc;
     if (!c_identifier(name))
         return ad_error(S, "export_c(): name '%s' is not a C identifier (letters, digits, '_', under 48 characters)", name);
@@ -475,14 +539,19 @@ static int bi_export_c(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     F[0].cname = fname;
     F[1].cname = vname;
     F[2].cname = jname;
+    ad_buf prelude;
+    ad_buf_init(&prelude, S);
+    for (int k = 0; k < 3; k++) F[k].prelude = &prelude;
     const char *ch = chunk ? base_name(chunk) : "?";
     rc = export_forward(S, &F[0], f, argv[1]);
-    if (!rc) rc = lower_fun(S, &F[0], ch, name);
-    if (!rc) rc = export_derivative(S, &F[1], &F[0], false, f, argv[1], ch);
-    if (!rc) rc = export_derivative(S, &F[2], &F[0], true, f, argv[1], ch);
+    if (!rc) rc = lower_fun(S, &F[0], ch, name, &opt);
+    if (!rc) rc = export_derivative(S, &F[1], &F[0], false, f, argv[1], ch, &opt);
+    if (!rc) rc = export_derivative(S, &F[2], &F[0], true, f, argv[1], ch, &opt);
     if (!rc) rc = write_files(S, path, name, origin, F, 3);
     if (!rc) S->export_c_calls++;
     for (int k = 0; k < 3; k++) xfun_free(S, &F[k]);
+    if (!rc && prelude.failed) rc = ADDSL_ENOMEM;
+    ad_buf_free(&prelude);
     return rc;
 }
 
@@ -499,16 +568,17 @@ static int bi_export_c_error(ad_state *S, ad_value *argv, int argc, ad_value *ou
 }
 
 const ad_builtin_def ad_export_c_defs[] = {
-    {"export_c", bi_export_c, "f, args, path, name=\"f\"",
+    {"export_c", bi_export_c, "f, args, path, name=\"f\", blas=false, fuse=true",
          "Traces f at the example arguments args (a list) and writes path (C99) and the matching .h: "
          "name(inputs..., outputs..., work) over contiguous arrays of the traced shapes, with "
          "NAME_WORK_BYTES bytes of scratch from the caller. The file needs only libm and allocates "
-         "nothing. See docs/export.md."
+         "nothing. blas=true writes matrix products as cblas_dgemm/sgemm calls (link -lopenblas or "
+         "-lblas); fuse=false writes one loop per element-wise record. See docs/export.md."
          "\nExample: export_c(fn(x) => (x * x).sum(), [zeros(3, dtype=float64)], \"sq.c\", name=\"sq\")"},
-    {"export_c_error", bi_export_c_error, "f, args, path, name=\"f\"",
+    {"export_c_error", bi_export_c_error, "f, args, path, name=\"f\", blas=false, fuse=true",
          "export_c(f, args, path, name) that returns its error message instead of raising it, "
          "or none when it wrote the files: which functions lower to C, asked from a script."
-         "\nExample: export_c_error(fn(x) => x.sort()[0], [zeros(3)], \"s.c\")"},
+         "\nExample: export_c_error(fn(x) => x.masked_select(x > 0.0), [zeros(3)], \"s.c\")"},
     {NULL, NULL, NULL, NULL},
 };
 

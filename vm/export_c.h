@@ -33,9 +33,11 @@ typedef struct ad_xval {
     int64_t st[AD_MAX_DIMS];    /* strides over base, in elements */
     int index;                  /* INPUT: argument number */
     int out;                    /* BUF: >= 0 when it is written straight into output 'out' */
-    int def, last;              /* BUF: the record making it, the last record reading it (through views too) */
+    int def, last;              /* BUF: when it is written and last read (through views too), in
+                                 * AD_XTIME units: record i runs at i * AD_XTIME, fused loops between */
     int64_t woff;               /* BUF in work: byte offset */
     bool read;                  /* some record or output reads it (inputs, constants) */
+    bool scalar;                /* BUF: lives only as a fused loop's scalar temporary, no memory */
 } ad_xval;
 
 typedef struct ad_xctx {
@@ -47,9 +49,19 @@ typedef struct ad_xctx {
     ad_buf *body;
     ad_buf *decls;              /* file-scope declarations (constants, extern kernels) */
     int node;                   /* the record being lowered */
+    int now;                    /* its time: node * AD_XTIME */
     int *outs;                  /* output refs, in order */
     int nouts;
+    struct ad_xfuse *fuse;      /* element-wise nests held for one loop; NULL: fusion off */
+    int *rd_start, *rd_node;    /* records reading value v: rd_node[rd_start[v] .. rd_start[v+1]) */
+    bool blas;                  /* matrix products as cblas_dgemm/sgemm calls */
+    int64_t scratch;            /* bytes of work a record uses only while it runs ('scratch' in C): the most any asks */
+    ad_buf *prelude;            /* file-scope text shared by the file's functions, written once before them */
 } ad_xctx;
+
+/* Time steps per record: the fused loops written before record i run at
+ * times between (i - 1) * AD_XTIME and i * AD_XTIME (vm/export_fuse.c). */
+#define AD_XTIME 8
 
 /* One argument of a record bound to an op parameter: the traced argument, or
  * the parameter's default. */
@@ -69,6 +81,12 @@ int ad_export_lower(ad_xctx *ctx);
 
 /* Copies value 'ref' into output k unless it was computed there. */
 int ad_export_copy_out(ad_xctx *ctx, int ref, int k);
+
+/* Element 'lin' (row-major) of a constant, as a double. */
+double ad_export_elem(const ad_tensor *t, int64_t lin);
+/* Whether constant value 'id' (or a view of one) holds one value everywhere:
+ * the C code writes it as a literal instead of reading an array. */
+bool ad_export_splat(const ad_xctx *ctx, int id, double *x);
 
 /* C spellings. */
 const char *ad_export_ctype(ad_dtype dt);

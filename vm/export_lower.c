@@ -1,6 +1,7 @@
 /* export_lower.c: export_c's lowering of one traced record to C99: the op
  * table (element-wise templates, reductions, products, views, cat/stack). */
-#include "export_c.h"
+#include "export_lower.h"
+#include "export_nest.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,9 +13,10 @@
 #include "state.h"
 #include "vm.h"
 
-#define XMAX_PARAMS 16
-#define XMAX_OPS 6
-#define XMAX_LOOP (2 * AD_MAX_DIMS)
+#define XMAX_PARAMS AD_XMAX_PARAMS
+#define XMAX_LOOP AD_XMAX_LOOP
+/* sums over at most this many elements are written out, without a loop */
+#define XUNROLL_MAX 8
 
 /* ---- names and literals ---- */
 
@@ -77,11 +79,7 @@ static int fail(ad_xctx *ctx, const char *why) {
 
 /* ---- binding a record's arguments to parameters ---- */
 
-typedef struct xrec {
-    const ad_tnode *n;
-    int np;
-    ad_xarg p[XMAX_PARAMS];
-} xrec;
+typedef ad_xrec xrec;
 
 static int bind(ad_xctx *ctx, const ad_tnode *n, xrec *r) {
     memset(r, 0, sizeof *r);
@@ -192,12 +190,12 @@ static void contiguous_st(const ad_xval *x, int64_t *st) {
 /* Record 'id' as read by the current record (liveness of its base). */
 static void use(ad_xctx *ctx, int id) {
     ad_xval *b = &ctx->v[ctx->v[id].base];
-    if (b->kind == AD_XV_BUF && b->last < ctx->node) b->last = ctx->node;
+    if (b->kind == AD_XV_BUF && b->last < ctx->now) b->last = ctx->now;
 }
 
 static void make_buf(ad_xctx *ctx, int id) {
     ad_xval *x = &ctx->v[id];
-    x->kind = AD_XV_BUF; x->base = id; x->off = 0; x->def = x->last = ctx->node;
+    x->kind = AD_XV_BUF; x->base = id; x->off = 0; x->def = x->last = ctx->now;
     contiguous_st(x, x->st);
 }
 
@@ -220,32 +218,8 @@ static bool is_contig(const ad_xval *x) {
 
 /* ---- the loop-nest emitter ---- */
 
-typedef struct xoperand {
-    int ref;                    /* value, or -1 for a literal */
-    double lit;
-    int64_t off, st[XMAX_LOOP]; /* over the nest's loop variables */
-    bool raw;                   /* no cast to the compute type (a where() condition) */
-} xoperand;
-
-typedef struct xnest {
-    int nout, nred;
-    int64_t shape[XMAX_LOOP];   /* output dims, then reduced dims */
-    int dest;                   /* value written */
-    int64_t doff, dst[AD_MAX_DIMS];
-    ad_dtype ct;                /* element expression's type */
-    ad_dtype acct;              /* accumulator's type */
-    const char *expr;           /* $0..$5 operands, $F libm suffix, $T compute type */
-    const char *init;           /* NULL: a map; else the accumulator's start ($T: its type) */
-    const char *comb;           /* "acc += $E" */
-    const char *fin;            /* stored value: "acc", "acc / $N" */
-    int64_t count;              /* $N */
-    int nops;
-    xoperand op[XMAX_OPS];
-    bool flat;                  /* one loop variable for all output dims */
-    bool rflat;                 /* ... for all reduced dims */
-    const char *dname;          /* the destination's C name when it is not dest's (a copy into an output) */
-    bool noflat;                /* keep one loop variable per dim (the template names them: $V0..$V9) */
-} xnest;
+typedef ad_xoperand xoperand;
+typedef ad_xnest xnest;
 
 static void loopvar(const xnest *e, int k, char *s, size_t n) {
     if (k < e->nout) { if (e->flat) snprintf(s, n, "i"); else snprintf(s, n, "i%d", k); }
@@ -274,6 +248,17 @@ static void index_expr(const xnest *e, int64_t off, const int64_t *st, bool to_d
 
 static void operand_expr(ad_xctx *ctx, const xnest *e, const xoperand *o, ad_buf *b) {
     if (o->ref < 0) { ad_export_literal(b, e->ct, o->lit); return; }
+    if (o->tmp) {
+        const ad_xval *t = &ctx->v[ctx->v[o->ref].base];
+        if (!o->raw && t->dt != e->ct) ad_buf_printf(b, "(%s)", ad_export_ctype(e->ct));
+        ad_buf_printf(b, "t%d", ctx->v[o->ref].base);
+        return;
+    }
+    double sv;
+    if (ctx->v[ctx->v[o->ref].base].kind == AD_XV_CONST && ad_export_splat(ctx, o->ref, &sv)) {
+        ad_export_literal(b, o->raw ? ctx->v[o->ref].dt : e->ct, sv);
+        return;
+    }
     char nm[32];
     ad_export_vname(ctx, o->ref, nm, sizeof nm);
     ctx->v[ctx->v[o->ref].base].read = true;
@@ -359,9 +344,30 @@ static void flatten_group(xnest *e, int lo, int hi, bool *flag) {
     }
 }
 
+/* A sum over a short reduced dim written out as one expression, added in the
+ * loop's order ((e0 + e1) + e2 ...): no inner loop for small products. */
+static bool unrolled_sum(const xnest *e) {
+    if (!e->init || e->nred != 1 || strcmp(e->init, "0") != 0 || strcmp(e->comb, "acc += $E") != 0) return false;
+    int64_t k = e->shape[e->nout];
+    return k >= 1 && k <= XUNROLL_MAX;
+}
+
+static void render_unrolled(ad_xctx *ctx, const xnest *e, ad_buf *b) {
+    for (int64_t r = 0; r < e->shape[e->nout]; r++) {
+        xnest c = *e;
+        for (int i = 0; i < c.nops; i++) { c.op[i].off += r * c.op[i].st[c.nout]; c.op[i].st[c.nout] = 0; }
+        if (r) ad_buf_puts(b, " + ");
+        render(ctx, &c, e->expr, NULL, b);
+    }
+}
+
 static void emit_nest(ad_xctx *ctx, xnest *e) {
     ad_buf *b = ctx->body;
     for (int i = 0; i < e->nops; i++) if (e->op[i].ref >= 0) use(ctx, e->op[i].ref);
+    if (!e->noflat) {
+        ad_xnest *one = e;
+        ad_export_coalesce(&one, 1);
+    }
     if (e->noflat) {}
     else if (e->nout > 1) flatten_group(e, 0, e->nout, &e->flat);
     else if (e->nout == 1) e->flat = true;
@@ -387,12 +393,17 @@ static void emit_nest(ad_xctx *ctx, xnest *e) {
     ad_buf_puts(b, "{\n");
     indent(b, in);
     render(ctx, e, "$A acc = ", NULL, b);
-    render(ctx, e, e->init, NULL, b);
-    ad_buf_puts(b, ";\n");
-    open_loops(e, e->nout, e->nout + e->nred, in, b);
-    indent(b, in + (e->nred == 0 ? 0 : (e->rflat ? 1 : e->nred)));
-    render(ctx, e, e->comb, e->expr, b);
-    ad_buf_puts(b, ";\n");
+    if (unrolled_sum(e)) {
+        render_unrolled(ctx, e, b);
+        ad_buf_puts(b, ";\n");
+    } else {
+        render(ctx, e, e->init, NULL, b);
+        ad_buf_puts(b, ";\n");
+        open_loops(e, e->nout, e->nout + e->nred, in, b);
+        indent(b, in + (e->nred == 0 ? 0 : (e->rflat ? 1 : e->nred)));
+        render(ctx, e, e->comb, e->expr, b);
+        ad_buf_puts(b, ";\n");
+    }
     indent(b, in);
     ad_buf_printf(b, "%s[", dn);
     index_expr(e, e->doff, e->dst, true, b);
@@ -435,10 +446,15 @@ static void add_lit(xnest *e, double lit) {
     o->ref = -1; o->lit = lit;
 }
 
+static void note_text(ad_xctx *ctx, const char *what, char *s, size_t n) {
+    const ad_tnode *t = &ctx->T->nodes[ctx->node];
+    snprintf(s, n, "/* %s:%d:%d %s%s%s */", ctx->chunk, t->line, t->col, rec_name(t), what ? ": " : "", what ? what : "");
+}
+
 static void comment(ad_xctx *ctx, const char *what) {
-    const ad_tnode *n = &ctx->T->nodes[ctx->node];
-    ad_buf_printf(ctx->body, "    /* %s:%d:%d %s%s%s */\n", ctx->chunk, n->line, n->col, rec_name(n), what ? ": " : "",
-                  what ? what : "");
+    char s[AD_XFUSE_NOTE];
+    note_text(ctx, what, s, sizeof s);
+    ad_buf_printf(ctx->body, "    %s\n", s);
 }
 
 /* ---- element-wise ops ---- */
@@ -530,9 +546,9 @@ static int emit_map(ad_xctx *ctx, const xrec *r, int k, const char *tmpl, ad_dty
         else return fail(ctx, "has an argument that is neither a tensor nor a number");
         if (rawmask & (1 << i)) e.op[e.nops - 1].raw = true;
     }
-    comment(ctx, NULL);
-    emit_nest(ctx, &e);
-    return ADDSL_OK;
+    char note[AD_XFUSE_NOTE];
+    note_text(ctx, NULL, note, sizeof note);
+    return ad_export_fuse_map(ctx, &e, note);
 }
 
 static int lower_ew(ad_xctx *ctx, const xrec *r, const ew_row *row) {
@@ -695,9 +711,9 @@ static int lower_fill(ad_xctx *ctx, const xrec *r, double x) {
     nest_init(ctx, &e, o);
     e.expr = "$0";
     add_lit(&e, x);
-    comment(ctx, NULL);
-    emit_nest(ctx, &e);
-    return ADDSL_OK;
+    char note[AD_XFUSE_NOTE];
+    note_text(ctx, NULL, note, sizeof note);
+    return ad_export_fuse_map(ctx, &e, note);
 }
 
 /* zeros(*size), ones, empty, full(size, fill_value) made inside the program
@@ -738,6 +754,7 @@ static int lower_diag_embed(ad_xctx *ctx, const xrec *r) {
     if (src < 0 || o < 0 || !pnum(r, 1, &off) || !pnum(r, 2, &a) || !pnum(r, 3, &b)) return fail(ctx, "has arguments that are not ints");
     const ad_xval *x = &ctx->v[src];
     int rc = lower_fill(ctx, r, 0);
+    if (!rc) rc = ad_export_fuse_flush(ctx); /* the zeros before the diagonal's writes */
     if (rc) return rc;
     const ad_xval *y = &ctx->v[o];
     int d1 = wrap_dim((int64_t)a, y->ndim), d2 = wrap_dim((int64_t)b, y->ndim);
@@ -989,7 +1006,6 @@ static int emit_matmul_ab(ad_xctx *ctx, const xrec *r, int a, int b, bool bt, in
     int k = nb;
     if (A->ndim >= 2) { oa->st[k] = san; k++; }
     if (bnd >= 2) { ob->st[k] = sbm; k++; }
-    (void)n; (void)m;
     e.nred = 1;
     e.shape[e.nout] = kk;
     oa->st[e.nout] = sak; ob->st[e.nout] = sbk;
@@ -1010,6 +1026,10 @@ static int emit_matmul_ab(ad_xctx *ctx, const xrec *r, int a, int b, bool bt, in
         add_lit(&e, 0);
         add_lit(&e, alpha);
         e.fin = "$3 * acc";
+    }
+    if (ctx->blas) {
+        ad_xgemm g = {nb, n, m, kk, san, sak, sbk, sbm, bias, alpha, bias >= 0 ? beta : 0};
+        if (ad_export_gemm(ctx, &e, &g, rec_name(r->n))) return ADDSL_OK;
     }
     comment(ctx, NULL);
     emit_nest(ctx, &e);
@@ -1263,12 +1283,10 @@ static int lower_diagonal(ad_xctx *ctx, const xrec *r) {
     return view_from(ctx, r, src, k, sh, st, sh[k - 1] ? base : x->off);
 }
 
-/* t[idx] with ints, slices, none and '...': a view. */
-static int lower_index_get(ad_xctx *ctx, const xrec *r) {
-    int src = pref(r, 0);
-    if (src < 0 || r->np < 2) return fail(ctx, "has no tensor input");
-    const ad_xval *x = &ctx->v[src];
-    const ad_targ *ix = r->p[1].a;
+/* The view t[idx] selects of 'x' for an index of ints, slices, none and
+ * '...' (basic indexing): its shape, strides and offset. */
+static int basic_index_view(ad_xctx *ctx, const ad_xval *x, const ad_targ *ix, int64_t *sh, int64_t *st, int64_t *offp,
+                            int *ndp) {
     if (!ix || ix->ref >= 0 || ix->sub) return fail(ctx, "with a tensor index (advanced indexing) is not lowered");
     ad_value iv = ix->c;
     int nidx = ad_is_seq(iv) ? (int)iv.u.l->len : 1;
@@ -1276,7 +1294,7 @@ static int lower_index_get(ad_xctx *ctx, const xrec *r) {
     int used = 0;
     for (int i = 0; i < nidx; i++)
         if (items[i].t != AD_TNONE && items[i].t != AD_TELLIPSIS) used++;
-    int64_t sh[AD_MAX_DIMS], st[AD_MAX_DIMS], off = x->off;
+    int64_t off = x->off;
     int k = 0, d = 0;
     for (int i = 0; i < nidx; i++) {
         ad_value it = items[i];
@@ -1312,7 +1330,58 @@ static int lower_index_get(ad_xctx *ctx, const xrec *r) {
         k++; d++;
     }
     for (; d < x->ndim; d++) { sh[k] = x->shape[d]; st[k] = x->st[d]; k++; }
-    return view_from(ctx, r, src, k, sh, st, off);
+    *offp = off;
+    *ndp = k;
+    return ADDSL_OK;
+}
+
+/* t[idx] with ints, slices, none and '...': a view. */
+static int lower_index_get(ad_xctx *ctx, const xrec *r) {
+    int src = pref(r, 0);
+    if (src < 0 || r->np < 2) return fail(ctx, "has no tensor input");
+    int64_t sh[AD_MAX_DIMS], st[AD_MAX_DIMS], off;
+    int k;
+    int rc = basic_index_view(ctx, &ctx->v[src], r->p[1].a, sh, st, &off, &k);
+    return rc ? rc : view_from(ctx, r, src, k, sh, st, off);
+}
+
+/* index_add_at(self, idx, value) with a basic index (the VJP of t[idx]): a
+ * copy of self, then value (broadcast) added over the view self[idx]. A basic
+ * index names each element once, so the add reads and writes one element. */
+static int lower_index_add_at(ad_xctx *ctx, const xrec *r) {
+    int src = pref(r, 0), val = pref(r, 2), o = out_ref(r->n);
+    if (src < 0 || o < 0 || r->np < 3) return fail(ctx, "needs a tensor self and output");
+    double lit = 0;
+    if (val < 0 && !pnum(r, 2, &lit)) return fail(ctx, "has a value that is neither a tensor nor a number");
+    make_buf(ctx, o);
+    const ad_xval *y = &ctx->v[o];
+    int64_t sh[AD_MAX_DIMS], st[AD_MAX_DIMS], off;
+    int k;
+    int rc = basic_index_view(ctx, y, r->p[1].a, sh, st, &off, &k);
+    if (rc) return rc;
+    xnest e;
+    nest_init(ctx, &e, o);
+    e.expr = "$0";
+    add_bcast(ctx, &e, src);
+    comment(ctx, "a copy, then the value added at the index");
+    emit_nest(ctx, &e);
+    int64_t n = 1;
+    for (int d = 0; d < k; d++) n *= sh[d];
+    if (!n) return ADDSL_OK;
+    memset(&e, 0, sizeof e);
+    e.dest = o;
+    e.nout = k;
+    e.doff = off;
+    for (int d = 0; d < k; d++) { e.shape[d] = sh[d]; e.dst[d] = st[d]; }
+    e.ct = e.acct = y->dt;
+    e.expr = "$0 + $1";
+    xoperand *op = &e.op[e.nops++];
+    op->ref = o; op->off = off;
+    for (int d = 0; d < k; d++) op->st[d] = st[d];
+    if (val >= 0) add_bcast(ctx, &e, val);
+    else add_lit(&e, lit);
+    emit_nest(ctx, &e);
+    return ADDSL_OK;
 }
 
 /* ---- cat, stack ---- */
@@ -1521,6 +1590,9 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
         nm = base;
     }
     const ad_tnode *n = r->n;
+    int xl = ad_export_lower_index(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_lower_multi(ctx, r);
+    if (xl != AD_XL_PASS) return xl;
     if (n->kind == AD_TN_COMPARE) return lower_compare(ctx, r);
     if (n->kind == AD_TN_GETATTR) {
         if (n->attr == AD_ATTR_DATA) return alias_of(ctx, r, pref(r, 0));
@@ -1573,6 +1645,7 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (!strcmp(nm, "narrow")) return lower_narrow(ctx, r);
     if (!strcmp(nm, "diagonal")) return lower_diagonal(ctx, r);
     if (!strcmp(nm, "index_get")) return lower_index_get(ctx, r);
+    if (!strcmp(nm, "index_add_at")) return lower_index_add_at(ctx, r);
     if (!strcmp(nm, "cat") || !strcmp(nm, "concat") || !strcmp(nm, "concatenate")) return lower_cat(ctx, r, false);
     if (!strcmp(nm, "stack")) return lower_cat(ctx, r, true);
     if (!strcmp(nm, "softmax")) return lower_rows(ctx, r, ROW_SOFTMAX);
@@ -1594,7 +1667,7 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     return lower_extern(ctx, r);
 }
 
-int ad_export_lower(ad_xctx *ctx) {
+static int lower_record(ad_xctx *ctx) {
     const ad_tnode *n = &ctx->T->nodes[ctx->node];
     bool data = n->kind == AD_TN_GETATTR && n->attr == AD_ATTR_DATA;
     /* requires_grad_ only marks a leaf for the traced gradient, whose formulas
@@ -1616,11 +1689,20 @@ int ad_export_lower(ad_xctx *ctx) {
         if (!strcmp(n->fn.u.bi->name, pure[i])) known = true;
     if ((n->effect && !data && !known) || n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX)
         return fail(ctx, "writes to a tensor or has a side effect, which an exported function cannot have");
-    if (n->out.ref < 0) return fail(ctx, "has several outputs or none, which the exporter does not lower yet");
     xrec r;
-    int rc = bind(ctx, n, &r);
+    int rc = n->out.sub ? bind(ctx, n, &r) : ADDSL_OK;
+    if (!rc && n->out.sub && (rc = ad_export_lower_multi(ctx, &r)) == AD_XL_PASS) rc = ad_export_lower_traj(ctx, &r);
+    if (n->out.sub && rc != AD_XL_PASS) return rc;
+    if (n->out.ref < 0) return fail(ctx, "has several outputs or none, which the exporter does not lower yet");
+    rc = bind(ctx, n, &r);
     if (rc) return rc;
     return dispatch(ctx, &r);
+}
+
+int ad_export_lower(ad_xctx *ctx) {
+    size_t mark = ctx->body->len;
+    int rc = lower_record(ctx);
+    return rc ? rc : ad_export_fuse_after(ctx, mark);
 }
 
 /* Output k of the function, when 'ref' was not computed straight into it. */
@@ -1639,3 +1721,30 @@ int ad_export_copy_out(ad_xctx *ctx, int ref, int k) {
     emit_nest(ctx, &e);
     return ADDSL_OK;
 }
+
+/* ---- the nest writer, for vm/export_fuse.c ---- */
+
+void ad_export_use(ad_xctx *ctx, int id) { use(ctx, id); }
+void ad_export_render(ad_xctx *ctx, const ad_xnest *e, const char *t, ad_buf *b) { render(ctx, e, t, NULL, b); }
+void ad_export_index(const ad_xnest *e, int64_t off, const int64_t *st, bool to_dest, ad_buf *b) {
+    index_expr(e, off, st, to_dest, b);
+}
+void ad_export_open_loops(const ad_xnest *e, int depth, ad_buf *b) { open_loops(e, 0, e->nout, depth, b); }
+bool ad_export_walks_flat(const ad_xnest *e, const int64_t *st, int lo, int hi) { return walks_flat(e, st, lo, hi); }
+void ad_export_flatten(ad_xnest *e) {
+    if (e->nout > 1) flatten_group(e, 0, e->nout, &e->flat);
+    else if (e->nout == 1) e->flat = true;
+}
+void ad_export_emit_nest(ad_xctx *ctx, ad_xnest *e) { emit_nest(ctx, e); }
+
+/* ---- for the lowerings in files of their own (export_lower.h) ---- */
+
+const char *ad_xl_name(const ad_tnode *n) { return rec_name(n); }
+int ad_xl_fail(ad_xctx *ctx, const char *why) { return fail(ctx, why); }
+int ad_xl_pref(const ad_xrec *r, int i) { return pref(r, i); }
+ad_value ad_xl_pconst(const ad_xrec *r, int i) { return pconst(r, i); }
+bool ad_xl_pnum(const ad_xrec *r, int i, double *x) { return pnum(r, i, x); }
+bool ad_xl_pints(const ad_xrec *r, int i, int64_t *out, int *n) { return pints(r, i, out, n); }
+void ad_xl_use(ad_xctx *ctx, int id) { use(ctx, id); }
+void ad_xl_make_buf(ad_xctx *ctx, int id) { make_buf(ctx, id); }
+void ad_xl_comment(ad_xctx *ctx, const char *what) { comment(ctx, what); }
