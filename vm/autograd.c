@@ -1532,9 +1532,18 @@ static int bi_index_backward_zeros(ad_state *S, ad_value *argv, int argc, ad_val
     return rc;
 }
 
+/* rs_tracing(): whether compile() or export_c is tracing, so that a formula takes the
+ * path of ops the tracer records (index_add_at) over a builtin it would keep whole. */
+static int bi_tracing(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argv; (void)argc;
+    *out = ad_bool(S->trace != NULL);
+    return ADDSL_OK;
+}
+
 const ad_builtin_def ad_bi_autograd_index_defs[] = {
     {"index_get", bi_index_get, "self, idx"},
     {"index_add_at", bi_index_add_at, "self, idx, value"},
     {"rs_index_backward_zeros", bi_index_backward_zeros, "grad, shape, dtype, idx"},
+    {"rs_tracing", bi_tracing, ""},
     {NULL, NULL, NULL}
 };
