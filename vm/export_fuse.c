@@ -321,12 +321,26 @@ int ad_export_fuse_map(ad_xctx *ctx, ad_xnest *e, const char *note) {
     return ADDSL_OK;
 }
 
+/* Whether text is comment lines only ("    / * ... * /"). */
+static bool only_comments(const char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && s[i] == ' ') i++;
+        if (i + 1 >= n || s[i] != '/' || s[i + 1] != '*') return false;
+        const char *end = strstr(s + i, "*/");
+        if (!end || (size_t)(end - s) + 2 > n) return false;
+        i = (size_t)(end - s) + 2;
+        if (i < n && s[i] == '\n') i++;
+        else if (i < n) return false;
+    }
+    return true;
+}
+
 int ad_export_fuse_after(ad_xctx *ctx, size_t mark) {
     ad_xfuse *f = ctx->fuse;
     if (!f || !f->ng || f->last == ctx->node) return ADDSL_OK;
     /* a view (a note, no code) may sit between members */
-    int o = ctx->T->nodes[ctx->node].out.ref;
-    if (ctx->body->len == mark || (o >= 0 && ctx->v[o].kind == AD_XV_VIEW)) return ADDSL_OK;
+    if (ctx->body->len == mark || only_comments(ctx->body->data + mark, ctx->body->len - mark)) return ADDSL_OK;
     /* the record wrote code, which reads the groups' values from memory: their
      * loops go first */
     ad_buf *b = ctx->body;
