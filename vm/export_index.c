@@ -1,8 +1,9 @@
 /* export_index.c: export_c's lowering of the ops that read or write at
  * positions held in int64 tensors: gather, scatter, scatter_add,
  * index_select, and t[idx] (index_get, index_add_at, index_put) with
- * tensor indices. An index is read at run time, so a C function cannot fail
- * on one out of range as the interpreter does: it is clamped into range
+ * tensor indices; roll, whose positions wrap around. An index is read at
+ * run time, so a C function cannot fail on one out of range as the
+ * interpreter does: it is clamped into range
  * (negative ones count from the end first), and no access leaves the arrays. */
 #include "export_lower.h"
 
@@ -228,6 +229,54 @@ static int lower_index_select(ad_xctx *ctx, const ad_xrec *r) {
     ad_buf_printf(b, "        %s[q] = %s[%lld + k*%lld", on, in, (long long)x->off, (long long)st[d]);
     offset_terms(b, "q", ysh, ynd, st, d);
     ad_buf_puts(b, "];\n    }\n");
+    return ADDSL_OK;
+}
+
+/* roll(self, shifts, dims): out[c] = self[(c - shift) mod n] along each
+ * rolled dim; without dims, over the elements in row-major order. */
+static int lower_roll(ad_xctx *ctx, const ad_xrec *r) {
+    int src = ad_xl_pref(r, 0), o = r->n->out.ref;
+    int64_t sh[AD_MAX_DIMS], dims[AD_MAX_DIMS];
+    int ns = 0, nd = 0;
+    if (src < 0 || o < 0 || !ad_xl_pints(r, 1, sh, &ns)) return ad_xl_fail(ctx, "needs a tensor and int shifts");
+    bool flat = ad_xl_pconst(r, 2).t == AD_TNONE;
+    if (!flat && (!ad_xl_pints(r, 2, dims, &nd) || nd != ns)) return ad_xl_fail(ctx, "needs as many dims as shifts");
+    if (flat && ns != 1) return ad_xl_fail(ctx, "needs one shift without dims");
+    const ad_xval *x = &ctx->v[src], *y = &ctx->v[o];
+    int64_t shift[AD_MAX_DIMS] = {0};
+    for (int i = 0; i < nd && x->ndim; i++) {
+        int d = (int)(dims[i] < 0 ? dims[i] + x->ndim : dims[i]);
+        if (d < 0 || d >= x->ndim) return ad_xl_fail(ctx, "has a dim out of range");
+        shift[d] += sh[i];
+    }
+    ad_xl_make_buf(ctx, o);
+    ad_xl_comment(ctx, NULL);
+    if (!y->numel) return empty(ctx, o);
+    char in[32], on[32];
+    ad_export_vname(ctx, src, in, sizeof in);
+    ad_export_vname(ctx, o, on, sizeof on);
+    mark_read(ctx, src);
+    ad_buf *b = ctx->body;
+    if (flat && x->numel > 1) {
+        int64_t n = x->numel, s0 = ((sh[0] % n) + n) % n;
+        ad_buf_printf(b, "    for (long q = 0; q < %lld; q++) {\n        long p = (q + %lld) %% %lld;\n", (long long)n,
+                      (long long)(n - s0), (long long)n);
+        ad_buf_printf(b, "        %s[q] = %s[%lld", on, in, (long long)x->off);
+        offset_terms(b, "p", x->shape, x->ndim, x->st, -1);
+        ad_buf_puts(b, "];\n    }\n");
+        return ADDSL_OK;
+    }
+    ad_buf_printf(b, "    for (long q = 0; q < %lld; q++)\n        %s[q] = %s[%lld", (long long)y->numel, on, in, (long long)x->off);
+    for (int j = 0; j < x->ndim; j++) {
+        int64_t n = x->shape[j], s0 = n ? ((shift[j] % n) + n) % n : 0;
+        if (n == 1 || !x->st[j]) continue;
+        ad_buf_puts(b, " + ");
+        if (s0) ad_buf_puts(b, "((");
+        coord(b, "q", x->shape, x->ndim, j);
+        if (s0) ad_buf_printf(b, " + %lld) %% %lld)", (long long)(n - s0), (long long)n);
+        ad_buf_printf(b, "*%lld", (long long)x->st[j]);
+    }
+    ad_buf_puts(b, "];\n");
     return ADDSL_OK;
 }
 
@@ -597,6 +646,7 @@ int ad_export_lower_index(ad_xctx *ctx, const ad_xrec *r) {
     if (!strcmp(nm, "scatter")) return lower_scatter(ctx, r, false);
     if (!strcmp(nm, "scatter_add")) return lower_scatter(ctx, r, true);
     if (!strcmp(nm, "index_select")) return lower_index_select(ctx, r);
+    if (!strcmp(nm, "roll")) return lower_roll(ctx, r);
     if (!strcmp(nm, "masked_select"))
         return ad_xl_fail(ctx, "has an output whose shape depends on the mask's values, which an exported function cannot have");
     if (!strcmp(nm, "index_put")) {
