@@ -204,7 +204,9 @@ int ad_plk_classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
         if (n->kw) return 0;
         return kind;
     case AD_PLK_RESHAPE:
-        return o->numel == a->numel ? kind : 0;
+        /* only where eager made a view: a copy made at the record would not see a
+         * later in-place write to the source, a read through it would */
+        return o->numel == a->numel && o->storage == a->storage ? kind : 0;
     case AD_PLK_SUMDIM:
         return sum_mask(n, op, a->ndim) ? kind : 0;
     case AD_PLK_INDEX: {
