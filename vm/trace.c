@@ -1184,8 +1184,10 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
         T->removed_cse = eliminate_common(S, T, &w, rep);
         T->removed_dce = eliminate_dead(S, T);
         if (T->flattened) T->pruned = prune_graph(S, T);
-        /* after pruning, which puts forward records under no_grad where the rules apply */
-        if (ad_simplify(S, T, folded)) T->removed_dce += eliminate_dead(S, T);
+        /* After pruning, which puts forward records under no_grad where the rules apply. Not
+         * on a program run in parts (vm/compiled_vjp.c): with create_graph its VJP replays it
+         * whole under grad mode, where autograd would differentiate the rewritten records. */
+        if (T->plan_split <= 0 && ad_simplify(S, T, folded)) T->removed_dce += eliminate_dead(S, T);
         for (int i = 0; i < T->nnodes; i++) if (T->nodes[i].folded && !T->nodes[i].dead) T->folded++;
     }
     T->plan = ad_plan_build(S, T);
