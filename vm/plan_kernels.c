@@ -729,12 +729,22 @@ static void run_sumdim(const mat *a, uint32_t rmask, char *out, ad_dtype dt, cha
         for (int64_t r = 0; r < nouter; r++) {
             int64_t off = base;
             for (int i = 0; i < nr - 1; i++) off += ridx[i] * rs[i];
+            /* a contiguous run is summed as the shipped block sums do, several
+             * accumulators at once (the order is not the sequential one) */
             if (dt == AD_FLOAT64) {
                 const double *x = (const double *)(const void *)a->data + off;
-                for (int64_t j = 0; j < inner; j++) s += x[j * ist];
+                if (ist == 1) {
+                    _Pragma("omp simd reduction(+ : s)") for (int64_t j = 0; j < inner; j++) s += x[j];
+                } else {
+                    for (int64_t j = 0; j < inner; j++) s += x[j * ist];
+                }
             } else {
                 const float *x = (const float *)(const void *)a->data + off;
-                for (int64_t j = 0; j < inner; j++) s += (double)x[j * ist];
+                if (ist == 1) {
+                    _Pragma("omp simd reduction(+ : s)") for (int64_t j = 0; j < inner; j++) s += (double)x[j];
+                } else {
+                    for (int64_t j = 0; j < inner; j++) s += (double)x[j * ist];
+                }
             }
             for (int i = nr - 2; i >= 0; i--) {
                 if (++ridx[i] < rn[i]) break;
