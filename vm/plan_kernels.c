@@ -204,7 +204,9 @@ int ad_plk_classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
         if (n->kw) return 0;
         return kind;
     case AD_PLK_RESHAPE:
-        return o->numel == a->numel ? kind : 0;
+        /* only where eager made a view: a copy made at the record would not see a
+         * later in-place write to the source, a read through it would */
+        return o->numel == a->numel && o->storage == a->storage ? kind : 0;
     case AD_PLK_SUMDIM:
         return sum_mask(n, op, a->ndim) ? kind : 0;
     case AD_PLK_INDEX: {
@@ -640,7 +642,68 @@ static void run_addat(const mat *a, const mat *b, const ad_plkern *k, const ad_p
  * Reduced dims that memory walks as one are merged, and the innermost
  * reduced dim is a tight loop: a sum over [2, 3] of a contiguous
  * [n, 7, 4, 4] is one run of 16 per output element. */
-static void run_sumdim(const mat *a, uint32_t rmask, char *out, ad_dtype dt) {
+/* run_sumdim when the innermost dim is kept (sum_to_size over leading batch
+ * dims: the trajectory's [64, 32, 7] to [1, 32, 7]): each row of kept elements
+ * is added into 'acc' (double, nout elements) by a loop over the innermost dim
+ * that vectorises, instead of a strided walk per output element. The sums run
+ * over the reduced index in the same order, so they round the same. */
+static void sum_rows(const mat *a, uint32_t rmask, ad_dtype dt, double *acc, int64_t nout) {
+    int kd[AD_MAX_DIMS], rd[AD_MAX_DIMS], nk = 0, nr = 0;
+    for (int d = 0; d < a->nd; d++) {
+        if (rmask >> d & 1) rd[nr++] = d;
+        else kd[nk++] = d;
+    }
+    for (int64_t o = 0; o < nout; o++) acc[o] = 0;
+    if (nout == 0) return;
+    int64_t inner = a->shape[kd[nk - 1]], ist = a->strides[kd[nk - 1]], nrows = 1, nouter = nout / inner;
+    for (int i = 0; i < nr; i++) nrows *= a->shape[rd[i]];
+    int64_t ridx[AD_MAX_DIMS], kidx[AD_MAX_DIMS], roff = 0, koff = 0;
+    for (int i = 0; i < nr; i++) ridx[i] = 0;
+    for (int i = 0; i < nk; i++) kidx[i] = 0;
+    for (int64_t r = 0; r < nrows; r++) {
+        for (int64_t q = 0; q < nouter; q++) {
+            double *y = acc + q * inner;
+            int64_t off = roff + koff;
+            if (dt == AD_FLOAT64) {
+                const double *x = (const double *)(const void *)a->data + off;
+                if (ist == 1) for (int64_t j = 0; j < inner; j++) y[j] += x[j];
+                else for (int64_t j = 0; j < inner; j++) y[j] += x[j * ist];
+            } else {
+                const float *x = (const float *)(const void *)a->data + off;
+                if (ist == 1) for (int64_t j = 0; j < inner; j++) y[j] += (double)x[j];
+                else for (int64_t j = 0; j < inner; j++) y[j] += (double)x[j * ist];
+            }
+            for (int i = nk - 2; i >= 0; i--) {
+                koff += a->strides[kd[i]];
+                if (++kidx[i] < a->shape[kd[i]]) break;
+                koff -= a->strides[kd[i]] * kidx[i];
+                kidx[i] = 0;
+            }
+        }
+        for (int i = nr - 1; i >= 0; i--) {
+            roff += a->strides[rd[i]];
+            if (++ridx[i] < a->shape[rd[i]]) break;
+            roff -= a->strides[rd[i]] * ridx[i];
+            ridx[i] = 0;
+        }
+    }
+}
+
+static void run_sumdim(const mat *a, uint32_t rmask, char *out, ad_dtype dt, char *scratch, int64_t scratch_bytes) {
+    if (a->nd && !(rmask >> (a->nd - 1) & 1)) {
+        int64_t nout = 1;
+        for (int d = 0; d < a->nd; d++)
+            if (!(rmask >> d & 1)) nout *= a->shape[d];
+        /* float64 sums straight into the output; float32 in the groups' register
+         * scratch (free while a kernel record runs), then rounded once */
+        if (dt == AD_FLOAT64) { sum_rows(a, rmask, dt, (double *)(void *)out, nout); return; }
+        if (scratch && nout * 8 <= scratch_bytes) {
+            double *acc = (double *)(void *)scratch;
+            sum_rows(a, rmask, dt, acc, nout);
+            for (int64_t o = 0; o < nout; o++) ((float *)(void *)out)[o] = (float)acc[o];
+            return;
+        }
+    }
     int kd[AD_MAX_DIMS], nk = 0, nr = 0;
     int64_t rs[AD_MAX_DIMS], rn[AD_MAX_DIMS]; /* reduced runs: strides and sizes */
     for (int d = 0; d < a->nd; d++) {
@@ -666,12 +729,22 @@ static void run_sumdim(const mat *a, uint32_t rmask, char *out, ad_dtype dt) {
         for (int64_t r = 0; r < nouter; r++) {
             int64_t off = base;
             for (int i = 0; i < nr - 1; i++) off += ridx[i] * rs[i];
+            /* a contiguous run is summed as the shipped block sums do, several
+             * accumulators at once (the order is not the sequential one) */
             if (dt == AD_FLOAT64) {
                 const double *x = (const double *)(const void *)a->data + off;
-                for (int64_t j = 0; j < inner; j++) s += x[j * ist];
+                if (ist == 1) {
+                    _Pragma("omp simd reduction(+ : s)") for (int64_t j = 0; j < inner; j++) s += x[j];
+                } else {
+                    for (int64_t j = 0; j < inner; j++) s += x[j * ist];
+                }
             } else {
                 const float *x = (const float *)(const void *)a->data + off;
-                for (int64_t j = 0; j < inner; j++) s += (double)x[j * ist];
+                if (ist == 1) {
+                    _Pragma("omp simd reduction(+ : s)") for (int64_t j = 0; j < inner; j++) s += (double)x[j];
+                } else {
+                    for (int64_t j = 0; j < inner; j++) s += (double)x[j * ist];
+                }
             }
             for (int i = nr - 2; i >= 0; i--) {
                 if (++ridx[i] < rn[i]) break;
@@ -727,7 +800,7 @@ int ad_plk_run(ad_state *S, const ad_trace *T, ad_plan *P, const ad_plkern *k, a
         else if (K == 0) memset(out, 0, (size_t)o->numel * es);
         return gemm_batched(S, &a, &b, out, o->dtype, k->alpha, k->beta);
     }
-    case AD_PLK_SUMDIM: run_sumdim(&a, k->rmask, out, o->dtype); return ADDSL_OK;
+    case AD_PLK_SUMDIM: run_sumdim(&a, k->rmask, out, o->dtype, P->arena, P->scratch_bytes); return ADDSL_OK;
     case AD_PLK_ADDAT: run_addat(&a, &b, k, o, out); return ADDSL_OK;
     case AD_PLK_LINEAR: return run_linear(S, &a, &b, k->c >= 0 ? &c : NULL, o, ad_plan_dims(P, o->dims), out);
     }
