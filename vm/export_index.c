@@ -533,7 +533,7 @@ static void emit_src_offset(ad_xctx *ctx, const xix *p, ad_buf *b) {
         ad_export_vname(ctx, p->sel[s], nm, sizeof nm);
         mark_read(ctx, p->sel[s]);
         ad_buf_printf(b, "        long s%d = (long)%s[%lld];\n", s, nm, (long long)ctx->v[p->sel[s]].off);
-        char var[8];
+        char var[16];
         snprintf(var, sizeof var, "s%d", s);
         clamp_index(b, "", var, p->selsize[s]);
     }
@@ -549,7 +549,7 @@ static void emit_src_offset(ad_xctx *ctx, const xix *p, ad_buf *b) {
         ad_buf_printf(b, "        long k%d = (long)%s[%lld", j, nm, (long long)A->off);
         offset_terms(b, "q", p->rshape, p->rnd, st, -1);
         ad_buf_puts(b, "];\n");
-        char var[8];
+        char var[16];
         snprintf(var, sizeof var, "k%d", j);
         clamp_index(b, "", var, p->vsh[A->pos]);
     }

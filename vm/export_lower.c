@@ -817,7 +817,7 @@ static int reduce_nest(ad_xctx *ctx, const xrec *r, int src, const int64_t *dims
 static int lower_reduce(ad_xctx *ctx, const xrec *r, const char *kind) {
     int src = pref(r, 0);
     if (src < 0) return fail(ctx, "has no tensor input");
-    int64_t dims[AD_MAX_DIMS];
+    int64_t dims[AD_MAX_DIMS] = {0};
     int nd = 0;
     bool all = strcmp(kind, "max_all") == 0 || strcmp(kind, "min_all") == 0 || strcmp(kind, "trace") == 0;
     if (!all) {
