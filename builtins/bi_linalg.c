@@ -6,6 +6,7 @@
 #include "../cuda/traj_cuda.h"
 #include "builtins.h"
 #include "device.h"
+#include "blas_layout.h"
 #include "kernel_ids.h"
 #include "kernels_reduce.h"
 #include "state.h"
@@ -32,34 +33,14 @@ static const char *c_name(ad_dtype dt) {
     return dt < AD_NDTYPES ? names[dt] : "?";
 }
 
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-
 /* ---- the batched product core ------------------------------------------- */
-
-/* How BLAS can read a rows x cols view with strides (rs, cs) in place: as a
- * row-major matrix (trans 0) or as the transpose of one (trans 1); false
- * when neither works (e.g. a broadcast stride of 0) and a copy is needed. */
-static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int *trans,
-                        int64_t *ld) {
-    if (cols <= 1 || cs == 1) {
-        *ld = rows <= 1 ? max64(cols, 1) : rs;
-        *trans = 0;
-        if (*ld >= max64(cols, 1) && *ld <= INT32_MAX) return true;
-    }
-    if (rows <= 1 || rs == 1) {
-        *ld = cols <= 1 ? max64(rows, 1) : cs;
-        *trans = 1;
-        if (*ld >= max64(rows, 1) && *ld <= INT32_MAX) return true;
-    }
-    return false;
-}
 
 /* Makes the last two dims of '*t' BLAS-readable, copying only when needed;
  * '*t' is replaced by a new reference. */
 static int blas_operand(ad_state *S, ad_tensor **t, int *trans, int64_t *ld) {
     ad_tensor *x = *t;
     int nd = x->ndim;
-    if (blas_layout(x->shape[nd - 2], x->shape[nd - 1], x->strides[nd - 2], x->strides[nd - 1],
+    if (ad_blas_layout(x->shape[nd - 2], x->shape[nd - 1], x->strides[nd - 2], x->strides[nd - 1],
                     trans, ld)) {
         ad_tensor_incref(x);
         return ADDSL_OK;
@@ -67,32 +48,11 @@ static int blas_operand(ad_state *S, ad_tensor **t, int *trans, int64_t *ld) {
     ad_tensor *c = ad_tensor_clone(S, x);
     if (!c) return ad_fail(S);
     *t = c;
-    blas_layout(c->shape[nd - 2], c->shape[nd - 1], c->strides[nd - 2], c->strides[nd - 1], trans, ld);
+    ad_blas_layout(c->shape[nd - 2], c->shape[nd - 1], c->strides[nd - 2], c->strides[nd - 1], trans, ld);
     return ADDSL_OK;
 }
 
 /* ---- the same on the GPU -------------------------------------------------- */
-
-/* The one stride s with which the batch dims of t (shape 'bshape', nb dims)
- * advance as a flat batch index does (offset = index * s): contiguous
- * batches and broadcast ones (s = 0) have it, most other views do not. */
-static bool flat_batch_stride(const ad_tensor *t, int nb, const int64_t *bshape, int64_t *s) {
-    int64_t span = 1;
-    bool found = false;
-    *s = 0;
-    for (int i = nb - 1; i >= 0; i--) {
-        if (bshape[i] == 1) continue;
-        if (!found) {
-            if (t->strides[i] % span) return false;
-            *s = t->strides[i] / span;
-            found = true;
-        } else if (t->strides[i] != *s * span) {
-            return false;
-        }
-        span *= bshape[i];
-    }
-    return true;
-}
 
 /* The batch of products in one launch of the module's gemm; an operand whose
  * batch dims have no flat stride is copied first (its matrices' own strides
@@ -110,13 +70,13 @@ static int gemm_device(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, do
     ad_tensor_incref(a);
     ad_tensor_incref(b);
     int rc = ADDSL_OK;
-    if (!flat_batch_stride(aa, nb, c->shape, &sa)) {
+    if (!ad_flat_batch_stride(aa->strides, nb, c->shape, &sa)) {
         ad_tensor_decref(S, aa);
         aa = ad_tensor_clone(S, a);
         if (!aa) rc = ad_fail(S);
         sa = M * K;
     }
-    if (!rc && !flat_batch_stride(bb, nb, c->shape, &sb)) {
+    if (!rc && !ad_flat_batch_stride(bb->strides, nb, c->shape, &sb)) {
         ad_tensor_decref(S, bb);
         bb = ad_tensor_clone(S, b);
         if (!bb) rc = ad_fail(S);
@@ -144,7 +104,7 @@ static bool gemm_small(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, do
     if ((c->dtype != AD_FLOAT32 && c->dtype != AD_FLOAT64) || M != N || N != K ||
         (M > AD_GEMM_SMALL_SQUARE && !(M == 2 * AD_GEMM_SMALL_SQUARE && c->dtype == AD_FLOAT64)))
         return false;
-    if (!flat_batch_stride(a, nb, c->shape, &sa) || !flat_batch_stride(b, nb, c->shape, &sb)) return false;
+    if (!ad_flat_batch_stride(a->strides, nb, c->shape, &sa) || !ad_flat_batch_stride(b->strides, nb, c->shape, &sb)) return false;
     for (int i = 0; i < nb; i++) nbatch *= c->shape[i];
     int64_t g[10] = {nbatch, M, N, K, sa, a->strides[nd - 2], a->strides[nd - 1],
                      sb, b->strides[nd - 2], b->strides[nd - 1]};
@@ -183,7 +143,7 @@ static int gemm_batched(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, d
             bo += ix * bb->strides[i];
         }
         GEMM[c->dtype](ad + ao * (int64_t)esz, bd + bo * (int64_t)esz, cd + bi * M * N * (int64_t)esz, M, N, K,
-                       K ? lda : 1, K ? ldb : max64(N, 1), N, K ? ta : 0, K ? tb : 0, alpha, beta);
+                       K ? lda : 1, K ? ldb : ad_blas_max64(N, 1), N, K ? ta : 0, K ? tb : 0, alpha, beta);
     }
     ad_tensor_decref(S, aa);
     ad_tensor_decref(S, bb);

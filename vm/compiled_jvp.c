@@ -15,6 +15,7 @@
 
 #include "autograd.h"
 #include "buf.h"
+#include "compiled_vjp.h"
 #include "op.h"
 #include "tensor.h"
 #include "trace.h"
@@ -62,24 +63,11 @@ void ad_cjvp_free(ad_state *S, ad_cjvp *J) {
     ad_free(S, J);
 }
 
-/* The tensors of value v, in order; false past 'max'. */
-static bool collect(ad_value v, ad_tensor **outs, int *n, int max) {
-    if (v.t == AD_TTENSOR) {
-        if (*n >= max) return false;
-        outs[(*n)++] = v.u.tensor;
-        return true;
-    }
-    if (ad_is_seq(v))
-        for (int64_t i = 0; i < v.u.l->len; i++)
-            if (!collect(v.u.l->items[i], outs, n, max)) return false;
-    return true;
-}
-
 /* The result of the tangent program: (f's result, [tangent or none per output tensor]). */
 static int set_result(ad_state *S, ad_cjvp *J, ad_value y, uint64_t level, char *why, size_t nwhy) {
     ad_tensor *outs[AD_OP_MAX_OUTS];
     int nout = 0;
-    if (!collect(y, outs, &nout, AD_OP_MAX_OUTS)) {
+    if (!ad_cvjp_collect(y, outs, &nout, AD_OP_MAX_OUTS)) {
         snprintf(why, nwhy, "more than %d tensor outputs", AD_OP_MAX_OUTS);
         return ADDSL_OK;
     }
@@ -234,7 +222,7 @@ static bool call_inputs(ad_state *S, const ad_cjvp *J, ad_tensor *const *inputs,
 static int give_tangents(ad_state *S, const ad_cjvp *J, ad_value y, const ad_list *tl) {
     ad_tensor *outs[AD_OP_MAX_OUTS];
     int nout = 0;
-    if (!collect(y, outs, &nout, AD_OP_MAX_OUTS) || nout != J->nout || (int)tl->len != nout)
+    if (!ad_cvjp_collect(y, outs, &nout, AD_OP_MAX_OUTS) || nout != J->nout || (int)tl->len != nout)
         return ad_error(S, "compiled program: its outputs changed since the trace");
     uint64_t level = S->fw_top->id;
     for (int k = 0; k < nout; k++) {

@@ -81,7 +81,7 @@ bool ad_cvjp_wanted(const ad_state *S, ad_tensor *const *inputs, int ninputs) {
 }
 
 /* The tensors of value v, in order; false past 'max'. */
-static bool collect(ad_value v, ad_tensor **outs, int *n, int max) {
+bool ad_cvjp_collect(ad_value v, ad_tensor **outs, int *n, int max) {
     if (v.t == AD_TTENSOR) {
         if (*n >= max) return false;
         outs[(*n)++] = v.u.tensor;
@@ -89,7 +89,7 @@ static bool collect(ad_value v, ad_tensor **outs, int *n, int max) {
     }
     if (ad_is_seq(v))
         for (int64_t i = 0; i < v.u.l->len; i++)
-            if (!collect(v.u.l->items[i], outs, n, max)) return false;
+            if (!ad_cvjp_collect(v.u.l->items[i], outs, n, max)) return false;
     return true;
 }
 
@@ -131,7 +131,7 @@ static int trace_joint(ad_state *S, const ad_trace *P, ad_tensor *const *xs, cvj
     ad_value roots = ad_none(), seeds = ad_none(), ins = ad_none();
     int nout = 0;
     rc = ad_trace_replay(S, P, xs, &y);
-    if (!rc && !collect(y, outs, &nout, AD_OP_MAX_OUTS)) {
+    if (!rc && !ad_cvjp_collect(y, outs, &nout, AD_OP_MAX_OUTS)) {
         snprintf(why, nwhy, "more than %d tensor outputs", AD_OP_MAX_OUTS);
         goto done;
     }
@@ -330,11 +330,11 @@ int ad_cvjp_call(ad_state *S, ad_opdef *op, ad_tensor *const *inputs, ad_value *
     if (!rc) rc = ad_trace_build(S, T, env, &T->result.sub[0], out);
     ad_tensor *outs[AD_OP_MAX_OUTS];
     int nout = 0;
-    if (!rc && (!collect(*out, outs, &nout, AD_OP_MAX_OUTS) || nout != J->nout))
+    if (!rc && (!ad_cvjp_collect(*out, outs, &nout, AD_OP_MAX_OUTS) || nout != J->nout))
         rc = ad_error(S, "compiled program: its outputs changed since the trace");
     if (!rc && !privatize(S, out, inputs, J->ninputs)) rc = S->errcode ? S->errcode : ADDSL_ENOMEM;
     nout = 0;
-    if (!rc) collect(*out, outs, &nout, AD_OP_MAX_OUTS);
+    if (!rc) ad_cvjp_collect(*out, outs, &nout, AD_OP_MAX_OUTS);
     /* The node keeps the environment; outputs in it become aliases without
      * grad_fn, which would otherwise hold the node that holds them. */
     saved_env *se = rc ? NULL : ad_calloc(S, 1, sizeof *se);

@@ -15,6 +15,9 @@ struct ad_buf;
  * holds the joint program (forward, then the flattened backward). */
 struct ad_opdef;
 
+/* The tensors of value v (a tensor, or lists and tuples of them), in order; false past 'max'. */
+bool ad_cvjp_collect(ad_value v, struct ad_tensor **outs, int *n, int max);
+
 /* Whether a call on these inputs can take one node: grad mode on, outside
  * any trace, some input requires grad, none carries a forward tangent. */
 bool ad_cvjp_wanted(const ad_state *S, ad_tensor *const *inputs, int ninputs);

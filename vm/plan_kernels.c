@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "../builtins/blas_layout.h"
 #include "../builtins/kernels_reduce.h"
 #include "ad_limits.h"
 #include "device.h"
@@ -303,43 +304,6 @@ static bool mat_contiguous(const mat *m) {
     return true;
 }
 
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-
-/* bi_linalg.c's rule, to call BLAS as eager does: a rows x cols matrix read
- * in place as row-major (trans 0) or as the transpose of one (trans 1). */
-static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int *trans, int64_t *ld) {
-    if (cols <= 1 || cs == 1) {
-        *ld = rows <= 1 ? max64(cols, 1) : rs;
-        *trans = 0;
-        if (*ld >= max64(cols, 1) && *ld <= INT32_MAX) return true;
-    }
-    if (rows <= 1 || rs == 1) {
-        *ld = cols <= 1 ? max64(rows, 1) : cs;
-        *trans = 1;
-        if (*ld >= max64(rows, 1) && *ld <= INT32_MAX) return true;
-    }
-    return false;
-}
-
-/* As bi_linalg.c: the one stride with which the batch dims advance. */
-static bool flat_batch_stride(const mat *t, int nb, const int64_t *bshape, int64_t *s) {
-    int64_t span = 1;
-    bool found = false;
-    *s = 0;
-    for (int i = nb - 1; i >= 0; i--) {
-        if (bshape[i] == 1) continue;
-        if (!found) {
-            if (t->strides[i] % span) return false;
-            *s = t->strides[i] / span;
-            found = true;
-        } else if (t->strides[i] != *s * span) {
-            return false;
-        }
-        span *= bshape[i];
-    }
-    return true;
-}
-
 /* Calls fn(ctx, offset of each innermost run, i) over the runs of 'm' in row-major order:
  * the innermost dim is the caller's tight loop (stride m->strides[nd - 1]). */
 typedef void (*run_fn)(void *ctx, int64_t off, int64_t i, int64_t len, int64_t stride);
@@ -404,7 +368,7 @@ static int gemm_batched(ad_state *S, mat *a, mat *b, char *c, ad_dtype dt, doubl
     if (M == 0 || N == 0) return ADDSL_OK;
     for (int i = 0; i < nb; i++) nbatch *= a->shape[i];
     if (M == N && N == K && (M <= AD_GEMM_SMALL_SQUARE || (M == 2 * AD_GEMM_SMALL_SQUARE && dt == AD_FLOAT64)) &&
-        flat_batch_stride(a, nb, a->shape, &sa) && flat_batch_stride(b, nb, a->shape, &sb)) {
+        ad_flat_batch_stride(a->strides, nb, a->shape, &sa) && ad_flat_batch_stride(b->strides, nb, a->shape, &sb)) {
         int64_t g[10] = {nbatch, M, N, K, sa, a->strides[nd - 2], a->strides[nd - 1], sb, b->strides[nd - 2],
                          b->strides[nd - 1]};
         if (dt == AD_FLOAT32) ad_red_gemm_small_f32(a->data, b->data, c, g, alpha, beta);
@@ -420,7 +384,7 @@ static int gemm_batched(ad_state *S, mat *a, mat *b, char *c, ad_dtype dt, doubl
     int64_t *ld[2] = {&lda, &ldb};
     for (int i = 0; i < 2; i++) {
         mat *m = ops[i];
-        if (blas_layout(m->shape[nd - 2], m->shape[nd - 1], m->strides[nd - 2], m->strides[nd - 1], tr[i], ld[i]))
+        if (ad_blas_layout(m->shape[nd - 2], m->shape[nd - 1], m->strides[nd - 2], m->strides[nd - 1], tr[i], ld[i]))
             continue;
         /* eager clones such an operand (a broadcast row, odd strides): rare, so allocated here */
         int64_t n = 1;
@@ -430,7 +394,7 @@ static int gemm_batched(ad_state *S, mat *a, mat *b, char *c, ad_dtype dt, doubl
             return S->errcode ? S->errcode : ADDSL_ENOMEM;
         }
         materialize(m, copy[i], es);
-        blas_layout(m->shape[nd - 2], m->shape[nd - 1], m->strides[nd - 2], m->strides[nd - 1], tr[i], ld[i]);
+        ad_blas_layout(m->shape[nd - 2], m->shape[nd - 1], m->strides[nd - 2], m->strides[nd - 1], tr[i], ld[i]);
     }
     gemm_fn gemm = dt == AD_FLOAT64 ? ad_red_gemm_f64 : ad_red_gemm_f32;
     for (int64_t bi = 0; bi < nbatch; bi++) {
@@ -442,7 +406,7 @@ static int gemm_batched(ad_state *S, mat *a, mat *b, char *c, ad_dtype dt, doubl
             bo += ix * b->strides[i];
         }
         gemm(a->data + (size_t)ao * es, b->data + (size_t)bo * es, c + (size_t)(bi * M * N) * es, M, N, K,
-             K ? lda : 1, K ? ldb : max64(N, 1), N, K ? ta : 0, K ? tb : 0, alpha, beta);
+             K ? lda : 1, K ? ldb : ad_blas_max64(N, 1), N, K ? ta : 0, K ? tb : 0, alpha, beta);
     }
     ad_free(S, copy[0]);
     ad_free(S, copy[1]);
