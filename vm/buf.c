@@ -33,7 +33,7 @@ static int buf_reserve(ad_buf *b, size_t extra) {
 int ad_buf_add(ad_buf *b, const char *s, size_t n) {
     int rc = buf_reserve(b, n);
     if (rc) return rc;
-    memcpy(b->data + b->len, s, n);
+    if (n) memcpy(b->data + b->len, s, n);  /* an empty buffer's data may be NULL */
     b->len += n;
     b->data[b->len] = '\0';
     return ADDSL_OK;

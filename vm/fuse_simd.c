@@ -8,7 +8,9 @@
  * SSE2 baseline; these are the same formulas, so the values are the same
  * bits (no contraction: ISO C mode leaves fp-contract off), with twice the
  * lanes where the CPU has AVX2, picked at load time as kernels_reduce.c does. */
-#if defined(__x86_64__) && defined(__has_attribute)
+/* GCC only: clang (14) exports a cloned function under its ".ifunc" name, so
+ * callers in other files that see a plain declaration fail to link. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define FU_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
