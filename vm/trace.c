@@ -769,26 +769,37 @@ static int trace_setindex(ad_state *S, const ad_value *args, int nargs, bool *do
     return rc;
 }
 
+/* Runs builtin b with the op calls inside it recorded (grad()/backward() or
+ * jvp() flattened), counting a success in *count. True with *rc set when the
+ * call is over (done, or failed on its own); false when a formula read a
+ * traced value: the engine stopped before releasing anything, the records
+ * are rolled back, and the caller records the call as one. */
+static bool soft_call(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out,
+                      int *count, int *rc) {
+    ad_trace *T = S->trace;
+    int nnodes = T->nnodes, nvals = T->nvals, nglog = T->nglog, reads = T->soft_reads;
+    bool failed = T->fail[0] != 0;
+    ad_rng rng = S->rng;
+    const ad_builtin *prev = T->through;
+    T->through = b;
+    T->soft++;
+    *rc = ad_vm_call_builtin(S, b, args, nargs, kw, out);
+    T->soft--;
+    T->through = prev;
+    if (!*rc) { (*count)++; return true; }
+    if (failed || T->soft_reads == reads) return true;
+    ad_clear_error(S);
+    T->soft_reads = reads;
+    if ((*rc = rollback(S, T, nnodes, nvals, nglog))) return true;
+    S->rng = rng;
+    return false;
+}
+
 int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     if (flattenable(S, S->trace, b, args, nargs, kw)) {
         ad_trace *T = S->trace;
-        int nnodes = T->nnodes, nvals = T->nvals, nglog = T->nglog, reads = T->soft_reads;
-        bool failed = T->fail[0] != 0;
-        ad_rng rng = S->rng;
-        const ad_builtin *prev = T->through;
-        T->through = b;
-        T->soft++;
-        int rc = ad_vm_call_builtin(S, b, args, nargs, kw, out);
-        T->soft--;
-        T->through = prev;
-        if (!rc) { T->flattened++; return rc; }
-        if (failed || T->soft_reads == reads) return rc;
-        /* A formula read a traced value: the engine stopped before releasing
-         * anything, so the call runs again as one record. */
-        ad_clear_error(S);
-        T->soft_reads = reads;
-        if ((rc = rollback(S, T, nnodes, nvals, nglog))) return rc;
-        S->rng = rng;
+        int rc;
+        if (soft_call(S, b, args, nargs, kw, out, &T->flattened, &rc)) return rc;
         if (!T->note[0]) snprintf(T->note, sizeof T->note, "%s() kept as one record: a VJP formula reads a traced value", b->name);
     }
     if (strcmp(b->name, "jvp") == 0 && S->trace->fw_outer == 0) {
@@ -797,21 +808,8 @@ int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs
          * reads a traced value, or a tangent that must be made outside the
          * seam, rolls it back to one record, as for grad(). */
         ad_trace *T = S->trace;
-        int nnodes = T->nnodes, nvals = T->nvals, nglog = T->nglog, reads = T->soft_reads;
-        bool failed = T->fail[0] != 0;
-        ad_rng rng = S->rng;
-        const ad_builtin *prev = T->through;
-        T->through = b;
-        T->soft++;
-        int rc = ad_vm_call_builtin(S, b, args, nargs, kw, out);
-        T->soft--;
-        T->through = prev;
-        if (!rc) { T->fw_flattened++; return rc; }
-        if (failed || T->soft_reads == reads) return rc;
-        ad_clear_error(S);
-        T->soft_reads = reads;
-        if ((rc = rollback(S, T, nnodes, nvals, nglog))) return rc;
-        S->rng = rng;
+        int rc;
+        if (soft_call(S, b, args, nargs, kw, out, &T->fw_flattened, &rc)) return rc;
         if (!T->note[0]) snprintf(T->note, sizeof T->note, "jvp() kept as one record: %s", T->soft_why);
     }
     if (strcmp(b->name, "_inplace") == 0 && inplace_here(S, args, nargs, kw)) return trace_inplace(S, args, nargs, out);
