@@ -443,16 +443,10 @@ static int basic_item(ad_xctx *ctx, xix *p, ad_value it, int *pos, int span) {
     int64_t n = p->vsh[*pos];
     int64_t step = sl->step.t == AD_TNONE ? 1 : (int64_t)sl->step.u.n;
     if (step <= 0) return ad_xl_fail(ctx, "has a slice step that is not positive");
-    int64_t a = sl->start.t == AD_TNONE ? 0 : (int64_t)sl->start.u.n;
-    int64_t e = sl->stop.t == AD_TNONE ? n : (int64_t)sl->stop.u.n;
-    if (a < 0) a += n;
-    if (e < 0) e += n;
-    if (a < 0) a = 0;
-    if (a > n) a = n;
-    if (e < a) e = a;
-    if (e > n) e = n;
+    int64_t a;
+    p->vsh[*pos] = ad_slice_span(n, sl->start.t == AD_TNONE ? 0 : (int64_t)sl->start.u.n,
+                                 sl->stop.t == AD_TNONE ? n : (int64_t)sl->stop.u.n, step, &a);
     p->voff += a * p->vst[*pos];
-    p->vsh[*pos] = (e - a + step - 1) / step;
     p->vst[*pos] *= step;
     (*pos)++;
     return ADDSL_OK;

@@ -1316,15 +1316,9 @@ static int basic_index_view(ad_xctx *ctx, const ad_xval *x, const ad_targ *ix, i
         int64_t n = x->shape[d];
         int64_t step = sl->step.t == AD_TNONE ? 1 : (int64_t)sl->step.u.n;
         if (step <= 0) return fail(ctx, "has a slice step that is not positive");
-        int64_t a = sl->start.t == AD_TNONE ? 0 : (int64_t)sl->start.u.n;
-        int64_t b = sl->stop.t == AD_TNONE ? n : (int64_t)sl->stop.u.n;
-        if (a < 0) a += n;
-        if (b < 0) b += n;
-        if (a < 0) a = 0;
-        if (a > n) a = n;
-        if (b < a) b = a;
-        if (b > n) b = n;
-        sh[k] = (b - a + step - 1) / step;
+        int64_t a;
+        sh[k] = ad_slice_span(n, sl->start.t == AD_TNONE ? 0 : (int64_t)sl->start.u.n,
+                              sl->stop.t == AD_TNONE ? n : (int64_t)sl->stop.u.n, step, &a);
         st[k] = x->st[d] * step;
         off += a * x->st[d];
         k++; d++;

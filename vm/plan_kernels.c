@@ -77,8 +77,6 @@ static uint32_t sum_mask(const ad_tnode *n, const ad_opdef *op, int nd) {
     return m;
 }
 
-static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
-
 /* An index of ints and slices (a positive step) on an nd-dim tensor of
  * 'shape', as Python reads it: per dim its first index, step and size, and
  * which dims an integer drops. False for anything else (none, ..., tensors,
@@ -111,14 +109,9 @@ static bool basic_index(ad_value idx, int nd, const int64_t *shape, ad_plkern *k
             return false;
         int64_t step = c.t == AD_TNONE ? 1 : (int64_t)c.u.n;
         if (step <= 0) return false;
-        int64_t lo = a.t == AD_TNONE ? 0 : (int64_t)a.u.n, hi = b.t == AD_TNONE ? shape[d] : (int64_t)b.u.n;
-        if (lo < 0) lo += shape[d];
-        if (hi < 0) hi += shape[d];
-        lo = clamp64(lo, 0, shape[d]);
-        hi = clamp64(hi, 0, shape[d]);
-        k->istart[d] = lo;
+        k->isize[d] = ad_slice_span(shape[d], a.t == AD_TNONE ? 0 : (int64_t)a.u.n,
+                                    b.t == AD_TNONE ? shape[d] : (int64_t)b.u.n, step, &k->istart[d]);
         k->istep[d] = step;
-        k->isize[d] = hi > lo ? (hi - lo + step - 1) / step : 0;
     }
     return true;
 }

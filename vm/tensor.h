@@ -139,6 +139,9 @@ ad_tensor *ad_tensor_unsqueeze(ad_state *S, ad_tensor *t, int64_t dim);
 ad_tensor *ad_tensor_squeeze(ad_state *S, ad_tensor *t, int n, const int64_t *dims); /* n < 0: all size-1 dims */
 /* Python slice semantics on one dim: start/stop clamped, step > 0. */
 ad_tensor *ad_tensor_slice(ad_state *S, ad_tensor *t, int64_t dim, int64_t start, int64_t stop, int64_t step);
+/* Python's start:stop:step (step > 0) over a dim of 'size', bounds clamped:
+ * the number of indices taken, the first in *first. */
+int64_t ad_slice_span(int64_t size, int64_t start, int64_t stop, int64_t step, int64_t *first);
 ad_tensor *ad_tensor_select(ad_state *S, ad_tensor *t, int64_t dim, int64_t index); /* negative index ok */
 ad_tensor *ad_tensor_narrow(ad_state *S, ad_tensor *t, int64_t dim, int64_t start, int64_t length);
 ad_tensor *ad_tensor_diagonal(ad_state *S, ad_tensor *t, int64_t offset, int64_t d1, int64_t d2);

@@ -307,6 +307,12 @@ static int64_t clamp_bound(int64_t v, int64_t size) {
     return v > size ? size : v;
 }
 
+int64_t ad_slice_span(int64_t size, int64_t start, int64_t stop, int64_t step, int64_t *first) {
+    int64_t a = clamp_bound(start, size), b = clamp_bound(stop, size);
+    *first = a;
+    return b > a ? (b - a + step - 1) / step : 0;
+}
+
 ad_tensor *ad_tensor_slice(ad_state *S, ad_tensor *t, int64_t dim, int64_t start, int64_t stop,
                            int64_t step) {
     int d;
@@ -314,8 +320,7 @@ ad_tensor *ad_tensor_slice(ad_state *S, ad_tensor *t, int64_t dim, int64_t start
     if (ad_normalize_dim(S, dim, t->ndim, &d)) return NULL;
     if (step <= 0) { ad_error(S, "step must be greater than zero"); return NULL; }
     int64_t size = t->shape[d];
-    int64_t a = clamp_bound(start, size), b = clamp_bound(stop, size);
-    int64_t len = b > a ? (b - a + step - 1) / step : 0;
+    int64_t a, len = ad_slice_span(size, start, stop, step, &a);
     ad_tensor *v = make_view(S, t, t->ndim, t->shape, t->strides, t->offset + (len ? a * t->strides[d] : 0));
     if (!v) return NULL;
     v->shape[d] = len;
