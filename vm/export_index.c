@@ -55,6 +55,12 @@ static void mark_read(ad_xctx *ctx, int id) {
     ctx->v[ctx->v[id].base].read = true;
 }
 
+/* The C name of a value the statements being written read. */
+static void read_name(ad_xctx *ctx, int id, char *out, size_t n) {
+    ad_export_vname(ctx, id, out, n);
+    mark_read(ctx, id);
+}
+
 /* A copy of 'src' into the contiguous 'out' (the start of scatter and index_put). */
 static void copy_into(ad_xctx *ctx, int src, int o) {
     const ad_xval *x = &ctx->v[src], *y = &ctx->v[o];
@@ -126,11 +132,9 @@ static int lower_gather(ad_xctx *ctx, const ad_xrec *r) {
     ad_xl_comment(ctx, "indices clamped into range");
     if (!I->numel) return empty(ctx, o);
     char in[32], on[32], iname[32];
-    ad_export_vname(ctx, src, in, sizeof in);
+    read_name(ctx, src, in, sizeof in);
+    read_name(ctx, ix, iname, sizeof iname);
     ad_export_vname(ctx, o, on, sizeof on);
-    ad_export_vname(ctx, ix, iname, sizeof iname);
-    mark_read(ctx, src);
-    mark_read(ctx, ix);
     ad_buf *b = ctx->body;
     ad_buf_printf(b, "    for (long q = 0; q < %lld; q++) {\n        long k = (long)%s[%lld", (long long)I->numel, iname,
                   (long long)I->off);
@@ -169,8 +173,7 @@ static int lower_scatter(ad_xctx *ctx, const ad_xrec *r, bool add) {
     if (!I->numel) return ctx->v[o].numel ? ADDSL_OK : empty(ctx, o);
     char on[32], iname[32];
     ad_export_vname(ctx, o, on, sizeof on);
-    ad_export_vname(ctx, ix, iname, sizeof iname);
-    mark_read(ctx, ix);
+    read_name(ctx, ix, iname, sizeof iname);
     int64_t vst[AD_MAX_DIMS] = {0}, voff = 0;
     if (val >= 0) {
         int vnd;
@@ -211,11 +214,9 @@ static int lower_index_select(ad_xctx *ctx, const ad_xrec *r) {
     ad_xl_comment(ctx, "indices clamped into range");
     if (!y->numel) return empty(ctx, o);
     char in[32], on[32], iname[32];
-    ad_export_vname(ctx, src, in, sizeof in);
+    read_name(ctx, src, in, sizeof in);
+    read_name(ctx, ix, iname, sizeof iname);
     ad_export_vname(ctx, o, on, sizeof on);
-    ad_export_vname(ctx, ix, iname, sizeof iname);
-    mark_read(ctx, src);
-    mark_read(ctx, ix);
     ad_buf *b = ctx->body;
     ad_buf_printf(b, "    for (long q = 0; q < %lld; q++) {\n        long k = (long)%s[%lld", (long long)y->numel, iname,
                   (long long)I->off);
@@ -253,9 +254,8 @@ static int lower_roll(ad_xctx *ctx, const ad_xrec *r) {
     ad_xl_comment(ctx, NULL);
     if (!y->numel) return empty(ctx, o);
     char in[32], on[32];
-    ad_export_vname(ctx, src, in, sizeof in);
+    read_name(ctx, src, in, sizeof in);
     ad_export_vname(ctx, o, on, sizeof on);
-    mark_read(ctx, src);
     ad_buf *b = ctx->body;
     if (flat && x->numel > 1) {
         int64_t n = x->numel, s0 = ((sh[0] % n) + n) % n;
@@ -524,8 +524,7 @@ static void emit_src_offset(ad_xctx *ctx, const xix *p, ad_buf *b) {
     for (int j = 0; j < p->nadv; j++) indexed[p->a[j].pos] = true;
     for (int s = 0; s < p->nsel; s++) {
         char nm[32];
-        ad_export_vname(ctx, p->sel[s], nm, sizeof nm);
-        mark_read(ctx, p->sel[s]);
+        read_name(ctx, p->sel[s], nm, sizeof nm);
         ad_buf_printf(b, "        long s%d = (long)%s[%lld];\n", s, nm, (long long)ctx->v[p->sel[s]].off);
         char var[16];
         snprintf(var, sizeof var, "s%d", s);
@@ -534,7 +533,7 @@ static void emit_src_offset(ad_xctx *ctx, const xix *p, ad_buf *b) {
     for (int j = 0; j < p->nadv; j++) {
         const xadv *A = &p->a[j];
         char nm[48];
-        if (A->ref >= 0) { ad_export_vname(ctx, A->ref, nm, sizeof nm); mark_read(ctx, A->ref); }
+        if (A->ref >= 0) read_name(ctx, A->ref, nm, sizeof nm);
         else snprintf(nm, sizeof nm, "%s", A->table);
         /* the index's coords are the result's index dims, aligned on the right */
         int64_t st[AD_MAX_DIMS] = {0};
@@ -576,9 +575,8 @@ static int lower_index_get(ad_xctx *ctx, const ad_xrec *r, const xix *p, int src
     ad_xl_comment(ctx, "advanced indexing, indices clamped into range");
     if (!y->numel) return empty(ctx, o);
     char in[32], on[32];
-    ad_export_vname(ctx, src, in, sizeof in);
+    read_name(ctx, src, in, sizeof in);
     ad_export_vname(ctx, o, on, sizeof on);
-    mark_read(ctx, src);
     ad_buf *b = ctx->body;
     ad_buf_printf(b, "    for (long q = 0; q < %lld; q++) {\n", (long long)y->numel);
     emit_src_offset(ctx, p, b);
