@@ -813,21 +813,26 @@ static int reduce_nest(ad_xctx *ctx, const xrec *r, int src, const int64_t *dims
     return ADDSL_OK;
 }
 
+/* The dims parameter i of a reduction names; *all when it is none or an empty list. */
+static int reduce_dims(ad_xctx *ctx, const xrec *r, int i, int64_t *dims, int *nd, bool *all) {
+    ad_value dv = pconst(r, i);
+    *nd = 0;
+    *all = dv.t == AD_TNONE;
+    if (!*all && !pints(r, i, dims, nd)) return fail(ctx, "has a dim that is not an int or a list of ints");
+    if (ad_is_seq(dv) && *nd == 0) *all = true;
+    return ADDSL_OK;
+}
+
 /* sum, mean, prod, amax, amin, max_all, min_all, logsumexp(-free): (self, dim, keepdim, ...) */
 static int lower_reduce(ad_xctx *ctx, const xrec *r, const char *kind) {
     int src = pref(r, 0);
     if (src < 0) return fail(ctx, "has no tensor input");
     int64_t dims[AD_MAX_DIMS] = {0};
-    int nd = 0;
+    int nd = 0, rc;
     bool all = strcmp(kind, "max_all") == 0 || strcmp(kind, "min_all") == 0 || strcmp(kind, "trace") == 0;
-    if (!all) {
-        ad_value dv = pconst(r, 1);
-        if (dv.t == AD_TNONE) all = true;
-        else if (!pints(r, 1, dims, &nd)) return fail(ctx, "has a dim that is not an int or a list of ints");
-        if (ad_is_seq(dv) && nd == 0) all = true;
-    }
+    if (!all && (rc = reduce_dims(ctx, r, 1, dims, &nd, &all))) return rc;
     xnest e;
-    int rc = reduce_nest(ctx, r, src, dims, nd, all, &e);
+    rc = reduce_nest(ctx, r, src, dims, nd, all, &e);
     if (rc) return rc;
     const char *k = kind;
     if (strcmp(k, "sum") == 0 || strcmp(k, "nansum") == 0) { e.init = "0"; e.comb = "acc += $E"; e.fin = "acc"; }
@@ -856,15 +861,14 @@ static int lower_norm(ad_xctx *ctx, const xrec *r, bool linalg) {
     double p = 2;
     ad_value pv = pconst(r, 1);
     if (pv.t != AD_TNONE && !pnum(r, 1, &p)) return fail(ctx, "has an order that is not a number");
-    int64_t dims[AD_MAX_DIMS];
-    int nd = 0;
-    ad_value dv = pconst(r, 2);
-    bool all = dv.t == AD_TNONE;
-    if (!all && !pints(r, 2, dims, &nd)) return fail(ctx, "has a dim that is not an int or a list of ints");
-    if (ad_is_seq(dv) && nd == 0) all = true;
+    int64_t dims[AD_MAX_DIMS] = {0};
+    int nd;
+    bool all;
+    int rc = reduce_dims(ctx, r, 2, dims, &nd, &all);
+    if (rc) return rc;
     (void)linalg;
     xnest e;
-    int rc = reduce_nest(ctx, r, src, dims, nd, all, &e);
+    rc = reduce_nest(ctx, r, src, dims, nd, all, &e);
     if (rc) return rc;
     if (e.acct != AD_FLOAT64) return fail(ctx, "is lowered for float32 and float64 only");
     e.ct = e.acct;
@@ -889,17 +893,16 @@ static int lower_norm(ad_xctx *ctx, const xrec *r, bool linalg) {
 static int lower_var(ad_xctx *ctx, const xrec *r, bool std) {
     int src = pref(r, 0);
     if (src < 0) return fail(ctx, "has no tensor input");
-    int64_t dims[AD_MAX_DIMS];
-    int nd = 0;
-    ad_value dv = pconst(r, 1);
-    bool all = dv.t == AD_TNONE;
-    if (!all && !pints(r, 1, dims, &nd)) return fail(ctx, "has a dim that is not an int or a list of ints");
-    if (ad_is_seq(dv) && nd == 0) all = true;
+    int64_t dims[AD_MAX_DIMS] = {0};
+    int nd;
+    bool all;
+    int rc = reduce_dims(ctx, r, 1, dims, &nd, &all);
+    if (rc) return rc;
     double corr = 1;
     if (pconst(r, 4).t == AD_TBOOL) corr = pconst(r, 4).u.b ? 1 : 0;
     else if (!pnum(r, 2, &corr)) return fail(ctx, "has a correction that is not a number");
     xnest e;
-    int rc = reduce_nest(ctx, r, src, dims, nd, all, &e);
+    rc = reduce_nest(ctx, r, src, dims, nd, all, &e);
     if (rc) return rc;
     if (e.acct != AD_FLOAT64) return fail(ctx, "is lowered for float32 and float64 only");
     e.ct = AD_FLOAT64;
