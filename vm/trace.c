@@ -577,6 +577,36 @@ static bool tangents_here(ad_state *S, const ad_value *args, int nargs) {
     return S->trace->fw_outer == 0 && ad_op_any_tangent(S, args, nargs);
 }
 
+/* Where a call whose op calls are recorded one by one started (a flattened
+ * grad()/backward()/jvp(), a composite's body): what to roll back to. */
+typedef struct soft_mark {
+    int nnodes, nvals, nglog, reads;
+    bool failed;
+    ad_rng rng;
+} soft_mark;
+
+static soft_mark soft_enter(ad_state *S) {
+    ad_trace *T = S->trace;
+    soft_mark m = {T->nnodes, T->nvals, T->nglog, T->soft_reads, T->fail[0] != 0, S->rng};
+    T->soft++;
+    return m;
+}
+
+/* After the call, with its *rc: true when the call is over (done, or failed
+ * on its own); false when something in it read a traced value: the engine
+ * stopped before releasing anything, the records are rolled back (and the
+ * draws), and the caller records the call as one. */
+static bool soft_leave(ad_state *S, const soft_mark *m, int *rc) {
+    ad_trace *T = S->trace;
+    T->soft--;
+    if (!*rc || m->failed || T->soft_reads == m->reads) return true;
+    ad_clear_error(S);
+    T->soft_reads = m->reads;
+    if ((*rc = rollback(S, T, m->nnodes, m->nvals, m->nglog))) return true;
+    S->rng = m->rng;
+    return false;
+}
+
 /* An op with formulas on arguments with tangents: the forward is one record
  * (one level down, where the op leaves the tangents alone), then the JVP
  * formulas run here, so that their op calls are records too and the
@@ -606,20 +636,11 @@ int ad_trace_op(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, cons
         /* A composite differentiated through its body: the body's op calls are
          * what the graph holds, so they are what the program records (a
          * backward inside f can then be flattened through them). */
-        ad_trace *T = S->trace;
-        int nnodes = T->nnodes, nvals = T->nvals, nglog = T->nglog, reads = T->soft_reads;
-        bool failed = T->fail[0] != 0;
-        ad_rng rng = S->rng;
-        T->soft++;
+        soft_mark m = soft_enter(S);
         int rc = ad_op_call_direct(S, op, args, nargs, kw, out);
-        T->soft--;
-        if (!rc || failed || T->soft_reads == reads) return rc;
-        /* The body reads a traced value: the composite becomes one record
-         * again (its body runs whole at each replay), from the same draws. */
-        ad_clear_error(S);
-        T->soft_reads = reads;
-        if ((rc = rollback(S, T, nnodes, nvals, nglog))) return rc;
-        S->rng = rng;
+        /* a body that reads a traced value makes the composite one record
+         * again (its body runs whole at each replay), from the same draws */
+        if (soft_leave(S, &m, &rc)) return rc;
     }
     ad_tnode n;
     memset(&n, 0, sizeof n);
@@ -769,30 +790,18 @@ static int trace_setindex(ad_state *S, const ad_value *args, int nargs, bool *do
     return rc;
 }
 
-/* Runs builtin b with the op calls inside it recorded (grad()/backward() or
- * jvp() flattened), counting a success in *count. True with *rc set when the
- * call is over (done, or failed on its own); false when a formula read a
- * traced value: the engine stopped before releasing anything, the records
- * are rolled back, and the caller records the call as one. */
+/* Builtin b run with the op calls inside it recorded (grad()/backward() or
+ * jvp() flattened), a success counted in *count; soft_leave's result. */
 static bool soft_call(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out,
                       int *count, int *rc) {
     ad_trace *T = S->trace;
-    int nnodes = T->nnodes, nvals = T->nvals, nglog = T->nglog, reads = T->soft_reads;
-    bool failed = T->fail[0] != 0;
-    ad_rng rng = S->rng;
     const ad_builtin *prev = T->through;
     T->through = b;
-    T->soft++;
+    soft_mark m = soft_enter(S);
     *rc = ad_vm_call_builtin(S, b, args, nargs, kw, out);
-    T->soft--;
     T->through = prev;
-    if (!*rc) { (*count)++; return true; }
-    if (failed || T->soft_reads == reads) return true;
-    ad_clear_error(S);
-    T->soft_reads = reads;
-    if ((*rc = rollback(S, T, nnodes, nvals, nglog))) return true;
-    S->rng = rng;
-    return false;
+    if (!*rc) (*count)++;
+    return soft_leave(S, &m, rc);
 }
 
 int ad_trace_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
