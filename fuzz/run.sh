@@ -28,6 +28,12 @@ for t in "$@"; do
             -print_final_stats=1 $dict -artifact_prefix="$out/crashes/$t/" \
             "$out/corpus/$t" "$out/seeds/$t" > "$out/fuzz_$t.log" 2>&1; then
         echo "fuzz_$t: FAILED (see $out/fuzz_$t.log and $out/crashes/$t/)"
+        # The report itself, so that a CI log shows what crashed without the machine it ran on.
+        sed -n '/^==[0-9]*==ERROR\|runtime error\|^SUMMARY\|ALARM\|out-of-memory\|deadly signal/,$p' \
+            "$out/fuzz_$t.log" | head -60
+        for c in "$out/crashes/$t"/*; do
+            [ -f "$c" ] && { echo "crash input $c:"; od -c "$c" | head -20; }
+        done
         status=1
     fi
     grep -E '^#[0-9]+.*(DONE|cov:)' "$out/fuzz_$t.log" | tail -1
