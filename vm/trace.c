@@ -34,70 +34,53 @@ static size_t hash_ptr(const void *p) {
     return (size_t)x;
 }
 
-static int map_find(const ad_trace *T, const ad_tensor *t) {
-    if (!T->mapcap) return -1;
-    size_t m = (size_t)T->mapcap - 1;
-    for (size_t i = hash_ptr(t) & m;; i = (i + 1) & m) {
-        if (!T->keys[i]) return -1;
-        if (T->keys[i] == t) return T->ids[i];
+static int pm_find(const ad_ptrmap *m, const void *key) {
+    if (!m->cap) return -1;
+    size_t mask = (size_t)m->cap - 1;
+    for (size_t i = hash_ptr(key) & mask;; i = (i + 1) & mask) {
+        if (!m->keys[i]) return -1;
+        if (m->keys[i] == key) return m->ids[i];
     }
 }
 
-static void map_put_raw(const ad_tensor **keys, int *ids, int cap, const ad_tensor *t, int id) {
-    size_t m = (size_t)cap - 1;
-    for (size_t i = hash_ptr(t) & m;; i = (i + 1) & m) {
-        if (!keys[i] || keys[i] == t) { keys[i] = t; ids[i] = id; return; }
+static void pm_put_raw(const void **keys, int *ids, int cap, const void *key, int id) {
+    size_t mask = (size_t)cap - 1;
+    for (size_t i = hash_ptr(key) & mask;; i = (i + 1) & mask) {
+        if (!keys[i] || keys[i] == key) { keys[i] = key; ids[i] = id; return; }
     }
 }
 
-static int map_set(ad_state *S, ad_trace *T, const ad_tensor *t, int id) {
-    if (2 * (T->mapn + 1) > T->mapcap) {
-        int cap = T->mapcap ? 2 * T->mapcap : 64;
-        const ad_tensor **keys = ad_calloc(S, (size_t)cap, sizeof *keys);
-        int *ids = ad_calloc(S, (size_t)cap, sizeof *ids);
-        if (!keys || !ids) { ad_free(S, keys); ad_free(S, ids); return ADDSL_ENOMEM; }
-        for (int i = 0; i < T->mapcap; i++)
-            if (T->keys[i]) map_put_raw(keys, ids, cap, T->keys[i], T->ids[i]);
-        ad_free(S, T->keys); ad_free(S, T->ids);
-        T->keys = keys; T->ids = ids; T->mapcap = cap;
-    }
-    if (map_find(T, t) < 0) T->mapn++;
-    map_put_raw(T->keys, T->ids, T->mapcap, t, id);
-    return ADDSL_OK;
-}
-
-/* storage -> the newest value over it; older ones chain through prev_storage. */
-static int smap_find(const ad_trace *T, const void *st) {
-    if (!T->scap) return -1;
-    size_t m = (size_t)T->scap - 1;
-    for (size_t i = hash_ptr(st) & m;; i = (i + 1) & m) {
-        if (!T->skeys[i]) return -1;
-        if (T->skeys[i] == st) return T->sids[i];
-    }
-}
-
-static void smap_put_raw(const void **keys, int *ids, int cap, const void *st, int id) {
-    size_t m = (size_t)cap - 1;
-    for (size_t i = hash_ptr(st) & m;; i = (i + 1) & m) {
-        if (!keys[i] || keys[i] == st) { keys[i] = st; ids[i] = id; return; }
-    }
-}
-
-static int smap_set(ad_state *S, ad_trace *T, const void *st, int id) {
-    if (2 * (T->sn + 1) > T->scap) {
-        int cap = T->scap ? 2 * T->scap : 64;
+static int pm_set(ad_state *S, ad_ptrmap *m, const void *key, int id) {
+    if (2 * (m->n + 1) > m->cap) {
+        int cap = m->cap ? 2 * m->cap : 64;
         const void **keys = ad_calloc(S, (size_t)cap, sizeof *keys);
         int *ids = ad_calloc(S, (size_t)cap, sizeof *ids);
         if (!keys || !ids) { ad_free(S, (void *)keys); ad_free(S, ids); return ADDSL_ENOMEM; }
-        for (int i = 0; i < T->scap; i++)
-            if (T->skeys[i]) smap_put_raw(keys, ids, cap, T->skeys[i], T->sids[i]);
-        ad_free(S, (void *)T->skeys); ad_free(S, T->sids);
-        T->skeys = keys; T->sids = ids; T->scap = cap;
+        for (int i = 0; i < m->cap; i++)
+            if (m->keys[i]) pm_put_raw(keys, ids, cap, m->keys[i], m->ids[i]);
+        ad_free(S, (void *)m->keys); ad_free(S, m->ids);
+        m->keys = keys; m->ids = ids; m->cap = cap;
     }
-    if (smap_find(T, st) < 0) T->sn++;
-    smap_put_raw(T->skeys, T->sids, T->scap, st, id);
+    if (pm_find(m, key) < 0) m->n++;
+    pm_put_raw(m->keys, m->ids, m->cap, key, id);
     return ADDSL_OK;
 }
+
+static void pm_clear(ad_ptrmap *m) {
+    if (m->cap) memset((void *)m->keys, 0, (size_t)m->cap * sizeof *m->keys);
+    m->n = 0;
+}
+
+static void pm_free(ad_state *S, ad_ptrmap *m) {
+    ad_free(S, (void *)m->keys); ad_free(S, m->ids);
+    *m = (ad_ptrmap){0};
+}
+
+static int map_find(const ad_trace *T, const ad_tensor *t) { return pm_find(&T->tmap, t); }
+static int map_set(ad_state *S, ad_trace *T, const ad_tensor *t, int id) { return pm_set(S, &T->tmap, t, id); }
+/* storage -> the newest value over it; older ones chain through prev_storage. */
+static int smap_find(const ad_trace *T, const void *st) { return pm_find(&T->smap, st); }
+static int smap_set(ad_state *S, ad_trace *T, const void *st, int id) { return pm_set(S, &T->smap, st, id); }
 
 static bool gnode_has(const ad_trace *T, const void *node) {
     if (!T->gcap) return false;
@@ -208,8 +191,9 @@ void ad_trace_free(ad_state *S, ad_trace *T) {
     ad_free(S, T->cells);
     targ_free(S, &T->result);
     ad_plan_free(S, T->plan);
-    ad_free(S, T->nodes); ad_free(S, T->vals); ad_free(S, T->keys); ad_free(S, T->ids);
-    ad_free(S, (void *)T->skeys); ad_free(S, T->sids); ad_free(S, (void *)T->gnodes); ad_free(S, (void *)T->glog);
+    ad_free(S, T->nodes); ad_free(S, T->vals);
+    pm_free(S, &T->tmap); pm_free(S, &T->smap);
+    ad_free(S, (void *)T->gnodes); ad_free(S, (void *)T->glog);
     ad_free(S, T);
 }
 
@@ -545,10 +529,10 @@ static int rollback(ad_state *S, ad_trace *T, int nnodes, int nvals, int nglog) 
     T->nnodes = nnodes;
     for (int i = nvals; i < T->nvals; i++) ad_value_decref(S, T->vals[i].v);
     T->nvals = nvals;
-    if (T->mapcap) memset((void *)T->keys, 0, (size_t)T->mapcap * sizeof *T->keys);
-    if (T->scap) memset((void *)T->skeys, 0, (size_t)T->scap * sizeof *T->skeys);
+    pm_clear(&T->tmap);
+    pm_clear(&T->smap);
     if (T->gcap) memset((void *)T->gnodes, 0, (size_t)T->gcap * sizeof *T->gnodes);
-    T->mapn = T->sn = T->gn = 0;
+    T->gn = 0;
     for (int i = 0; i < nvals; i++) {
         ad_value v = T->vals[i].v;
         if (v.t != AD_TTENSOR) continue;
@@ -1403,8 +1387,7 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
     ad_free(S, rep);
     ad_free(S, (void *)w.p);
     /* The map's keys may dangle from now on. */
-    ad_free(S, T->keys); ad_free(S, T->ids);
-    T->keys = NULL; T->ids = NULL; T->mapcap = T->mapn = 0;
+    pm_free(S, &T->tmap);
 }
 
 /* ---- replay ---- */

@@ -81,6 +81,13 @@ typedef struct ad_tguard {
     bool had_grad;         /* AD_GUARD_GRAD */
 } ad_tguard;
 
+/* A pointer -> value id map (open addressing, linear probing; keys never removed one by one). */
+typedef struct ad_ptrmap {
+    const void **keys;
+    int *ids;
+    int cap, n;
+} ad_ptrmap;
+
 typedef struct ad_trace {
     int depth;             /* > 0: inside a recorded call, whose inner calls are not recorded */
     const ad_builtin *self;/* the compiled function being traced: a call of it (recursion) and a
@@ -90,12 +97,8 @@ typedef struct ad_trace {
     int nvals, capvals;
     ad_tnode *nodes;
     int nnodes, capnodes;
-    const ad_tensor **keys;/* tensor -> value id (open addressing; tensors held, so keys stay unique) */
-    int *ids;
-    int mapcap, mapn;
-    const void **skeys;    /* storage -> newest value id over it (open addressing) */
-    int *sids;
-    int scap, sn;
+    ad_ptrmap tmap;        /* tensor -> value id (tensors held, so keys stay unique) */
+    ad_ptrmap smap;        /* storage -> newest value id over it */
     const void **gnodes;   /* graph nodes made by recorded calls (a set by address): the
                             * backward walk is flattened only through these */
     int gcap, gn;
