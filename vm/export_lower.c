@@ -1589,6 +1589,7 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     const ad_tnode *n = r->n;
     int xl = ad_export_lower_index(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_multi(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_lower_linalg(ctx, r);
     if (xl != AD_XL_PASS) return xl;
     if (n->kind == AD_TN_COMPARE) return lower_compare(ctx, r);
     if (n->kind == AD_TN_GETATTR) {
@@ -1689,6 +1690,7 @@ static int lower_record(ad_xctx *ctx) {
     xrec r;
     int rc = n->out.sub ? bind(ctx, n, &r) : ADDSL_OK;
     if (!rc && n->out.sub && (rc = ad_export_lower_multi(ctx, &r)) == AD_XL_PASS) rc = ad_export_lower_traj(ctx, &r);
+    if (n->out.sub && rc == AD_XL_PASS) rc = ad_export_lower_linalg(ctx, &r);
     if (n->out.sub && rc != AD_XL_PASS) return rc;
     if (n->out.ref < 0) return fail(ctx, "has several outputs or none, which the exporter does not lower yet");
     rc = bind(ctx, n, &r);
