@@ -522,11 +522,34 @@ static int lower_qr(ad_xctx *ctx, const ad_xrec *r) {
     return ADDSL_OK;
 }
 
+/* rs_named_tuple(type, fields, values): the library's named tuples (lu_unpack,
+ * qr, ...) hold the same arrays as 'values': each output is its item. */
+static int lower_named_tuple(ad_xctx *ctx, const ad_xrec *r) {
+    const ad_targ *vals = r->np > 2 ? r->p[2].a : NULL, *o = &r->n->out;
+    if (!vals || !vals->sub || vals->nsub != o->nsub) return ad_xl_fail(ctx, "needs a tuple of values");
+    for (int k = 0; k < o->nsub; k++) {
+        int src = vals->sub[k].ref, dst = o->sub[k].ref;
+        if (dst < 0) continue;
+        if (src < 0) return ad_xl_fail(ctx, "needs tensor items");
+        ad_xval *d = &ctx->v[dst];
+        const ad_xval *s = &ctx->v[src];
+        d->kind = AD_XV_VIEW;
+        d->base = s->base;
+        d->off = s->off;
+        d->ndim = s->ndim;
+        for (int j = 0; j < s->ndim; j++) { d->shape[j] = s->shape[j]; d->st[j] = s->st[j]; }
+        ad_xl_use(ctx, src);
+    }
+    ad_xl_comment(ctx, "its items are the values it names (no copy)");
+    return ADDSL_OK;
+}
+
 int ad_export_lower_linalg(ad_xctx *ctx, const ad_xrec *r) {
     if (r->n->kind != AD_TN_OP && r->n->kind != AD_TN_BUILTIN) return AD_XL_PASS;
     const char *nm = ad_xl_name(r->n);
     if (!strncmp(nm, "ad_", 3)) nm += 3;
     bool multi = r->n->out.sub != NULL;
+    if (multi && r->n->kind == AD_TN_BUILTIN && !strcmp(nm, "rs_named_tuple")) return lower_named_tuple(ctx, r);
     if (!multi && (!strcmp(nm, "det") || !strcmp(nm, "linalg_det"))) return lower_det_inv(ctx, r, 0);
     if (multi && (!strcmp(nm, "slogdet") || !strcmp(nm, "linalg_slogdet"))) return lower_det_inv(ctx, r, 1);
     if (!multi && (!strcmp(nm, "inverse") || !strcmp(nm, "linalg_inv"))) return lower_det_inv(ctx, r, 2);

@@ -1683,10 +1683,12 @@ static int lower_record(ad_xctx *ctx) {
         return ADDSL_OK;
     /* builtins the tracer keeps in place that only compute */
     static const char *const pure[] = {"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
-                                       "isfinite"};
+                                       "isfinite", "rs_named_tuple"};
     bool known = false;
     for (size_t i = 0; i < sizeof pure / sizeof pure[0] && n->kind == AD_TN_BUILTIN; i++)
         if (!strcmp(n->fn.u.bi->name, pure[i])) known = true;
+    if (n->kind == AD_TN_BUILTIN && (!strcmp(n->fn.u.bi->name, "grad") || !strcmp(n->fn.u.bi->name, "jvp")))
+        return fail(ctx, "was kept as one record: a derivative formula of the op library reads a traced value (data-dependent control flow, such as det's test for a zero determinant), which C cannot follow");
     if ((n->effect && !data && !known) || n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX)
         return fail(ctx, "writes to a tensor or has a side effect, which an exported function cannot have");
     xrec r;
