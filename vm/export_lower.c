@@ -1687,6 +1687,7 @@ static int lower_record(ad_xctx *ctx) {
     bool known = false;
     for (size_t i = 0; i < sizeof pure / sizeof pure[0] && n->kind == AD_TN_BUILTIN; i++)
         if (!strcmp(n->fn.u.bi->name, pure[i])) known = true;
+    if (n->random) return fail(ctx, "draws random numbers, and an exported function has no generator state (the interpreter's is in its state): make the draws outside f and pass them in");
     if (n->kind == AD_TN_BUILTIN && (!strcmp(n->fn.u.bi->name, "grad") || !strcmp(n->fn.u.bi->name, "jvp")))
         return fail(ctx, "was kept as one record: a derivative formula of the op library reads a traced value (data-dependent control flow, such as det's test for a zero determinant), which C cannot follow");
     if ((n->effect && !data && !known) || n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX)
