@@ -494,8 +494,8 @@ static const ew_row ew_table[] = {
     {"true_divide", 2, "$0 / $1", NULL},
     {"pow", 2, "pow$F($0, $1)", NULL}, {"float_power", 2, "pow($0, $1)", NULL},
     {"atan2", 2, "atan2$F($0, $1)", NULL}, {"hypot", 2, "hypot$F($0, $1)", NULL},
-    {"copysign", 2, "copysign$F($0, $1)", NULL}, {"fmod", 2, "fmod$F($0, $1)", NULL},
-    {"remainder", 2, "$0 - floor$F($0 / $1) * $1", NULL},
+    {"copysign", 2, "copysign$F($0, $1)", NULL}, {"fmod", 2, "fmod$F($0, $1)", "($1 == 0 ? 0 : $0 % $1)"},
+    {"remainder", 2, "$0 - floor$F($0 / $1) * $1", "($1 == 0 ? 0 : ($0 % $1 != 0 && ($0 % $1 < 0) != ($1 < 0) ? $0 % $1 + $1 : $0 % $1))"},
     {"maximum", 2, "($0 != $0 || $0 > $1 ? $0 : $1)", "($0 > $1 ? $0 : $1)"},
     {"minimum", 2, "($0 != $0 || $0 < $1 ? $0 : $1)", "($0 < $1 ? $0 : $1)"},
     {"fmax", 2, "fmax$F($0, $1)", NULL}, {"fmin", 2, "fmin$F($0, $1)", NULL},
@@ -598,6 +598,10 @@ static int lower_div(ad_xctx *ctx, const xrec *r) {
     ad_value m = pconst(r, 2);
     ad_dtype ct = ctx->v[o].dt;
     if (m.t == AD_TNONE) return emit_map(ctx, r, 2, "$0 / $1", ct, 0);
+    /* int64: C's division truncates; a zero divisor (an error in the interpreter) gives 0 */
+    if (m.t == AD_TSTR && ct == AD_INT64 && !strcmp(m.u.s->data, "trunc")) return emit_map(ctx, r, 2, "($1 == 0 ? 0 : $0 / $1)", ct, 0);
+    if (m.t == AD_TSTR && ct == AD_INT64 && !strcmp(m.u.s->data, "floor"))
+        return emit_map(ctx, r, 2, "($1 == 0 ? 0 : $0 / $1 - ($0 % $1 != 0 && ($0 < 0) != ($1 < 0)))", ct, 0);
     if (m.t != AD_TSTR || (ct != AD_FLOAT32 && ct != AD_FLOAT64)) return fail(ctx, "with this rounding_mode is not lowered");
     if (strcmp(m.u.s->data, "trunc") == 0) return emit_map(ctx, r, 2, "trunc$F($0 / $1)", ct, 0);
     if (strcmp(m.u.s->data, "floor") == 0) return emit_map(ctx, r, 2, "floor$F($0 / $1)", ct, 0);
