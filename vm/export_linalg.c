@@ -18,7 +18,7 @@ typedef struct xla_helper {
     const char *text;
 } xla_helper;
 
-enum { XH_LU, XH_LUSOLVE, XH_DET, XH_INV, XH_TRSOLVE, XH_CHOL, XH_QR };
+enum { XH_LU, XH_LUSOLVE, XH_DET, XH_INV, XH_TRSOLVE, XH_CHOL, XH_QR, XH_EXPM };
 
 static const xla_helper helpers[] = {
     [XH_LU] = {"XC_LA_LU", -1,
@@ -144,6 +144,45 @@ static const xla_helper helpers[] = {
         "        }\n"
         "    }\n"
         "}\n"},
+    [XH_EXPM] = {"XC_LA_EXPM", -1,
+        "/* The n x n product c = a b (c apart from a and b), summed in k's order. */\n"
+        "static void xc_la_mm(const double *a, const double *b, double *c, long n) {\n"
+        "    for (long i = 0; i < n; i++)\n"
+        "        for (long j = 0; j < n; j++) {\n"
+        "            double s = 0;\n"
+        "            for (long k = 0; k < n; k++) s += a[i*n + k] * b[k*n + j];\n"
+        "            c[i*n + j] = s;\n"
+        "        }\n"
+        "}\n"
+        "/* The largest column sum of |a| (the 1-norm), at least 'm'. */\n"
+        "static double xc_la_norm1(const double *a, long n, double m) {\n"
+        "    for (long j = 0; j < n; j++) {\n"
+        "        double s = 0;\n"
+        "        for (long i = 0; i < n; i++) s += fabs(a[i*n + j]);\n"
+        "        if (s > m) m = s;\n"
+        "    }\n"
+        "    return m;\n"
+        "}\n"
+        "/* exp(a) into e as lib/linalg_factor.ad's rs_matrix_exp_fwd: a scaled by 2^-s,\n"
+        " * Taylor terms to degree 'deg', then s squarings (t, u: n x n room). */\n"
+        "static void xc_la_expm(const double *a, long n, long s, int deg, double *e, double *t, double *u) {\n"
+        "    double sc = 1;\n"
+        "    for (long k = 0; k < s; k++) sc *= 2;\n"
+        "    for (long i = 0; i < n * n; i++) e[i] = t[i] = (i % (n + 1)) == 0;\n"
+        "    for (int k = 1; k <= deg; k++) {\n"
+        "        for (long i = 0; i < n; i++)\n"
+        "            for (long j = 0; j < n; j++) {\n"
+        "                double v = 0;\n"
+        "                for (long q = 0; q < n; q++) v += t[i*n + q] * (a[q*n + j] / sc);\n"
+        "                u[i*n + j] = v / k;\n"
+        "            }\n"
+        "        for (long i = 0; i < n * n; i++) { t[i] = u[i]; e[i] += u[i]; }\n"
+        "    }\n"
+        "    for (long k = 0; k < s; k++) {\n"
+        "        xc_la_mm(e, e, u, n);\n"
+        "        for (long i = 0; i < n * n; i++) e[i] = u[i];\n"
+        "    }\n"
+        "}\n"},
 };
 
 static void need(ad_xctx *ctx, int h) {
@@ -173,6 +212,9 @@ typedef struct xla {
     char ins[2][32];            /* the operands, voided when the record is empty */
     int nins;
 } xla;
+
+/* lib/linalg_factor.ad's RS_EXPM_DEGREE. */
+#define XLA_EXPM_DEGREE 18
 
 static int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
 
@@ -522,6 +564,87 @@ static int lower_qr(ad_xctx *ctx, const ad_xrec *r) {
     return ADDSL_OK;
 }
 
+/* linalg_matrix_exp(A): one scaling for the whole batch (the largest 1-norm,
+ * as the library's amax over every matrix), then each matrix. */
+static int lower_expm(ad_xctx *ctx, const ad_xrec *r) {
+    xla x;
+    init(&x, ctx);
+    xmat a;
+    int o = r->n->out.ref;
+    if (o < 0) return ad_xl_fail(ctx, "needs one tensor output");
+    int rc = mat_of(&x, ad_xl_pref(r, 0), false, false, &a);
+    if (!rc) rc = square(&x, &a);
+    if (!rc) rc = batch_of(&x, &a, 1);
+    if (rc) return rc;
+    need(ctx, XH_EXPM);
+    int64_t n = a.r;
+    if (!begin(&x, &o, 1, "scaling and squaring of a degree-18 Taylor polynomial (xc_la_expm)") || !n) return finish_empty(&x, &o, 1);
+    scratch(&x, "double", "a", n * n);
+    scratch(&x, "double", "e", n * n);
+    scratch(&x, "double", "t", n * n);
+    scratch(&x, "double", "u", n * n);
+    ad_buf_puts(x.b, "        double norm = 0;\n        long s = 0;\n");
+    open_batch(&x);
+    load(&x, &a, "a");
+    ad_buf_printf(x.b, "            norm = xc_la_norm1(a, %lld, norm);\n        }\n", (long long)n);
+    ad_buf_puts(x.b, "        while (norm > 0.5) { norm = norm / 2; s++; }\n");
+    open_batch(&x);
+    load(&x, &a, "a");
+    ad_buf_printf(x.b, "            xc_la_expm(a, %lld, s, %d, e, t, u);\n", (long long)n, XLA_EXPM_DEGREE);
+    store(&x, o, "e", n, n, false);
+    close_all(&x);
+    return ADDSL_OK;
+}
+
+/* addr(self, vec1, vec2, beta, alpha): beta self + alpha vec1 vec2^T, self
+ * broadcast (not read when beta is 0, as BLAS does not read C). */
+static int lower_addr(ad_xctx *ctx, const ad_xrec *r) {
+    int s = ad_xl_pref(r, 0), a = ad_xl_pref(r, 1), b = ad_xl_pref(r, 2), o = r->n->out.ref;
+    double beta = 1, alpha = 1;
+    if (s < 0 || a < 0 || b < 0 || o < 0) return ad_xl_fail(ctx, "needs tensor operands");
+    if ((ad_xl_pconst(r, 3).t != AD_TNONE && !ad_xl_pnum(r, 3, &beta)) || (ad_xl_pconst(r, 4).t != AD_TNONE && !ad_xl_pnum(r, 4, &alpha)))
+        return ad_xl_fail(ctx, "needs number beta and alpha");
+    const ad_xval *S = &ctx->v[s], *A = &ctx->v[a], *B = &ctx->v[b], *O = &ctx->v[o];
+    if (O->dt != AD_FLOAT32 && O->dt != AD_FLOAT64) return ad_xl_fail(ctx, "is lowered for float32 and float64 only");
+    if (A->ndim != 1 || B->ndim != 1 || O->ndim != 2 || S->ndim > 2) return ad_xl_fail(ctx, "needs 1-D vectors");
+    int64_t ss[2] = {0, 0};
+    for (int j = 0; j < S->ndim; j++) {
+        int d = 2 - S->ndim + j;
+        ss[d] = S->shape[j] == 1 ? 0 : S->st[j];
+    }
+    ad_xl_make_buf(ctx, o);
+    char sn[32], an[32], bn[32], on[32];
+    ad_export_vname(ctx, s, sn, sizeof sn);
+    ad_export_vname(ctx, a, an, sizeof an);
+    ad_export_vname(ctx, b, bn, sizeof bn);
+    ad_export_vname(ctx, o, on, sizeof on);
+    ad_xl_use(ctx, a);
+    ad_xl_use(ctx, b);
+    ad_xl_comment(ctx, beta == 0 ? "alpha outer(vec1, vec2)" : "beta self + alpha outer(vec1, vec2)");
+    ad_buf *bf = ctx->body;
+    const char *t = ad_export_ctype(O->dt);
+    if (!O->numel) {
+        ad_buf_printf(bf, "    (void)%s; (void)%s; (void)%s; (void)%s; /* empty */\n", sn, an, bn, on);
+        return ADDSL_OK;
+    }
+    ctx->v[A->base].read = ctx->v[B->base].read = true;
+    if (beta != 0) { ad_xl_use(ctx, s); ctx->v[S->base].read = true; }
+    else ad_buf_printf(bf, "    (void)%s;\n", sn);
+    ad_buf_printf(bf, "    for (long i = 0; i < %lld; i++)\n        for (long j = 0; j < %lld; j++)\n", (long long)O->shape[0],
+                  (long long)O->shape[1]);
+    ad_buf_printf(bf, "            %s[i*%lld + j] = (%s)", on, (long long)O->shape[1], t);
+    ad_export_literal(bf, O->dt, alpha);
+    ad_buf_printf(bf, " * (%s[%lld + i*%lld] * %s[%lld + j*%lld])", an, (long long)A->off, (long long)A->st[0], bn, (long long)B->off,
+                  (long long)B->st[0]);
+    if (beta != 0) {
+        ad_buf_puts(bf, " + ");
+        ad_export_literal(bf, O->dt, beta);
+        ad_buf_printf(bf, " * %s[%lld + i*%lld + j*%lld]", sn, (long long)S->off, (long long)ss[0], (long long)ss[1]);
+    }
+    ad_buf_puts(bf, ";\n");
+    return ADDSL_OK;
+}
+
 /* rs_named_tuple(type, fields, values): the library's named tuples (lu_unpack,
  * qr, ...) hold the same arrays as 'values': each output is its item. */
 static int lower_named_tuple(ad_xctx *ctx, const ad_xrec *r) {
@@ -558,5 +681,7 @@ int ad_export_lower_linalg(ad_xctx *ctx, const ad_xrec *r) {
     if (multi && !strcmp(nm, "linalg_cholesky_ex")) return lower_cholesky(ctx, r);
     if (multi && !strcmp(nm, "linalg_lu_factor_ex")) return lower_lu_factor(ctx, r);
     if (multi && !strcmp(nm, "linalg_qr")) return lower_qr(ctx, r);
+    if (!multi && !strcmp(nm, "linalg_matrix_exp")) return lower_expm(ctx, r);
+    if (!multi && !strcmp(nm, "addr")) return lower_addr(ctx, r);
     return AD_XL_PASS;
 }
