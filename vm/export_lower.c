@@ -1290,6 +1290,18 @@ static int lower_diagonal(ad_xctx *ctx, const xrec *r) {
     return view_from(ctx, r, src, k, sh, st, sh[k - 1] ? base : x->off);
 }
 
+/* diag(self, diagonal): diag_embed of a vector, the diagonal of a matrix, over dims 0 and 1. */
+static int lower_diag(ad_xctx *ctx, const xrec *r) {
+    int src = pref(r, 0);
+    if (src < 0 || r->np < 2) return fail(ctx, "has no tensor input");
+    xrec q = *r;
+    q.np = 4;
+    q.p[2].a = q.p[3].a = NULL;
+    q.p[2].c = ad_int(0);
+    q.p[3].c = ad_int(1);
+    return ctx->v[src].ndim == 1 ? lower_diag_embed(ctx, &q) : lower_diagonal(ctx, &q);
+}
+
 /* The view t[idx] selects of 'x' for an index of ints, slices, none and
  * '...' (basic indexing): its shape, strides and offset. */
 static int basic_index_view(ad_xctx *ctx, const ad_xval *x, const ad_targ *ix, int64_t *sh, int64_t *st, int64_t *offp,
@@ -1648,6 +1660,7 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (!strcmp(nm, "select")) return lower_select(ctx, r);
     if (!strcmp(nm, "narrow")) return lower_narrow(ctx, r);
     if (!strcmp(nm, "diagonal")) return lower_diagonal(ctx, r);
+    if (!strcmp(nm, "diag")) return lower_diag(ctx, r);
     if (!strcmp(nm, "index_get")) return lower_index_get(ctx, r);
     if (!strcmp(nm, "index_add_at")) return lower_index_add_at(ctx, r);
     if (!strcmp(nm, "cat") || !strcmp(nm, "concat") || !strcmp(nm, "concatenate")) return lower_cat(ctx, r, false);
