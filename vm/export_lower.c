@@ -494,8 +494,8 @@ static const ew_row ew_table[] = {
     {"true_divide", 2, "$0 / $1", NULL},
     {"pow", 2, "pow$F($0, $1)", NULL}, {"float_power", 2, "pow($0, $1)", NULL},
     {"atan2", 2, "atan2$F($0, $1)", NULL}, {"hypot", 2, "hypot$F($0, $1)", NULL},
-    {"copysign", 2, "copysign$F($0, $1)", NULL}, {"fmod", 2, "fmod$F($0, $1)", NULL},
-    {"remainder", 2, "$0 - floor$F($0 / $1) * $1", NULL},
+    {"copysign", 2, "copysign$F($0, $1)", NULL}, {"fmod", 2, "fmod$F($0, $1)", "($1 == 0 ? 0 : $0 % $1)"},
+    {"remainder", 2, "$0 - floor$F($0 / $1) * $1", "($1 == 0 ? 0 : ($0 % $1 != 0 && ($0 % $1 < 0) != ($1 < 0) ? $0 % $1 + $1 : $0 % $1))"},
     {"maximum", 2, "($0 != $0 || $0 > $1 ? $0 : $1)", "($0 > $1 ? $0 : $1)"},
     {"minimum", 2, "($0 != $0 || $0 < $1 ? $0 : $1)", "($0 < $1 ? $0 : $1)"},
     {"fmax", 2, "fmax$F($0, $1)", NULL}, {"fmin", 2, "fmin$F($0, $1)", NULL},
@@ -598,6 +598,10 @@ static int lower_div(ad_xctx *ctx, const xrec *r) {
     ad_value m = pconst(r, 2);
     ad_dtype ct = ctx->v[o].dt;
     if (m.t == AD_TNONE) return emit_map(ctx, r, 2, "$0 / $1", ct, 0);
+    /* int64: C's division truncates; a zero divisor (an error in the interpreter) gives 0 */
+    if (m.t == AD_TSTR && ct == AD_INT64 && !strcmp(m.u.s->data, "trunc")) return emit_map(ctx, r, 2, "($1 == 0 ? 0 : $0 / $1)", ct, 0);
+    if (m.t == AD_TSTR && ct == AD_INT64 && !strcmp(m.u.s->data, "floor"))
+        return emit_map(ctx, r, 2, "($1 == 0 ? 0 : $0 / $1 - ($0 % $1 != 0 && ($0 < 0) != ($1 < 0)))", ct, 0);
     if (m.t != AD_TSTR || (ct != AD_FLOAT32 && ct != AD_FLOAT64)) return fail(ctx, "with this rounding_mode is not lowered");
     if (strcmp(m.u.s->data, "trunc") == 0) return emit_map(ctx, r, 2, "trunc$F($0 / $1)", ct, 0);
     if (strcmp(m.u.s->data, "floor") == 0) return emit_map(ctx, r, 2, "floor$F($0 / $1)", ct, 0);
@@ -1286,6 +1290,18 @@ static int lower_diagonal(ad_xctx *ctx, const xrec *r) {
     return view_from(ctx, r, src, k, sh, st, sh[k - 1] ? base : x->off);
 }
 
+/* diag(self, diagonal): diag_embed of a vector, the diagonal of a matrix, over dims 0 and 1. */
+static int lower_diag(ad_xctx *ctx, const xrec *r) {
+    int src = pref(r, 0);
+    if (src < 0 || r->np < 2) return fail(ctx, "has no tensor input");
+    xrec q = *r;
+    q.np = 4;
+    q.p[2].a = q.p[3].a = NULL;
+    q.p[2].c = ad_int(0);
+    q.p[3].c = ad_int(1);
+    return ctx->v[src].ndim == 1 ? lower_diag_embed(ctx, &q) : lower_diagonal(ctx, &q);
+}
+
 /* The view t[idx] selects of 'x' for an index of ints, slices, none and
  * '...' (basic indexing): its shape, strides and offset. */
 static int basic_index_view(ad_xctx *ctx, const ad_xval *x, const ad_targ *ix, int64_t *sh, int64_t *st, int64_t *offp,
@@ -1589,6 +1605,9 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     const ad_tnode *n = r->n;
     int xl = ad_export_lower_index(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_multi(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_lower_linalg(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_lower_conv(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_lower_fft(ctx, r);
     if (xl != AD_XL_PASS) return xl;
     if (n->kind == AD_TN_COMPARE) return lower_compare(ctx, r);
     if (n->kind == AD_TN_GETATTR) {
@@ -1641,6 +1660,7 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (!strcmp(nm, "select")) return lower_select(ctx, r);
     if (!strcmp(nm, "narrow")) return lower_narrow(ctx, r);
     if (!strcmp(nm, "diagonal")) return lower_diagonal(ctx, r);
+    if (!strcmp(nm, "diag")) return lower_diag(ctx, r);
     if (!strcmp(nm, "index_get")) return lower_index_get(ctx, r);
     if (!strcmp(nm, "index_add_at")) return lower_index_add_at(ctx, r);
     if (!strcmp(nm, "cat") || !strcmp(nm, "concat") || !strcmp(nm, "concatenate")) return lower_cat(ctx, r, false);
@@ -1680,15 +1700,19 @@ static int lower_record(ad_xctx *ctx) {
         return ADDSL_OK;
     /* builtins the tracer keeps in place that only compute */
     static const char *const pure[] = {"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
-                                       "isfinite"};
+                                       "isfinite", "rs_named_tuple"};
     bool known = false;
     for (size_t i = 0; i < sizeof pure / sizeof pure[0] && n->kind == AD_TN_BUILTIN; i++)
         if (!strcmp(n->fn.u.bi->name, pure[i])) known = true;
+    if (n->random) return fail(ctx, "draws random numbers, and an exported function has no generator state (the interpreter's is in its state): make the draws outside f and pass them in");
+    if (n->kind == AD_TN_BUILTIN && (!strcmp(n->fn.u.bi->name, "grad") || !strcmp(n->fn.u.bi->name, "jvp")))
+        return fail(ctx, "was kept as one record: a derivative formula of the op library reads a traced value (data-dependent control flow, such as det's test for a zero determinant), which C cannot follow");
     if ((n->effect && !data && !known) || n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX)
         return fail(ctx, "writes to a tensor or has a side effect, which an exported function cannot have");
     xrec r;
     int rc = n->out.sub ? bind(ctx, n, &r) : ADDSL_OK;
     if (!rc && n->out.sub && (rc = ad_export_lower_multi(ctx, &r)) == AD_XL_PASS) rc = ad_export_lower_traj(ctx, &r);
+    if (n->out.sub && rc == AD_XL_PASS) rc = ad_export_lower_linalg(ctx, &r);
     if (n->out.sub && rc != AD_XL_PASS) return rc;
     if (n->out.ref < 0) return fail(ctx, "has several outputs or none, which the exporter does not lower yet");
     rc = bind(ctx, n, &r);

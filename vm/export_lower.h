@@ -19,7 +19,10 @@ typedef struct ad_xrec {
 
 /* The lowerings of the files above, asked in turn by export_lower.c. */
 int ad_export_lower_multi(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_conv(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_fft(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_index(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_linalg(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_traj(ad_xctx *ctx, const ad_xrec *r);
 
 /* The record's name (op or builtin). */
