@@ -17,6 +17,7 @@ struct ad_kreg;
 struct ad_vm;
 struct ad_globals;
 struct ad_device;
+struct ad_cairo_api;
 
 /* Internal status codes are the public ones. */
 #define AD_OK ADDSL_OK
@@ -60,6 +61,7 @@ struct addsl_state {
     struct ad_dict *dicts;     /* every live dict (vm/dict.c), emptied at close to free cycles */
     struct ad_dict *modules;   /* imported files (vm/module.c): real path -> module, or its name while it runs */
     struct ad_mpi *mpi;        /* rank, size and communicator (builtins/bi_mpi.c) */
+    struct ad_cairo_api *cairo;/* plot()'s cairo functions (builtins/cairo_lazy.c), NULL until used */
     struct ad_trace *trace;    /* compile() is tracing a function (vm/trace.h), else NULL */
     char export_c_path[1024];  /* addsl --export-c OUT.c: the path every export_c call writes; "" unless set */
     int export_c_calls;        /* export_c calls that wrote files since it was set */
