@@ -157,6 +157,9 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
             op->vjp[i].fn = regs[r++];
             ad_value_incref(op->vjp[i].fn);
             op->vjp[i].uses = vjp_uses(op, op->vjp[i].fn);
+            if (op->vjp[i].fn.t == AD_TFUNC)
+                ad_formula_fast_plan(op->vjp[i].fn.u.fn->p, ad_op_formula_nargs(op->nparams, op->nout, op->outnames != NULL),
+                                     &op->vjp[i].fast);
             op->vjp[i].reads = t->vjp_reads[i];
             op->vjp[i].reads_result = (t->vjp_reads_result >> i) & 1u;
             op->reads_args |= op->vjp[i].reads;

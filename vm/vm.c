@@ -1556,6 +1556,40 @@ int ad_vm_call_value_kw(ad_state *S, ad_value fn, int argc, const ad_value *argv
     return execute(S, floor, out);
 }
 
+/* One instruction of closure fn run from C: the call (OP_CALL, callee) or
+ * the operator (an arith opcode) at instruction 'pc', on argv. fn's frame
+ * is pushed with none of its registers set, so that an error gets the
+ * traceback the whole closure would give (vm/formula_fast.c). */
+int ad_vm_call_in_frame(ad_state *S, ad_closure *fn, int pc, int opcode, ad_value callee, int argc,
+                        const ad_value *argv, ad_value *out) {
+    struct ad_vm *vm = S->vm;
+    *out = ad_none();
+    int base = vm->nframes ? vm->frames[vm->nframes - 1].base + vm->frames[vm->nframes - 1].fn->p->nregs : 0;
+    int floor = vm->nframes;
+    if (!vm->nframes) vm->err_located = false;
+    int rc = push_frame(S, fn, base, -1);
+    if (rc) return rc;
+    vm->frames[vm->nframes - 1].pc = fn->p->code + pc + 1; /* as SAVEPC leaves it */
+    if (opcode != OP_CALL) {
+        rc = arith(S, (ad_opcode)opcode, argv[0], argv[1], out);
+    } else {
+        ad_value_incref(callee); /* the global may be rebound while it runs */
+        if (callee.t == AD_TFUNC) rc = poll_interrupt(S);
+        if (!rc) rc = ad_vm_call_value(S, callee, argc, argv, out);
+        ad_value_decref(S, callee);
+    }
+    if (rc) {
+        ad_value_decref(S, *out);
+        *out = ad_none();
+        return raise_error(S, floor, rc);
+    }
+    /* Its registers were never written: popped without clearing them. */
+    ad_frame *f = &vm->frames[--vm->nframes];
+    ad_value fv; fv.t = AD_TFUNC; fv.u.fn = f->fn;
+    ad_value_decref(S, fv);
+    return ADDSL_OK;
+}
+
 /* ---- disassembler ---- */
 
 typedef enum { F_ABC, F_ABx, F_AsBx, F_A } ad_fmt;
