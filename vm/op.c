@@ -11,6 +11,7 @@
 
 #include "../builtins/builtins.h"
 #include "autograd.h"
+#include "library.h"
 #include "state.h"
 #include "suggest.h"
 #include "tensor.h"
@@ -340,7 +341,9 @@ static ad_tensor *fit_tangent(ad_state *S, ad_tensor *t, const ad_tensor *out) {
     if (!z) return NULL;
     ad_tensor *r = NULL;
     /* Traced, the broadcast is an op call too: a copy made here would be a constant of the program. */
-    if ((t->fw_grad || t->grad_fn || ad_trace_on(S)) && S->op_add) {
+    bool keep_graph = t->fw_grad || t->grad_fn || ad_trace_on(S);
+    if (keep_graph && ad_library_ensure_operator(S, AD_OPER_ADD)) { ad_tensor_decref(S, z); return NULL; }
+    if (keep_graph && S->op_add) {
         ad_value sum = ad_none();
         int rc = ad_op_call(S, S->op_add, (ad_value[]){ad_tensor_value(t), ad_tensor_value(z)}, 2, NULL, &sum);
         ad_tensor_decref(S, z);

@@ -55,6 +55,7 @@ struct addsl_state {
     bool anomaly;              /* inside detect_anomaly { } */
     bool bar_shown;            /* a progress() bar ends the terminal's last line (builtins/progress.c) */
     bool ops_ready;            /* the operators' ops are loaded (vm/library.c) */
+    unsigned ops_loaded;       /* bit AD_OPER_*: that operator's op is loaded (vm/library.c) */
     bool *lib_loaded;          /* per library file */
     uint64_t grad_epoch;       /* bumped per backward pass */
     struct ad_opdef *op_add, *op_sub, *op_mul, *op_div, *op_rem, *op_pow, *op_neg, *op_matmul, *op_index, *op_sum;

@@ -444,7 +444,10 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
     if (op == OP_MOD && a.t == AD_TSTR) return ad_format_percent(S, a.u.s, b, out); /* "%.3f" % x */
     if (a.t == AD_TTENSOR || b.t == AD_TTENSOR) {
         /* Through the differentiable op when the library defines one. */
-        int lrc = ad_library_ensure_operators(S);
+        int which = op == OP_ADD ? AD_OPER_ADD : op == OP_SUB ? AD_OPER_SUB : op == OP_MUL ? AD_OPER_MUL
+                  : op == OP_DIV || op == OP_IDIV ? AD_OPER_DIV : op == OP_MOD ? AD_OPER_REM
+                  : op == OP_POW ? AD_OPER_POW : op == OP_MATMUL ? AD_OPER_MATMUL : -1;
+        int lrc = which >= 0 ? ad_library_ensure_operator(S, which) : ad_library_ensure_operators(S);
         if (lrc) return lrc;
         ad_opdef *dop = NULL;
         switch (op) {
@@ -616,7 +619,7 @@ static int index_seq(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
 
 static int get_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_value *out) {
     if (obj.t == AD_TTENSOR) {
-        int rc = ad_library_ensure_operators(S);
+        int rc = ad_library_ensure_operator(S, AD_OPER_INDEX);
         if (rc) return rc;
     }
     if (obj.t == AD_TTENSOR && S->op_index) {
@@ -1185,7 +1188,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             if (num_like(a)) { setreg(S, RA, make_num(-num_of(a), int_like(a))); vmbreak; }
             SAVEPC();
             if (a.t != AD_TTENSOR) CHECK(ad_error(S, "bad operand type for unary -: %s", ad_type_name(a)));
-            CHECK(ad_library_ensure_operators(S));
+            CHECK(ad_library_ensure_operator(S, AD_OPER_NEG));
             if (S->op_neg) CHECK(ad_op_call(S, S->op_neg, &a, 1, NULL, &out));
             else CHECK(ad_bi_neg(S, a, &out));
             RELOAD();
