@@ -2,7 +2,7 @@
  * parameters, recognised in its bytecode when the op is built and run
  * directly by the backward engine (vm/autograd.c). A formula frame costs
  * binding ~8 arguments into registers and clearing them again, for a body
- * of two to five instructions; that was a third of the engine's overhead
+ * of two to six instructions; that was a third of the engine's overhead
  * per formula on an LSTM's backward. */
 #include "formula_fast.h"
 
@@ -38,11 +38,18 @@ void ad_formula_fast_plan(const ad_proto *p, int nformula, ad_formula_fast *ff) 
         ff->args[0] = (uint8_t)AD_B(i0); ff->args[1] = (uint8_t)AD_C(i0);
         return;
     }
-    /* `f(grad, result)`: GETGLOBAL(S) r g; MOVE r+1 a; ...; CALL r n 0; [MOVE d r;] RETURN d 1 */
+    /* `f(grad, self.shape)`: GETGLOBAL(S) r g; MOVE r+1 a or GETATTR r+1 a attr; ...; CALL r n 0;
+     * [MOVE d r;] RETURN d 1 */
     if (o0 != OP_GETGLOBAL && o0 != OP_GETGLOBALS) return;
     int r = AD_A(i0), n = 0, i = 1;
-    while (i < p->ncode && AD_OP(p->code[i]) == OP_MOVE && AD_A(p->code[i]) == r + 1 + n) {
+    ff->has_attrs = false;
+    while (i < p->ncode && (AD_OP(p->code[i]) == OP_MOVE || AD_OP(p->code[i]) == OP_GETATTR) &&
+           AD_A(p->code[i]) == r + 1 + n) {
         if (AD_B(p->code[i]) >= np || n == AD_FF_MAX_ARGS) return;
+        bool attr = AD_OP(p->code[i]) == OP_GETATTR;
+        ff->attrs[n] = attr ? (int16_t)AD_C(p->code[i]) : -1;
+        ff->attr_pcs[n] = i;
+        ff->has_attrs |= attr;
         ff->args[n++] = (uint8_t)AD_B(p->code[i]);
         i++;
     }
@@ -78,6 +85,7 @@ int ad_formula_fast_call(ad_state *S, const ad_formula_fast *ff, ad_value fn, co
         if (callee.t != AD_TBUILTIN && callee.t != AD_TOP && callee.t != AD_TFUNC) return ADDSL_OK;
     }
     *done = true;
+    bool attrs = ff->kind == AD_FF_CALL && ff->has_attrs;
     return ad_vm_call_in_frame(S, fn.u.fn, ff->pc, ff->kind == AD_FF_CALL ? OP_CALL : ff->opcode, callee,
-                               ff->nargs, argv, out);
+                               ff->nargs, argv, attrs ? ff->attrs : NULL, attrs ? ff->attr_pcs : NULL, out);
 }

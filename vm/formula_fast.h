@@ -1,7 +1,8 @@
 /* formula_fast.h: VJP formulas whose body is one call or one operator on
  * their parameters (most of the op library's: `grad * other`,
- * `tanh_backward(grad, result)`, `grad`), run by the backward engine without
- * binding the formula's arguments into a frame of registers. */
+ * `tanh_backward(grad, result)`, `grad`, `index_backward(grad, self.shape,
+ * self.dtype, idx)`), run by the backward engine without binding the
+ * formula's arguments into a frame of registers. */
 #ifndef AD_FORMULA_FAST_H
 #define AD_FORMULA_FAST_H
 
@@ -11,13 +12,13 @@
 #include "value.h"
 #include "vm.h"
 
-#define AD_FF_MAX_ARGS 8
+#define AD_FF_MAX_ARGS AD_VM_FRAME_CALL_MAX_ARGS
 
 typedef enum {
     AD_FF_NONE = 0,   /* run the closure */
     AD_FF_PARAM,      /* returns one of its parameters */
     AD_FF_ARITH,      /* one arithmetic operator on two parameters */
-    AD_FF_CALL        /* one call of a global on parameters */
+    AD_FF_CALL        /* one call of a global on parameters and their attributes */
 } ad_ff_kind;
 
 typedef struct ad_formula_fast {
@@ -27,7 +28,10 @@ typedef struct ad_formula_fast {
     uint8_t nargs;
     int pc;             /* the instruction that may raise an error */
     int slot;           /* AD_FF_CALL: the callee's global slot */
-    uint8_t args[AD_FF_MAX_ARGS]; /* the formula parameter each argument is */
+    uint8_t args[AD_FF_MAX_ARGS]; /* the formula parameter each argument is (or is an attribute of) */
+    bool has_attrs;     /* AD_FF_CALL: some argument is an attribute (self.shape) */
+    int16_t attrs[AD_FF_MAX_ARGS];   /* its attribute (ad_attr), -1: the parameter itself */
+    int attr_pcs[AD_FF_MAX_ARGS];    /* the GETATTR reading it */
 } ad_formula_fast;
 
 /* What the compiled formula p (taking nformula arguments) does, into *ff

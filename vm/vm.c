@@ -1560,27 +1560,43 @@ int ad_vm_call_value_kw(ad_state *S, ad_value fn, int argc, const ad_value *argv
 }
 
 /* One instruction of closure fn run from C: the call (OP_CALL, callee) or
- * the operator (an arith opcode) at instruction 'pc', on argv. fn's frame
- * is pushed with none of its registers set, so that an error gets the
- * traceback the whole closure would give (vm/formula_fast.c). */
+ * the operator (an arith opcode) at instruction 'pc', on argv, where
+ * argument i is attribute attrs[i] of argv[i] (read by the instruction at
+ * attr_pcs[i]) when attrs and attrs[i] >= 0. fn's frame is pushed with none
+ * of its registers set, so that an error gets the traceback the whole
+ * closure would give (vm/formula_fast.c). */
 int ad_vm_call_in_frame(ad_state *S, ad_closure *fn, int pc, int opcode, ad_value callee, int argc,
-                        const ad_value *argv, ad_value *out) {
+                        const ad_value *argv, const int16_t *attrs, const int *attr_pcs, ad_value *out) {
     struct ad_vm *vm = S->vm;
     *out = ad_none();
+    if (argc > AD_VM_FRAME_CALL_MAX_ARGS) return ad_error(S, "too many arguments");
     int base = vm->nframes ? vm->frames[vm->nframes - 1].base + vm->frames[vm->nframes - 1].fn->p->nregs : 0;
     int floor = vm->nframes;
     if (!vm->nframes) vm->err_located = false;
     int rc = push_frame(S, fn, base, -1);
     if (rc) return rc;
-    vm->frames[vm->nframes - 1].pc = fn->p->code + pc + 1; /* as SAVEPC leaves it */
-    if (opcode != OP_CALL) {
-        rc = arith(S, (ad_opcode)opcode, argv[0], argv[1], out);
-    } else {
-        ad_value_incref(callee); /* the global may be rebound while it runs */
-        if (callee.t == AD_TFUNC) rc = poll_interrupt(S);
-        if (!rc) rc = ad_vm_call_value(S, callee, argc, argv, out);
-        ad_value_decref(S, callee);
+    ad_value args[AD_VM_FRAME_CALL_MAX_ARGS];
+    int got = 0; /* attribute values read so far (owned) */
+    for (int i = 0; i < argc; i++) args[i] = argv[i];
+    for (int i = 0; attrs && i < argc && !rc; i++) {
+        if (attrs[i] < 0) continue;
+        vm->frames[vm->nframes - 1].pc = fn->p->code + attr_pcs[i] + 1;
+        rc = get_attr(S, argv[i], attrs[i], &args[i]);
+        if (!rc) got = i + 1;
     }
+    if (!rc) {
+        vm->frames[vm->nframes - 1].pc = fn->p->code + pc + 1; /* as SAVEPC leaves it */
+        if (opcode != OP_CALL) {
+            rc = arith(S, (ad_opcode)opcode, args[0], args[1], out);
+        } else {
+            ad_value_incref(callee); /* the global may be rebound while it runs */
+            if (callee.t == AD_TFUNC) rc = poll_interrupt(S);
+            if (!rc) rc = ad_vm_call_value(S, callee, argc, args, out);
+            ad_value_decref(S, callee);
+        }
+    }
+    for (int i = 0; attrs && i < got; i++)
+        if (attrs[i] >= 0) ad_value_decref(S, args[i]);
     if (rc) {
         ad_value_decref(S, *out);
         *out = ad_none();
