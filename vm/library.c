@@ -79,6 +79,7 @@ int ad_global_resolve(ad_state *S, int *slot) {
 int ad_library_ensure_operators(ad_state *S) {
     if (S->ops_ready) return ADDSL_OK;
     S->ops_ready = true;
+    S->ops_loaded = (1u << AD_OPER__COUNT) - 1;
     for (size_t i = 0; i < sizeof operator_names / sizeof operator_names[0]; i++) {
         int slot = ad_global_slot(S, operator_names[i], false);
         if (slot < 0) continue;

@@ -447,7 +447,8 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
         int which = op == OP_ADD ? AD_OPER_ADD : op == OP_SUB ? AD_OPER_SUB : op == OP_MUL ? AD_OPER_MUL
                   : op == OP_DIV || op == OP_IDIV ? AD_OPER_DIV : op == OP_MOD ? AD_OPER_REM
                   : op == OP_POW ? AD_OPER_POW : op == OP_MATMUL ? AD_OPER_MATMUL : -1;
-        int lrc = which >= 0 ? ad_library_ensure_operator(S, which) : ad_library_ensure_operators(S);
+        int lrc = which < 0 ? ad_library_ensure_operators(S)
+                : (S->ops_loaded >> which) & 1u ? ADDSL_OK : ad_library_ensure_operator(S, which);
         if (lrc) return lrc;
         ad_opdef *dop = NULL;
         switch (op) {
