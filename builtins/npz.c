@@ -4,13 +4,13 @@
 
 #include <errno.h>
 #include <string.h>
-#include <zip.h>
 
 #include "buf.h"
 #include "fileio.h"
 #include "npy.h"
 #include "state.h"
 #include "tensor.h"
+#include "zip_lazy.h"
 
 /* Every key a string (a member name) and every value a tensor. */
 static int check_entries(ad_state *S, const char *path, const ad_dict *d) {
@@ -28,8 +28,8 @@ static int check_entries(ad_state *S, const char *path, const ad_dict *d) {
     return ADDSL_OK;
 }
 
-static int zip_fail(ad_state *S, const char *path, zip_t *za) {
-    return ad_error_code(S, ADDSL_EIO, "save(): cannot write '%s': %s", path, zip_strerror(za));
+static int npz_fail(ad_state *S, const char *path, zip_t *za) {
+    return ad_error_code(S, ADDSL_EIO, "save(): cannot write '%s': %s", path, S->zip->zip_strerror(za));
 }
 
 /* A member's bytes, streamed to libzip from the tensor itself (its header, then
@@ -44,6 +44,7 @@ typedef struct member_src {
 
 static zip_int64_t member_cb(void *ud, void *data, zip_uint64_t len, zip_source_cmd_t cmd) {
     member_src *m = ud;
+    ad_state *S = m->S;
     switch (cmd) {
     case ZIP_SOURCE_OPEN: m->pos = 0; return 0;
     case ZIP_SOURCE_READ: {
@@ -60,23 +61,23 @@ static zip_int64_t member_cb(void *ud, void *data, zip_uint64_t len, zip_source_
     case ZIP_SOURCE_CLOSE: return 0;
     case ZIP_SOURCE_STAT: {
         zip_stat_t *st = data;
-        if (len < sizeof *st) { zip_error_set(&m->err, ZIP_ER_INVAL, 0); return -1; }
-        zip_stat_init(st);
+        if (len < sizeof *st) { S->zip->zip_error_set(&m->err, ZIP_ER_INVAL, 0); return -1; }
+        S->zip->zip_stat_init(st);
         st->size = m->size;
         st->valid |= ZIP_STAT_SIZE;
         return sizeof *st;
     }
-    case ZIP_SOURCE_ERROR: return zip_error_to_data(&m->err, data, len);
+    case ZIP_SOURCE_ERROR: return S->zip->zip_error_to_data(&m->err, data, len);
     case ZIP_SOURCE_FREE:
         ad_buf_free(&m->hdr);
         ad_tensor_decref(m->S, m->c);
-        zip_error_fini(&m->err);
+        S->zip->zip_error_fini(&m->err);
         ad_free(m->S, m);
         return 0;
     case ZIP_SOURCE_SUPPORTS:
-        return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE, ZIP_SOURCE_STAT,
+        return S->zip->zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE, ZIP_SOURCE_STAT,
                                               ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE, -1);
-    default: zip_error_set(&m->err, ZIP_ER_OPNOTSUPP, 0); return -1;
+    default: S->zip->zip_error_set(&m->err, ZIP_ER_OPNOTSUPP, 0); return -1;
     }
 }
 
@@ -88,17 +89,17 @@ static int member_source(ad_state *S, const char *path, zip_t *za, ad_tensor *t,
     m->S = S;
     m->pos = 0;
     ad_buf_init(&m->hdr, S);
-    zip_error_init(&m->err);
+    S->zip->zip_error_init(&m->err);
     m->c = ad_tensor_contiguous(S, t);
     int rc = m->c ? ad_npy_header(S, m->c, &m->hdr) : (S->errcode ? S->errcode : ad_nomem(S));
     if (!rc) {
         m->size = m->hdr.len + (zip_uint64_t)m->c->numel * ad_dtype_size(m->c->dtype);
-        if (!(*src = zip_source_function(za, member_cb, m))) rc = zip_fail(S, path, za);
+        if (!(*src = S->zip->zip_source_function(za, member_cb, m))) rc = npz_fail(S, path, za);
     }
     if (rc) {
         ad_buf_free(&m->hdr);
         if (m->c) ad_tensor_decref(S, m->c);
-        zip_error_fini(&m->err);
+        S->zip->zip_error_fini(&m->err);
         ad_free(S, m);
     }
     return rc;
@@ -116,10 +117,10 @@ static int add_members(ad_state *S, const char *path, zip_t *za, const ad_dict *
         zip_source_t *src;
         int rc = member_source(S, path, za, v.u.tensor, &src);
         if (rc) { ad_buf_free(&name); return rc; }
-        zip_int64_t idx = zip_file_add(za, name.data, src, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE);
+        zip_int64_t idx = S->zip->zip_file_add(za, name.data, src, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE);
         ad_buf_free(&name);
-        if (idx < 0) { zip_source_free(src); return zip_fail(S, path, za); }
-        if (zip_set_file_compression(za, (zip_uint64_t)idx, ZIP_CM_STORE, 0) != 0) return zip_fail(S, path, za);
+        if (idx < 0) { S->zip->zip_source_free(src); return npz_fail(S, path, za); }
+        if (S->zip->zip_set_file_compression(za, (zip_uint64_t)idx, ZIP_CM_STORE, 0) != 0) return npz_fail(S, path, za);
     }
     return ADDSL_OK;
 }
@@ -127,6 +128,7 @@ static int add_members(ad_state *S, const char *path, zip_t *za, const ad_dict *
 int ad_npz_save(ad_state *S, const char *path, const ad_dict *d) {
     int rc = check_entries(S, path, d);
     if (rc) return rc;
+    if (!ad_zip_api_get(S, "save")) return S->errcode;
     ad_atomic_file af;
     if ((rc = ad_atomic_begin(S, "save", path, &af))) return rc;
     if (d->len == 0) {
@@ -138,27 +140,28 @@ int ad_npz_save(ad_state *S, const char *path, const ad_dict *d) {
     }
     if ((rc = ad_atomic_release_stream(S, "save", &af))) return rc;
     int zerr = 0;
-    zip_t *za = zip_open(af.tmp, ZIP_TRUNCATE, &zerr);
+    zip_t *za = S->zip->zip_open(af.tmp, ZIP_TRUNCATE, &zerr);
     if (!za) {
         ad_atomic_abort(S, &af);
         return ad_error_code(S, ADDSL_EIO, "save(): cannot write '%s' (libzip error %d)", path, zerr);
     }
     rc = add_members(S, path, za, d);
-    if (!rc && zip_close(za) != 0) rc = zip_fail(S, path, za);
-    if (rc) { zip_discard(za); ad_atomic_abort(S, &af); return rc; }
+    if (!rc && S->zip->zip_close(za) != 0) rc = npz_fail(S, path, za);
+    if (rc) { S->zip->zip_discard(za); ad_atomic_abort(S, &af); return rc; }
     return ad_atomic_commit_path(S, "save", &af);
 }
 
 /* A member open for reading, as a stdio stream (fopencookie) for the .npy
  * reader, so the data goes straight from libzip into the new tensor. */
 typedef struct member_in {
+    ad_state *S;
     zip_file_t *zf;
     int64_t pos;
 } member_in;
 
 static ssize_t member_read(void *cookie, char *buf, size_t size) {
     member_in *m = cookie;
-    zip_int64_t got = zip_fread(m->zf, buf, size);
+    zip_int64_t got = m->S->zip->zip_fread(m->zf, buf, size);
     if (got < 0) { errno = EIO; return -1; }
     m->pos += got;
     return (ssize_t)got;
@@ -174,16 +177,16 @@ static int member_seek(void *cookie, off64_t *off, int whence) {
 
 static int member_fail(ad_state *S, const char *path, const char *name, zip_t *za, zip_file_t *zf) {
     return ad_error_code(S, ADDSL_EIO, "load('%s'): cannot read member '%s': %s", path, name,
-                         zf ? zip_file_strerror(zf) : zip_strerror(za));
+                         zf ? S->zip->zip_file_strerror(zf) : S->zip->zip_strerror(za));
 }
 
 /* Member i of za, parsed as .npy. */
 static int read_member(ad_state *S, const char *path, zip_t *za, zip_uint64_t i, const char *name, ad_tensor **t) {
     zip_stat_t st;
-    zip_stat_init(&st);
-    if (zip_stat_index(za, i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE)) return member_fail(S, path, name, za, NULL);
+    S->zip->zip_stat_init(&st);
+    if (S->zip->zip_stat_index(za, i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE)) return member_fail(S, path, name, za, NULL);
     if (st.size > INT64_MAX) return ad_error(S, "load('%s'): member '%s' is too large", path, name);
-    member_in m = {zip_fopen_index(za, i, 0), 0};
+    member_in m = {S, S->zip->zip_fopen_index(za, i, 0), 0};
     if (!m.zf) return member_fail(S, path, name, za, NULL);
     FILE *f = fopencookie(&m, "rb", (cookie_io_functions_t){member_read, NULL, member_seek, NULL});
     ad_buf label;
@@ -193,35 +196,36 @@ static int read_member(ad_state *S, const char *path, zip_t *za, zip_uint64_t i,
     ad_buf_free(&label);
     if (f) fclose(f);
     /* A read that failed inside libzip (a CRC or inflate error) says so, not just "I/O error". */
-    zip_error_t *ze = zip_file_get_error(m.zf);
-    if (rc && ze && zip_error_code_zip(ze) != ZIP_ER_OK) rc = member_fail(S, path, name, za, m.zf);
+    zip_error_t *ze = S->zip->zip_file_get_error(m.zf);
+    if (rc && ze && S->zip->zip_error_code_zip(ze) != ZIP_ER_OK) rc = member_fail(S, path, name, za, m.zf);
     /* libzip checks a member's CRC when its end is read; read to the end. */
     char rest[256];
     zip_int64_t got;
-    while (!rc && (got = zip_fread(m.zf, rest, sizeof rest)) != 0)
+    while (!rc && (got = S->zip->zip_fread(m.zf, rest, sizeof rest)) != 0)
         if (got < 0) rc = member_fail(S, path, name, za, m.zf);
-    zip_fclose(m.zf);
+    S->zip->zip_fclose(m.zf);
     if (rc && *t) { ad_tensor_decref(S, *t); *t = NULL; }
     return rc;
 }
 
 int ad_npz_load(ad_state *S, const char *path, ad_dict **out) {
+    if (!ad_zip_api_get(S, "load")) return S->errcode;
     int zerr = 0;
-    zip_t *za = zip_open(path, ZIP_RDONLY, &zerr);
+    zip_t *za = S->zip->zip_open(path, ZIP_RDONLY, &zerr);
     if (!za) {
         zip_error_t e;
-        zip_error_init_with_code(&e, zerr);
+        S->zip->zip_error_init_with_code(&e, zerr);
         int rc = ad_error_code(S, zerr == ZIP_ER_NOENT || zerr == ZIP_ER_OPEN ? ADDSL_EIO : ADDSL_ERUNTIME,
-                               "load(): cannot read '%s' as a .npz archive: %s", path, zip_error_strerror(&e));
-        zip_error_fini(&e);
+                               "load(): cannot read '%s' as a .npz archive: %s", path, S->zip->zip_error_strerror(&e));
+        S->zip->zip_error_fini(&e);
         return rc;
     }
     ad_dict *d = ad_dict_new(S);
     int rc = d ? ADDSL_OK : ADDSL_ENOMEM;
-    zip_int64_t n = zip_get_num_entries(za, 0);
+    zip_int64_t n = S->zip->zip_get_num_entries(za, 0);
     for (zip_int64_t i = 0; !rc && i < n; i++) {
-        const char *name = zip_get_name(za, (zip_uint64_t)i, 0);
-        if (!name) { rc = ad_error_code(S, ADDSL_EIO, "load('%s'): %s", path, zip_strerror(za)); break; }
+        const char *name = S->zip->zip_get_name(za, (zip_uint64_t)i, 0);
+        if (!name) { rc = ad_error_code(S, ADDSL_EIO, "load('%s'): %s", path, S->zip->zip_strerror(za)); break; }
         size_t len = strlen(name);
         if (len < 5 || strcmp(name + len - 4, ".npy") != 0) {
             rc = ad_error(S, "load('%s'): member '%s' is not a .npy file", path, name);
@@ -235,7 +239,7 @@ int ad_npz_load(ad_state *S, const char *path, ad_dict **out) {
         rc = key.failed ? (ad_tensor_decref(S, t), ad_nomem(S)) : ad_dict_set_str(S, d, key.data, ad_tensor_value(t));
         ad_buf_free(&key);
     }
-    zip_discard(za);
+    S->zip->zip_discard(za);
     if (rc) { if (d) ad_value_decref(S, ad_dict_value(d)); return rc; }
     *out = d;
     return ADDSL_OK;

@@ -13,8 +13,7 @@
 #include "tensor.h"
 
 #ifdef HAVE_CAIRO
-#include <cairo.h>
-#include <cairo-svg.h>
+#include "cairo_lazy.h"
 
 /* Everything up to bi_plot exists only with cairo; without it plot() is a
  * builtin that says how to get it (so scripts and help() still know the name). */
@@ -307,126 +306,129 @@ static void tick_label(char *out, size_t n, double v, double step, bool log) {
 
 typedef struct rect { double x, y, w, h; } rect;
 
+/* A cairo context with the functions to draw on it (loaded on first use). */
+typedef struct canvas { const ad_cairo_api *api; cairo_t *cr; } canvas;
+
 static double to_px_x(const rect *r, const axis *a, double v) { return r->x + (v - a->lo) / (a->hi - a->lo) * r->w; }
 static double to_px_y(const rect *r, const axis *a, double v) { return r->y + r->h - (v - a->lo) / (a->hi - a->lo) * r->h; }
 
-static void text_at(cairo_t *cr, const char *s, double x, double y, double ax, double ay) {
+static void text_at(const canvas *cr, const char *s, double x, double y, double ax, double ay) {
     cairo_text_extents_t e;
-    cairo_text_extents(cr, s, &e);
-    cairo_move_to(cr, x - e.width * ax - e.x_bearing, y + e.height * ay - (e.height + e.y_bearing));
-    cairo_show_text(cr, s);
+    cr->api->cairo_text_extents(cr->cr, s, &e);
+    cr->api->cairo_move_to(cr->cr, x - e.width * ax - e.x_bearing, y + e.height * ay - (e.height + e.y_bearing));
+    cr->api->cairo_show_text(cr->cr, s);
 }
 
 /* Grid lines and tick labels of one axis; 'vertical' is the y axis. On a log
  * axis ticks sit on powers of ten (step a whole number of decades). */
-static void draw_ticks(cairo_t *cr, const rect *r, const axis *a, bool vertical) {
+static void draw_ticks(const canvas *cr, const rect *r, const axis *a, bool vertical) {
     double step = nice_step(a->hi - a->lo);
     if (a->log && step < 1) step = 1;
     char buf[48];
     for (double v = ceil(a->lo / step) * step; v <= a->hi + step * 1e-9; v += step) {
         double px = vertical ? to_px_y(r, a, v) : to_px_x(r, a, v);
-        cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
-        if (vertical) { cairo_move_to(cr, r->x, px); cairo_line_to(cr, r->x + r->w, px); }
-        else { cairo_move_to(cr, px, r->y); cairo_line_to(cr, px, r->y + r->h); }
-        cairo_stroke(cr);
-        cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
+        cr->api->cairo_set_source_rgb(cr->cr, 0.88, 0.88, 0.88);
+        if (vertical) { cr->api->cairo_move_to(cr->cr, r->x, px); cr->api->cairo_line_to(cr->cr, r->x + r->w, px); }
+        else { cr->api->cairo_move_to(cr->cr, px, r->y); cr->api->cairo_line_to(cr->cr, px, r->y + r->h); }
+        cr->api->cairo_stroke(cr->cr);
+        cr->api->cairo_set_source_rgb(cr->cr, 0.15, 0.15, 0.15);
         tick_label(buf, sizeof buf, v, step, a->log);
         if (vertical) text_at(cr, buf, r->x - 6, px, 1.0, 0.5);
         else text_at(cr, buf, px, r->y + r->h + 6, 0.5, 1.0);
     }
 }
 
-static void draw_series(cairo_t *cr, const figure *f, const rect *r, const axis *ax, const axis *ay, const series *s, int k) {
-    cairo_set_source_rgb(cr, palette[k % 10][0], palette[k % 10][1], palette[k % 10][2]);
-    cairo_set_line_width(cr, 1.6);
+static void draw_series(const canvas *cr, const figure *f, const rect *r, const axis *ax, const axis *ay, const series *s, int k) {
+    cr->api->cairo_set_source_rgb(cr->cr, palette[k % 10][0], palette[k % 10][1], palette[k % 10][2]);
+    cr->api->cairo_set_line_width(cr->cr, 1.6);
     bool pen = false;
     for (int64_t i = 0; i < s->n; i++) {
         double x = xval(f, i), y = axis_map(ay, s->y[i]);
         if (!isfinite(x) || !isfinite(y)) { pen = false; continue; } /* a gap, as matplotlib leaves for NaN */
         double px = to_px_x(r, ax, x), py = to_px_y(r, ay, y);
-        if (pen) cairo_line_to(cr, px, py); else cairo_move_to(cr, px, py);
+        if (pen) cr->api->cairo_line_to(cr->cr, px, py); else cr->api->cairo_move_to(cr->cr, px, py);
         pen = true;
     }
     if (s->n == 1 && pen) { /* a single point shows as a dot */
-        cairo_arc(cr, to_px_x(r, ax, xval(f, 0)), to_px_y(r, ay, axis_map(ay, s->y[0])), 2.5, 0, 2 * M_PI);
-        cairo_fill(cr);
+        cr->api->cairo_arc(cr->cr, to_px_x(r, ax, xval(f, 0)), to_px_y(r, ay, axis_map(ay, s->y[0])), 2.5, 0, 2 * M_PI);
+        cr->api->cairo_fill(cr->cr);
     }
-    cairo_stroke(cr);
+    cr->api->cairo_stroke(cr->cr);
 }
 
-static void draw_legend(cairo_t *cr, const panel *p, const rect *r) {
+static void draw_legend(const canvas *cr, const panel *p, const rect *r) {
     double wmax = 0, line_h = FONT_SIZE + 5;
     int n = 0;
     for (int j = 0; j < p->ns; j++) {
         if (!p->s[j].label) continue;
         cairo_text_extents_t e;
-        cairo_text_extents(cr, p->s[j].label, &e);
+        cr->api->cairo_text_extents(cr->cr, p->s[j].label, &e);
         wmax = fmax(wmax, e.x_advance);
         n++;
     }
     if (!n) return;
     double w = wmax + 40, h = n * line_h + 8, x0 = r->x + r->w - w - 8, y0 = r->y + 8;
-    cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
-    cairo_rectangle(cr, x0, y0, w, h);
-    cairo_fill_preserve(cr);
-    cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
-    cairo_set_line_width(cr, 1);
-    cairo_stroke(cr);
+    cr->api->cairo_set_source_rgba(cr->cr, 1, 1, 1, 0.85);
+    cr->api->cairo_rectangle(cr->cr, x0, y0, w, h);
+    cr->api->cairo_fill_preserve(cr->cr);
+    cr->api->cairo_set_source_rgb(cr->cr, 0.7, 0.7, 0.7);
+    cr->api->cairo_set_line_width(cr->cr, 1);
+    cr->api->cairo_stroke(cr->cr);
     int row = 0;
     for (int j = 0; j < p->ns; j++) {
         if (!p->s[j].label) continue;
         double y = y0 + 4 + line_h * (row++ + 0.5);
-        cairo_set_source_rgb(cr, palette[j % 10][0], palette[j % 10][1], palette[j % 10][2]);
-        cairo_set_line_width(cr, 2);
-        cairo_move_to(cr, x0 + 6, y); cairo_line_to(cr, x0 + 28, y);
-        cairo_stroke(cr);
-        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+        cr->api->cairo_set_source_rgb(cr->cr, palette[j % 10][0], palette[j % 10][1], palette[j % 10][2]);
+        cr->api->cairo_set_line_width(cr->cr, 2);
+        cr->api->cairo_move_to(cr->cr, x0 + 6, y); cr->api->cairo_line_to(cr->cr, x0 + 28, y);
+        cr->api->cairo_stroke(cr->cr);
+        cr->api->cairo_set_source_rgb(cr->cr, 0.1, 0.1, 0.1);
         text_at(cr, p->s[j].label, x0 + 34, y, 0, 0.5);
     }
 }
 
-static void draw_panel(cairo_t *cr, const figure *f, const panel *p, rect cell) {
+static void draw_panel(const canvas *cr, const figure *f, const panel *p, rect cell) {
     rect r = {cell.x + MARGIN_L, cell.y + MARGIN_T, cell.w - MARGIN_L - MARGIN_R, cell.h - MARGIN_T - MARGIN_B};
     if (r.w < 8 || r.h < 8) return;
     axis ax, ay;
     data_ranges(f, p, &ax, &ay);
-    cairo_set_line_width(cr, 1);
+    cr->api->cairo_set_line_width(cr->cr, 1);
     draw_ticks(cr, &r, &ax, false);
     draw_ticks(cr, &r, &ay, true);
-    cairo_save(cr);
-    cairo_rectangle(cr, r.x, r.y, r.w, r.h);
-    cairo_clip(cr);
+    cr->api->cairo_save(cr->cr);
+    cr->api->cairo_rectangle(cr->cr, r.x, r.y, r.w, r.h);
+    cr->api->cairo_clip(cr->cr);
     for (int j = 0; j < p->ns; j++) draw_series(cr, f, &r, &ax, &ay, &p->s[j], j);
-    cairo_restore(cr);
-    cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-    cairo_set_line_width(cr, 1);
-    cairo_rectangle(cr, r.x, r.y, r.w, r.h);
-    cairo_stroke(cr);
+    cr->api->cairo_restore(cr->cr);
+    cr->api->cairo_set_source_rgb(cr->cr, 0.2, 0.2, 0.2);
+    cr->api->cairo_set_line_width(cr->cr, 1);
+    cr->api->cairo_rectangle(cr->cr, r.x, r.y, r.w, r.h);
+    cr->api->cairo_stroke(cr->cr);
     draw_legend(cr, p, &r);
-    cairo_set_source_rgb(cr, 0, 0, 0);
+    cr->api->cairo_set_source_rgb(cr->cr, 0, 0, 0);
     if (p->title) text_at(cr, p->title, r.x + r.w / 2, cell.y + MARGIN_T / 2, 0.5, 0.5);
     if (f->xlabel) text_at(cr, f->xlabel, r.x + r.w / 2, cell.y + cell.h - 4, 0.5, 0);
     if (f->ylabel) {
-        cairo_save(cr);
-        cairo_translate(cr, cell.x + 14, r.y + r.h / 2);
-        cairo_rotate(cr, -M_PI / 2);
+        cr->api->cairo_save(cr->cr);
+        cr->api->cairo_translate(cr->cr, cell.x + 14, r.y + r.h / 2);
+        cr->api->cairo_rotate(cr->cr, -M_PI / 2);
         text_at(cr, f->ylabel, 0, 0, 0.5, 0.5);
-        cairo_restore(cr);
+        cr->api->cairo_restore(cr->cr);
     }
 }
 
-static void draw_figure(cairo_t *cr, const figure *f) {
-    cairo_set_source_rgb(cr, 1, 1, 1);
-    cairo_paint(cr);
-    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_font_size(cr, FONT_SIZE);
+static void draw_figure(const canvas *cr, const figure *f) {
+    cr->api->cairo_set_source_rgb(cr->cr, 1, 1, 1);
+    cr->api->cairo_paint(cr->cr);
+    cr->api->cairo_select_font_face(cr->cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cr->api->cairo_set_font_size(cr->cr, FONT_SIZE);
     double top = 0;
     if (f->title) {
         top = 26;
-        cairo_set_source_rgb(cr, 0, 0, 0);
-        cairo_set_font_size(cr, FONT_SIZE + 3);
+        cr->api->cairo_set_source_rgb(cr->cr, 0, 0, 0);
+        cr->api->cairo_set_font_size(cr->cr, FONT_SIZE + 3);
         text_at(cr, f->title, f->width / 2.0, top / 2 + 2, 0.5, 0.5);
-        cairo_set_font_size(cr, FONT_SIZE);
+        cr->api->cairo_set_font_size(cr->cr, FONT_SIZE);
     }
     double cw = (double)f->width / f->cols, ch = (f->height - top) / f->rows;
     for (int i = 0; i < f->np; i++) {
@@ -441,24 +443,26 @@ static cairo_status_t write_stream(void *closure, const unsigned char *data, uns
 }
 
 static int render(ad_state *S, const figure *f, const char *path) {
+    const ad_cairo_api *C = ad_cairo_api_get(S);
+    if (!C) return S->errcode;
     ad_atomic_file af;
     int rc = ad_atomic_begin(S, "plot", path, &af);
     if (rc) return rc;
     cairo_surface_t *surf = f->svg
-        ? cairo_svg_surface_create_for_stream(write_stream, af.f, f->width, f->height)
-        : cairo_image_surface_create(CAIRO_FORMAT_RGB24, f->width, f->height);
-    cairo_t *cr = cairo_create(surf);
-    draw_figure(cr, f);
-    cairo_status_t st = cairo_status(cr);
-    cairo_destroy(cr);
-    if (!st && !f->svg) st = cairo_surface_write_to_png_stream(surf, write_stream, af.f);
-    cairo_surface_finish(surf);   /* an SVG is written out here */
-    if (!st) st = cairo_surface_status(surf);
-    cairo_surface_destroy(surf);
+        ? C->cairo_svg_surface_create_for_stream(write_stream, af.f, f->width, f->height)
+        : C->cairo_image_surface_create(CAIRO_FORMAT_RGB24, f->width, f->height);
+    canvas cv = {C, C->cairo_create(surf)};
+    draw_figure(&cv, f);
+    cairo_status_t st = C->cairo_status(cv.cr);
+    C->cairo_destroy(cv.cr);
+    if (!st && !f->svg) st = C->cairo_surface_write_to_png_stream(surf, write_stream, af.f);
+    C->cairo_surface_finish(surf);   /* an SVG is written out here */
+    if (!st) st = C->cairo_surface_status(surf);
+    C->cairo_surface_destroy(surf);
     if (st == CAIRO_STATUS_NO_MEMORY) { ad_atomic_abort(S, &af); return ad_nomem(S); }
     if (st && st != CAIRO_STATUS_WRITE_ERROR) {
         ad_atomic_abort(S, &af);
-        return ad_error(S, "plot('%s'): cairo failed: %s", path, cairo_status_to_string(st));
+        return ad_error(S, "plot('%s'): cairo failed: %s", path, C->cairo_status_to_string(st));
     }
     return ad_atomic_commit(S, "plot", &af, st == CAIRO_STATUS_SUCCESS, st ? EIO : 0);
 }
@@ -496,10 +500,14 @@ static int bi_plot(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 /* plot_is_available(): whether this build draws (cuda_is_available's twin), so
  * a script can skip its pictures where plot() would be an error. */
 static int bi_plot_is_available(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)S; (void)argv; (void)argc;
+    (void)argv; (void)argc;
 #ifdef HAVE_CAIRO
-    *out = ad_bool(true);
+    /* Built with cairo is not enough: the library is opened here, on first use. */
+    bool ok = ad_cairo_api_get(S) != NULL;
+    if (!ok) ad_clear_error(S);
+    *out = ad_bool(ok);
 #else
+    (void)S;
     *out = ad_bool(false);
 #endif
     return ADDSL_OK;

@@ -11,6 +11,8 @@
 #include "gradfn.h"
 #include "dict.h"
 #include "../builtins/builtins.h"
+#include "../builtins/cairo_lazy.h"
+#include "../builtins/zip_lazy.h"
 #include "../builtins/traj.h"
 #include "../builtins/extern.h"
 #include "../builtins/kernel.h"
@@ -131,6 +133,8 @@ void addsl_close(addsl_state *S) {
     ad_globals_free(S);
     ad_device_close(S);
     ad_mpi_close(S);
+    ad_cairo_close(S);
+    ad_zip_close(S);
     if (S->kernels) ad_kreg_free(S, S->kernels);
     if (S->heap) ad_heap_free(S, S->heap);
     S->cfg.alloc(S->cfg.alloc_ud, S, 0);

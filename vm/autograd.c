@@ -709,7 +709,9 @@ static int apply_node(engine *E, ad_node *n) {
         ad_vjp_entry *v = &op->vjp[e];
         if (!needed[e]) continue;
         ad_value r = ad_none();
-        rc = ad_vm_call_value(S, v->fn, na, args, &r);
+        bool done = false;
+        rc = ad_formula_fast_call(S, &v->fast, v->fn, args, &done, &r);
+        if (!rc && !done) rc = ad_vm_call_value(S, v->fn, na, args, &r);
         if (rc) break;
         if (v->nnames == 1) { rc = route(E, n, v->params[0], r); continue; }
         if (!ad_is_seq(r) || r.u.l->len != v->nnames) {

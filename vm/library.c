@@ -11,7 +11,8 @@
 #include "vm.h"
 
 
-static const char *const operator_names[] = {"add", "sub", "mul", "div", "remainder", "pow", "neg", "matmul", "index_get", "sum"};
+/* Indexed by AD_OPER_* (vm/library.h). */
+static const char *const operator_names[AD_OPER__COUNT] = {"add", "sub", "mul", "div", "remainder", "pow", "neg", "matmul", "index_get", "sum"};
 
 int ad_library_init(ad_state *S) {
     S->lib_loaded = ad_calloc(S, ad_lib_count ? ad_lib_count : 1, sizeof(bool));
@@ -78,9 +79,22 @@ int ad_global_resolve(ad_state *S, int *slot) {
 int ad_library_ensure_operators(ad_state *S) {
     if (S->ops_ready) return ADDSL_OK;
     S->ops_ready = true;
+    S->ops_loaded = (1u << AD_OPER__COUNT) - 1;
     for (size_t i = 0; i < sizeof operator_names / sizeof operator_names[0]; i++) {
         int slot = ad_global_slot(S, operator_names[i], false);
         if (slot < 0) continue;
+        int rc = ad_library_resolve(S, slot);
+        if (rc) return rc;
+    }
+    return ad_ops_bind_operators(S);
+}
+
+int ad_library_ensure_operator(ad_state *S, int which) {
+    unsigned bit = 1u << which;
+    if (S->ops_ready || (S->ops_loaded & bit)) return ADDSL_OK;
+    S->ops_loaded |= bit;
+    int slot = ad_global_slot(S, operator_names[which], false);
+    if (slot >= 0) {
         int rc = ad_library_resolve(S, slot);
         if (rc) return rc;
     }

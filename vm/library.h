@@ -21,6 +21,12 @@ int ad_library_resolve(ad_state *S, int slot);
 int ad_global_resolve(ad_state *S, int *slot);
 /* Loads the files defining the ops behind operators (+, -, *, t[...], ...). */
 int ad_library_ensure_operators(ad_state *S);
+/* The operators, in the order of operator_names (vm/library.c). */
+enum { AD_OPER_ADD, AD_OPER_SUB, AD_OPER_MUL, AD_OPER_DIV, AD_OPER_REM, AD_OPER_POW, AD_OPER_NEG,
+       AD_OPER_MATMUL, AD_OPER_INDEX, AD_OPER_SUM, AD_OPER__COUNT };
+/* Loads only the file defining the op behind one operator (AD_OPER_*): the
+ * first t * 2 of a run compiles lib/arith.ad, not linalg, shape and reduce too. */
+int ad_library_ensure_operator(ad_state *S, int which);
 int ad_library_load_all(ad_state *S);
 
 /* The embedded sources (vm/lib_sources.c, made by tools/embed_lib.sh): file

@@ -11,6 +11,7 @@
 
 #include "../builtins/builtins.h"
 #include "autograd.h"
+#include "library.h"
 #include "state.h"
 #include "suggest.h"
 #include "tensor.h"
@@ -157,6 +158,9 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
             op->vjp[i].fn = regs[r++];
             ad_value_incref(op->vjp[i].fn);
             op->vjp[i].uses = vjp_uses(op, op->vjp[i].fn);
+            if (op->vjp[i].fn.t == AD_TFUNC)
+                ad_formula_fast_plan(op->vjp[i].fn.u.fn->p, ad_op_formula_nargs(op->nparams, op->nout, op->outnames != NULL),
+                                     &op->vjp[i].fast);
             op->vjp[i].reads = t->vjp_reads[i];
             op->vjp[i].reads_result = (t->vjp_reads_result >> i) & 1u;
             op->reads_args |= op->vjp[i].reads;
@@ -337,7 +341,9 @@ static ad_tensor *fit_tangent(ad_state *S, ad_tensor *t, const ad_tensor *out) {
     if (!z) return NULL;
     ad_tensor *r = NULL;
     /* Traced, the broadcast is an op call too: a copy made here would be a constant of the program. */
-    if ((t->fw_grad || t->grad_fn || ad_trace_on(S)) && S->op_add) {
+    bool keep_graph = t->fw_grad || t->grad_fn || ad_trace_on(S);
+    if (keep_graph && ad_library_ensure_operator(S, AD_OPER_ADD)) { ad_tensor_decref(S, z); return NULL; }
+    if (keep_graph && S->op_add) {
         ad_value sum = ad_none();
         int rc = ad_op_call(S, S->op_add, (ad_value[]){ad_tensor_value(t), ad_tensor_value(z)}, 2, NULL, &sum);
         ad_tensor_decref(S, z);

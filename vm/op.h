@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "formula_fast.h"
 #include "value.h"
 #include "vm.h"
 
@@ -44,6 +45,7 @@ typedef struct ad_vjp_entry {
      * backward version-checks only those of the formulas it runs. */
     uint32_t reads;                 /* bit i: parameter i */
     bool reads_result;              /* an output */
+    ad_formula_fast fast;           /* how backward may run fn without a frame */
 } ad_vjp_entry;
 
 typedef struct ad_opdef {

@@ -17,6 +17,8 @@ struct ad_kreg;
 struct ad_vm;
 struct ad_globals;
 struct ad_device;
+struct ad_cairo_api;
+struct ad_zip_api;
 
 /* Internal status codes are the public ones. */
 #define AD_OK ADDSL_OK
@@ -53,6 +55,7 @@ struct addsl_state {
     bool anomaly;              /* inside detect_anomaly { } */
     bool bar_shown;            /* a progress() bar ends the terminal's last line (builtins/progress.c) */
     bool ops_ready;            /* the operators' ops are loaded (vm/library.c) */
+    unsigned ops_loaded;       /* bit AD_OPER_*: that operator's op is loaded (vm/library.c) */
     bool *lib_loaded;          /* per library file */
     uint64_t grad_epoch;       /* bumped per backward pass */
     struct ad_opdef *op_add, *op_sub, *op_mul, *op_div, *op_rem, *op_pow, *op_neg, *op_matmul, *op_index, *op_sum;
@@ -60,6 +63,8 @@ struct addsl_state {
     struct ad_dict *dicts;     /* every live dict (vm/dict.c), emptied at close to free cycles */
     struct ad_dict *modules;   /* imported files (vm/module.c): real path -> module, or its name while it runs */
     struct ad_mpi *mpi;        /* rank, size and communicator (builtins/bi_mpi.c) */
+    struct ad_cairo_api *cairo;/* plot()'s cairo functions (builtins/cairo_lazy.c), NULL until used */
+    struct ad_zip_api *zip;    /* .npz save()/load()'s libzip functions (builtins/zip_lazy.c), NULL until used */
     struct ad_trace *trace;    /* compile() is tracing a function (vm/trace.h), else NULL */
     char export_c_path[1024];  /* addsl --export-c OUT.c: the path every export_c call writes; "" unless set */
     int export_c_calls;        /* export_c calls that wrote files since it was set */

@@ -444,7 +444,11 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
     if (op == OP_MOD && a.t == AD_TSTR) return ad_format_percent(S, a.u.s, b, out); /* "%.3f" % x */
     if (a.t == AD_TTENSOR || b.t == AD_TTENSOR) {
         /* Through the differentiable op when the library defines one. */
-        int lrc = ad_library_ensure_operators(S);
+        int which = op == OP_ADD ? AD_OPER_ADD : op == OP_SUB ? AD_OPER_SUB : op == OP_MUL ? AD_OPER_MUL
+                  : op == OP_DIV || op == OP_IDIV ? AD_OPER_DIV : op == OP_MOD ? AD_OPER_REM
+                  : op == OP_POW ? AD_OPER_POW : op == OP_MATMUL ? AD_OPER_MATMUL : -1;
+        int lrc = which < 0 ? ad_library_ensure_operators(S)
+                : (S->ops_loaded >> which) & 1u ? ADDSL_OK : ad_library_ensure_operator(S, which);
         if (lrc) return lrc;
         ad_opdef *dop = NULL;
         switch (op) {
@@ -616,7 +620,7 @@ static int index_seq(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_v
 
 static int get_index(ad_state *S, ad_value obj, int n, const ad_value *idx, ad_value *out) {
     if (obj.t == AD_TTENSOR) {
-        int rc = ad_library_ensure_operators(S);
+        int rc = ad_library_ensure_operator(S, AD_OPER_INDEX);
         if (rc) return rc;
     }
     if (obj.t == AD_TTENSOR && S->op_index) {
@@ -1185,7 +1189,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             if (num_like(a)) { setreg(S, RA, make_num(-num_of(a), int_like(a))); vmbreak; }
             SAVEPC();
             if (a.t != AD_TTENSOR) CHECK(ad_error(S, "bad operand type for unary -: %s", ad_type_name(a)));
-            CHECK(ad_library_ensure_operators(S));
+            CHECK(ad_library_ensure_operator(S, AD_OPER_NEG));
             if (S->op_neg) CHECK(ad_op_call(S, S->op_neg, &a, 1, NULL, &out));
             else CHECK(ad_bi_neg(S, a, &out));
             RELOAD();
@@ -1554,6 +1558,56 @@ int ad_vm_call_value_kw(ad_state *S, ad_value fn, int argc, const ad_value *argv
     int rc = enter_closure(S, fn.u.fn, base, argv, argc, kw, -1);
     if (rc) return rc;
     return execute(S, floor, out);
+}
+
+/* One instruction of closure fn run from C: the call (OP_CALL, callee) or
+ * the operator (an arith opcode) at instruction 'pc', on argv, where
+ * argument i is attribute attrs[i] of argv[i] (read by the instruction at
+ * attr_pcs[i]) when attrs and attrs[i] >= 0. fn's frame is pushed with none
+ * of its registers set, so that an error gets the traceback the whole
+ * closure would give (vm/formula_fast.c). */
+int ad_vm_call_in_frame(ad_state *S, ad_closure *fn, int pc, int opcode, ad_value callee, int argc,
+                        const ad_value *argv, const int16_t *attrs, const int *attr_pcs, ad_value *out) {
+    struct ad_vm *vm = S->vm;
+    *out = ad_none();
+    if (argc > AD_VM_FRAME_CALL_MAX_ARGS) return ad_error(S, "too many arguments");
+    int base = vm->nframes ? vm->frames[vm->nframes - 1].base + vm->frames[vm->nframes - 1].fn->p->nregs : 0;
+    int floor = vm->nframes;
+    if (!vm->nframes) vm->err_located = false;
+    int rc = push_frame(S, fn, base, -1);
+    if (rc) return rc;
+    ad_value args[AD_VM_FRAME_CALL_MAX_ARGS];
+    int got = 0; /* attribute values read so far (owned) */
+    for (int i = 0; i < argc; i++) args[i] = argv[i];
+    for (int i = 0; attrs && i < argc && !rc; i++) {
+        if (attrs[i] < 0) continue;
+        vm->frames[vm->nframes - 1].pc = fn->p->code + attr_pcs[i] + 1;
+        rc = get_attr(S, argv[i], attrs[i], &args[i]);
+        if (!rc) got = i + 1;
+    }
+    if (!rc) {
+        vm->frames[vm->nframes - 1].pc = fn->p->code + pc + 1; /* as SAVEPC leaves it */
+        if (opcode != OP_CALL) {
+            rc = arith(S, (ad_opcode)opcode, args[0], args[1], out);
+        } else {
+            ad_value_incref(callee); /* the global may be rebound while it runs */
+            if (callee.t == AD_TFUNC) rc = poll_interrupt(S);
+            if (!rc) rc = ad_vm_call_value(S, callee, argc, args, out);
+            ad_value_decref(S, callee);
+        }
+    }
+    for (int i = 0; attrs && i < got; i++)
+        if (attrs[i] >= 0) ad_value_decref(S, args[i]);
+    if (rc) {
+        ad_value_decref(S, *out);
+        *out = ad_none();
+        return raise_error(S, floor, rc);
+    }
+    /* Its registers were never written: popped without clearing them. */
+    ad_frame *f = &vm->frames[--vm->nframes];
+    ad_value fv; fv.t = AD_TFUNC; fv.u.fn = f->fn;
+    ad_value_decref(S, fv);
+    return ADDSL_OK;
 }
 
 /* ---- disassembler ---- */

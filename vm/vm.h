@@ -137,6 +137,14 @@ int ad_vm_call_value(ad_state *S, ad_value fn, int argc, const ad_value *argv, a
 int ad_vm_call_value_kw(ad_state *S, ad_value fn, int argc, const ad_value *argv, const ad_list *kw, ad_value *out);
 /* Position (line, column, chunk name) of the instruction running now. */
 /* The VM's own steps, for replaying a compiled program (vm/trace.c). */
+/* Runs the call (opcode OP_CALL, callee) or the operator (an arithmetic
+ * opcode on argv[0], argv[1]) at instruction pc of fn inside a frame of fn
+ * whose registers stay unset: fn's traceback on error (vm/formula_fast.c).
+ * With attrs, argument i is attribute attrs[i] (>= 0) of argv[i], read as
+ * the GETATTR at attr_pcs[i] reads it. */
+#define AD_VM_FRAME_CALL_MAX_ARGS 8
+int ad_vm_call_in_frame(ad_state *S, ad_closure *fn, int pc, int opcode, ad_value callee, int argc,
+                        const ad_value *argv, const int16_t *attrs, const int *attr_pcs, ad_value *out);
 int ad_vm_call_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);
 int ad_vm_get_attr(ad_state *S, ad_value obj, int attr, ad_value *out);
 int ad_vm_set_attr(ad_state *S, ad_value obj, int attr, ad_value v);
