@@ -20,6 +20,7 @@ static const ad_fuop ops[] = {
     BIN2(add, 3) BIN2(sub, 3) BIN2(mul, 2) BIN2(div, 3) BIN(pow, 2) BIN(maximum, 2) BIN(minimum, 2)
     UN(neg) UN(abs) UN(square) UN2(relu) UN(exp) UN(expm1) UN(log) UN(log1p) UN(log2) UN(sqrt)
     UN(rsqrt) UN(reciprocal) UN(sin) UN(cos) UN(tan) UN(tanh) UN(sigmoid) UN(silu)
+    BIN2(sigmoid_backward, 2) BIN2(tanh_backward, 2)
     CMP(eq) CMP(ne) CMP(lt) CMP(le) CMP(gt) CMP(ge)
     {"where", 3, 3, NULL, NULL, NULL, NULL, AD_FU_WHERE, NULL, NULL},
 };
