@@ -9,6 +9,7 @@
 #include "device.h"
 #include "fuse.h"
 #include "op.h"
+#include "plan_into.h"
 #include "plan_kernels.h"
 #include "trace.h"
 
@@ -522,7 +523,7 @@ static int build_group(builder *B, int gi, gbuild *r) {
     g->dtype = B->gdt[gi];
     g->loads = ad_calloc(B->S, AD_PLAN_MAX_LOADS, sizeof *g->loads);
     g->instrs = ad_calloc(B->S, (size_t)nrec, sizeof *g->instrs);
-    g->stores = ad_calloc(B->S, (size_t)nrec, sizeof *g->stores);
+    g->stores = ad_calloc(B->S, (size_t)(nrec + P->ninto), sizeof *g->stores);
     if (!g->loads || !g->instrs || !g->stores) return -1;
     size_t es = esize(g->dtype);
     /* loads and the last reader of each value inside the group */
@@ -594,6 +595,11 @@ static int build_group(builder *B, int gi, gbuild *r) {
             *o = (ad_plstore){.reg = in->dst, .val = v, .after = g->ninstrs,
                               .one = P->vals[v].numel == 1 && g->numel != 1, .b8 = P->vals[v].dtype == AD_BOOL};
             in->direct = !o->one && !o->b8;
+            g->bytes_moved += val_bytes(P, v);
+        }
+        for (int q = 0; q < P->ninto; q++) { /* written into a copy_'s target too (vm/plan_into.c) */
+            if (P->intos[q].src != v || P->intos[q].group != gi) continue;
+            g->stores[g->nstores++] = (ad_plstore){.reg = in->dst, .val = v, .after = g->ninstrs, .into = true, .target = q};
             g->bytes_moved += val_bytes(P, v);
         }
         /* read by no later instruction: only stored, its register is free again */
@@ -712,12 +718,16 @@ static int build_steps(builder *B) {
 static int build_groups(builder *B) {
     ad_plan *P = B->P;
     const ad_trace *T = B->T;
+    ad_plinto_ctx ic = {.cls = B->cls, .skip = CL_SKIP, .view = CL_VIEW, .kview = CL_KVIEW, .grp = B->grp,
+                        .last = B->last, .space = B->space, .src = B->src, .ksrc = B->ksrc};
+    if (ad_plan_into_find(B->S, T, P, &ic)) return -1;
     for (int i = 0; i < T->nnodes; i++) {
         if (B->cls[i] == CL_SKIP) continue;
         const ad_tnode *n = &T->nodes[i];
         if (B->cls[i] == CL_VIEW) { P->nviews++; continue; }
         if (B->cls[i] == CL_KVIEW) continue; /* its readers read its sources */
         if (B->grp[i] < 0) {
+            if (ad_plan_into_at(P, i) >= 0) continue; /* its group writes the copy */
             for (int k = 0; k < n->nargs; k++) mark_reads(B, &n->args[k], -1);
             P->nfallback++;
             continue;
@@ -753,6 +763,7 @@ static int build_groups(builder *B) {
     for (int i = 0; i < T->nnodes; i++)
         P->group_at[i] = B->cls[i] == CL_VIEW || B->cls[i] == CL_KVIEW ? -3 : B->grp[i] < 0 ? -1 : -2;
     for (int g = 0; g < P->ngroups; g++) P->group_at[P->groups[g].first_node] = g;
+    for (int q = 0; q < P->ninto; q++) P->group_at[P->intos[q].node] = -4;
     return build_steps(B);
 }
 
@@ -767,6 +778,7 @@ void ad_plan_free(ad_state *S, ad_plan *P) {
     for (int k = 0; P->kviews && k < P->nkviews; k++)
         if (P->kviews[k].copy) ad_tensor_decref(S, P->kviews[k].copy);
     ad_free(S, P->kviews);
+    ad_plan_into_free(S, P);
     ad_free(S, P->keep);
     ad_free(S, P->groups); ad_free(S, P->vals); ad_free(S, P->dims); ad_free(S, P->group_at); ad_free(S, P->steps); ad_free(S, P->envvals);
     ad_free(S, P->buffers); ad_free(S, P->arena); ad_free(S, P->env);
