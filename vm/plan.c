@@ -649,7 +649,16 @@ static int build_kernel(builder *B, int gi) {
     }
     where_of(B, v);
     if (P->vals[v].where == AD_PL_REG) P->vals[v].where = AD_PL_ARENA; /* made in memory, read by nobody later */
-    if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
+    int a = g->kern->a;
+    bool reads_a = false; /* the added value a view of the base: the copy keeps what it reads */
+    for (int u = g->kern->b; u >= 0; u = B->ksrc[u] >= 0 ? B->ksrc[u] : B->src[u]) reads_a |= u == a;
+    if (g->kern->kind == AD_PLK_ADDAT && !reads_a && P->vals[v].where == AD_PL_ARENA && P->vals[a].where == AD_PL_ARENA &&
+        B->lastg[a] == gi && !B->viewed[a] && P->vals[a].buffer >= 0 && val_bytes(P, a) == val_bytes(P, v)) {
+        /* in place: index_add_at's base read for the last time here is its output (no copy) */
+        P->vals[v].buffer = P->vals[a].buffer;
+        P->buffers[P->vals[a].buffer].nvals++;
+        B->lastg[a] = -2;
+    } else if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
     g->bytes_moved += val_bytes(P, v);
     g->bytes_unfused = g->bytes_moved;
     for (int k = 0; k < g->nloads; k++) {

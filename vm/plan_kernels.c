@@ -342,7 +342,7 @@ static void copy_run_fn(void *ctx, int64_t off, int64_t i, int64_t len, int64_t 
 static void materialize(mat *m, char *out, size_t es) {
     int64_t n = 1;
     for (int d = 0; d < m->nd; d++) n *= m->shape[d];
-    if (mat_contiguous(m)) memcpy(out, m->data, (size_t)n * es);
+    if (mat_contiguous(m)) { if (m->data != out) memcpy(out, m->data, (size_t)n * es); }
     else for_runs(m, copy_run_fn, &(copy_ctx){m->data, out, es});
     m->data = out;
     contiguous_strides(m->nd, m->shape, m->strides);
