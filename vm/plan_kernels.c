@@ -553,14 +553,17 @@ static void add_into(const mat *dst, const char *src, const int64_t *sst, ad_dty
     if (n == 0) return;
     int64_t len = nd ? dst->shape[nd - 1] : 1, ds = nd ? dst->strides[nd - 1] : 1, ss = nd ? sst[nd - 1] : 0;
     for (int64_t i = 0; i < n; i += len) {
+        /* contiguous runs (a slice's rows) as a loop that vectorises: the same additions */
         if (dt == AD_FLOAT64) {
             double *y = (double *)(void *)dst->data + doff;
             const double *x = (const double *)(const void *)src + soff;
-            for (int64_t j = 0; j < len; j++) y[j * ds] += x[j * ss];
+            if (ds == 1 && ss == 1) { _Pragma("omp simd") for (int64_t j = 0; j < len; j++) y[j] += x[j]; }
+            else for (int64_t j = 0; j < len; j++) y[j * ds] += x[j * ss];
         } else {
             float *y = (float *)(void *)dst->data + doff;
             const float *x = (const float *)(const void *)src + soff;
-            for (int64_t j = 0; j < len; j++) y[j * ds] += x[j * ss];
+            if (ds == 1 && ss == 1) { _Pragma("omp simd") for (int64_t j = 0; j < len; j++) y[j] += x[j]; }
+            else for (int64_t j = 0; j < len; j++) y[j * ds] += x[j * ss];
         }
         for (int d = nd - 2; d >= 0; d--) {
             doff += dst->strides[d];
