@@ -350,13 +350,26 @@ static bool fits(builder *B, int g, const ad_tnode *n, int loads) {
     return false;
 }
 
+/* Whether record n reads a value made by a group after g (a kernel record
+ * that g's earlier records run before): then n cannot join g. */
+static bool reads_after(const builder *B, const ad_tnode *n, int g) {
+    for (int k = 0; k < n->nargs; k++)
+        for (int u = ref_of(B, n, k); u >= 0; u = B->ksrc[u])
+            if (B->made_in[u] > g) return true;
+    return false;
+}
+
 /* Maximal runs of consecutive fast records over one space form a group; a
  * reduction ends its group. Records replayed through the seam end a group,
- * so nothing runs out of the traced order. */
+ * so nothing runs out of the traced order. A kernel record (a product, a
+ * sum over dims, index_add_at: pure, a group of its own) does not: the
+ * element-wise records after it join the open group when they read nothing
+ * it or a later kernel record makes, and run before it (an LSTM's VJPs of
+ * its gates, between their index_add_at's, are one group). */
 static int form_groups(builder *B) {
     const ad_trace *T = B->T;
     int g = -1, loads = 0;
-    bool closed = true;
+    bool closed = true, crossed = false;
     for (int i = 0; i < T->nnodes; i++) {
         const ad_tnode *n = &T->nodes[i];
         int cl = B->cls[i];
@@ -374,14 +387,16 @@ static int form_groups(builder *B) {
             continue;
         }
         if (cl == CL_KERN) {
-            if ((g = open_group(B, i)) < 0) return -1;
-            B->space[g] = n->out.ref;
-            B->grp[i] = g;
-            B->made_in[n->out.ref] = g;
-            closed = true;
+            int k = open_group(B, i);
+            if (k < 0) return -1;
+            B->space[k] = n->out.ref;
+            B->grp[i] = k;
+            B->made_in[n->out.ref] = k;
+            crossed = true;
             continue;
         }
-        if (closed || !fits(B, g, n, loads)) {
+        if (closed || !fits(B, g, n, loads) || (crossed && reads_after(B, n, g))) {
+            crossed = false;
             if ((g = open_group(B, i)) < 0) return -1;
             B->space[g] = space_of(B, n);
             B->gdt[g] = rec_dtype(B, n);
@@ -686,6 +701,8 @@ static bool env_resident(const builder *B, int v) {
     return !n->dead && B->grp[x->node] < 0;
 }
 
+static int run_at(const builder *B, int i) { return B->grp[i] >= 0 ? B->first[B->grp[i]] : i; }
+
 /* The replay's steps, and per group the environment values (inputs,
  * constants, results of records through the seam) whose last reader is one
  * of its records: released after it, as the seam's liveness does. */
@@ -698,8 +715,9 @@ static int build_steps(builder *B) {
         if (B->cls[i] == CL_SKIP || B->cls[i] == CL_VIEW || B->cls[i] == CL_KVIEW) continue;
         for (int k = 0; k < T->nodes[i].nargs; k++) {
             if (B->grp[i] < 0) last_read(&T->nodes[i].args[k], i, last);
-            else
-                for (int u = ref_of(B, &T->nodes[i], k); u >= 0; u = B->ksrc[u]) last[u] = i;
+            else /* the last reader as the groups run (a group runs at its first record) */
+                for (int u = ref_of(B, &T->nodes[i], k); u >= 0; u = B->ksrc[u])
+                    if (last[u] < 0 || run_at(B, i) >= run_at(B, last[u])) last[u] = i;
         }
     }
     last_read(&T->result, T->nnodes, last);

@@ -51,11 +51,12 @@ static bool arg_reads(const ad_plinto_ctx *c, const ad_targ *a, int x) {
     return false;
 }
 
-/* Group g's records after 'from' (the record making s) read x: the write
- * would land before their reads (a block is read in place). */
-static bool read_after(const ad_trace *T, const ad_plinto_ctx *c, int g, int from, int x) {
-    for (int k = from + 1; k <= c->last[g]; k++) {
-        if (c->grp[k] != g) continue;
+/* A record after 'from' (the record making s) and before the copy_ 'to'
+ * reads x: the group's write would land before its read (a block is read
+ * in place; a kernel record inside the group's span runs after it). */
+static bool read_after(const ad_trace *T, const ad_plinto_ctx *c, int from, int to, int x) {
+    for (int k = from + 1; k < to; k++) {
+        if (c->cls[k] == c->skip) continue;
         for (int a = 0; a < T->nodes[k].nargs; a++)
             if (arg_reads(c, &T->nodes[k].args[a], x)) return true;
     }
@@ -85,7 +86,7 @@ static int candidate(const ad_trace *T, const ad_plan *P, const ad_plinto_ctx *c
     }
     for (int q = 0; q < P->ninto; q++)
         if (P->intos[q].group == g && P->intos[q].target == x) return -1;
-    if (read_after(T, c, g, j, x)) return -1;
+    if (read_after(T, c, j, i, x)) return -1;
     return g;
 }
 
