@@ -18,8 +18,8 @@ void ad_plan_print_tag(const ad_plan *P, int node, ad_buf *b) {
             if (P->intos[q].node == node) ad_buf_printf(b, " [into g%d]", P->intos[q].group);
         return;
     }
-    if (g == -2)
-        for (g = P->ngroups - 1; g > 0 && P->groups[g].first_node > node; g--) {}
+    if (g == -2) /* the element-wise group around it (kernel records inside its span are groups of their own) */
+        for (g = P->ngroups - 1; g > 0 && (P->groups[g].first_node > node || P->groups[g].kern); g--) {}
     ad_buf_printf(b, " [g%d]", g);
 }
 
