@@ -624,13 +624,14 @@ static void sum_rows(const mat *a, uint32_t rmask, ad_dtype dt, double *acc, int
         for (int64_t q = 0; q < nouter; q++) {
             double *y = acc + q * inner;
             int64_t off = roff + koff;
+            /* each y[j] its own sum, in the same order: vectorised across j */
             if (dt == AD_FLOAT64) {
                 const double *x = (const double *)(const void *)a->data + off;
-                if (ist == 1) for (int64_t j = 0; j < inner; j++) y[j] += x[j];
+                if (ist == 1) { _Pragma("omp simd") for (int64_t j = 0; j < inner; j++) y[j] += x[j]; }
                 else for (int64_t j = 0; j < inner; j++) y[j] += x[j * ist];
             } else {
                 const float *x = (const float *)(const void *)a->data + off;
-                if (ist == 1) for (int64_t j = 0; j < inner; j++) y[j] += (double)x[j];
+                if (ist == 1) { _Pragma("omp simd") for (int64_t j = 0; j < inner; j++) y[j] += (double)x[j]; }
                 else for (int64_t j = 0; j < inner; j++) y[j] += (double)x[j * ist];
             }
             for (int i = nk - 2; i >= 0; i--) {
@@ -660,7 +661,8 @@ static void run_sumdim(const mat *a, uint32_t rmask, char *out, ad_dtype dt, cha
         if (scratch && nout * 8 <= scratch_bytes) {
             double *acc = (double *)(void *)scratch;
             sum_rows(a, rmask, dt, acc, nout);
-            for (int64_t o = 0; o < nout; o++) ((float *)(void *)out)[o] = (float)acc[o];
+            float *of = (float *)(void *)out;
+            _Pragma("omp simd") for (int64_t o = 0; o < nout; o++) of[o] = (float)acc[o];
             return;
         }
     }
