@@ -149,3 +149,8 @@ irow "MLP step (bench/compile.ad mlp)" "$(instr 3 "$ADDSL" "$BENCH/compile.ad" m
     "$(instr 3 "$ADDSL" "$BENCH/compile.ad" mlp CALLS compiled)"
 irow "trajectory iteration" "$(instr 20 "$ADDSL" "$BENCH/traj_compile.ad" CALLS eager)" \
     "$(instr 20 "$ADDSL" "$BENCH/traj_compile.ad" CALLS compiled)"
+# c4: the LSTM's f under no_grad and f+bwd, each side (their ratio is the row's)
+for w in nograd grad; do
+    irow "LSTM $([ $w = grad ] && echo "f+bwd" || echo "f no_grad") (bench/lstm_compile.ad)" "$(instr 10 "$ADDSL" "$BENCH/lstm_compile.ad" CALLS eager $w)" \
+        "$(instr 10 "$ADDSL" "$BENCH/lstm_compile.ad" CALLS compiled $w)"
+done

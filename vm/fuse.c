@@ -20,6 +20,7 @@ static const ad_fuop ops[] = {
     BIN2(add, 3) BIN2(sub, 3) BIN2(mul, 2) BIN2(div, 3) BIN(pow, 2) BIN(maximum, 2) BIN(minimum, 2)
     UN(neg) UN(abs) UN(square) UN2(relu) UN(exp) UN(expm1) UN(log) UN(log1p) UN(log2) UN(sqrt)
     UN(rsqrt) UN(reciprocal) UN(sin) UN(cos) UN(tan) UN(tanh) UN(sigmoid) UN(silu)
+    BIN2(sigmoid_backward, 2) BIN2(tanh_backward, 2)
     CMP(eq) CMP(ne) CMP(lt) CMP(le) CMP(gt) CMP(ge)
     {"where", 3, 3, NULL, NULL, NULL, NULL, AD_FU_WHERE, NULL, NULL},
 };
@@ -224,11 +225,28 @@ AD_FUSE_SELECT(double, f64, c64)
         for (; st < g->nstores && g->stores[st].after == k; st++) store(g, st, dst[st], lo, len, sizeof(T)); \
     }
 
+/* A copy_'s write (vm/plan_into.c): 0 + x, as inplace_copy's forward adds
+ * its source to zeros (-0.0 becomes +0.0, nan stays). */
+static void store_into(char *to, const char *from, int64_t stride, int64_t len, size_t es) {
+    if (es == 8) {
+        double *y = (double *)(void *)to;
+        const double *x = (const double *)(const void *)from;
+        if (stride) { _Pragma("omp simd") for (int64_t i = 0; i < len; i++) y[i] = 0.0 + x[i]; }
+        else for (int64_t i = 0; i < len; i++) y[i] = 0.0 + x[0];
+    } else {
+        float *y = (float *)(void *)to;
+        const float *x = (const float *)(const void *)from;
+        if (stride) { _Pragma("omp simd") for (int64_t i = 0; i < len; i++) y[i] = 0.0f + x[i]; }
+        else for (int64_t i = 0; i < len; i++) y[i] = 0.0f + x[0];
+    }
+}
+
 static void store(const ad_plgroup *g, int st, char *to, int64_t lo, int64_t len, size_t es) {
     const ad_plstore *o = &g->stores[st];
     if (o->b8) es = 1;
     if (o->one) { if (!lo) memcpy(to, g->regp[o->reg], es); return; }
     to += (size_t)lo * es;
+    if (o->into) { store_into(to, g->regp[o->reg], g->rstride[o->reg], len, es); return; }
     if (g->rstride[o->reg]) memcpy(to, g->regp[o->reg], (size_t)len * es);
     else splat(to, g->regp[o->reg], len, es);
 }

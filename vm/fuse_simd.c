@@ -1,5 +1,5 @@
 /* fuse_simd.c: copies of the element-wise kernels that fused groups run most
- * (add, sub, mul, div, relu, the comparisons, where), with an AVX2 clone. */
+ * (add, sub, mul, div, relu, the comparisons, where, the sigmoid/tanh VJPs), with an AVX2 clone. */
 #include "fuse_simd.h"
 
 #include <string.h>
@@ -37,6 +37,9 @@ FU_BOTH(add, a + b)
 FU_BOTH(sub, a - b)
 FU_BOTH(mul, a * b)
 FU_BOTH(div, a / b)
+/* the VJPs of sigmoid and tanh from their output (an LSTM's backward) */
+FU_BOTH(sigmoid_backward, a * b * (1 - b))
+FU_BOTH(tanh_backward, a * (1 - b * b))
 FU_CMP(eq, a == b)
 FU_CMP(ne, a != b)
 FU_CMP(lt, a < b)

@@ -8,7 +8,7 @@
 
 #define AD_FU_BIN_PROTO(name, T, sfx, OT) \
     void ad_fu_##name##_##sfx(OT *out, const T *pa, int64_t sa, const T *pb, int64_t sb, int64_t n);
-#define AD_FU_BIN_OPS(X) X(add) X(sub) X(mul) X(div)
+#define AD_FU_BIN_OPS(X) X(add) X(sub) X(mul) X(div) X(sigmoid_backward) X(tanh_backward)
 #define AD_FU_CMP_OPS(X) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
 #define AD_FU_PROTO2(name) AD_FU_BIN_PROTO(name, float, f32, float) AD_FU_BIN_PROTO(name, double, f64, double)
 #define AD_FU_PROTO_CMP(name) AD_FU_BIN_PROTO(name, float, f32, bool) AD_FU_BIN_PROTO(name, double, f64, bool)

@@ -9,6 +9,7 @@
 #include "device.h"
 #include "fuse.h"
 #include "op.h"
+#include "plan_into.h"
 #include "plan_kernels.h"
 #include "trace.h"
 
@@ -349,13 +350,26 @@ static bool fits(builder *B, int g, const ad_tnode *n, int loads) {
     return false;
 }
 
+/* Whether record n reads a value made by a group after g (a kernel record
+ * that g's earlier records run before): then n cannot join g. */
+static bool reads_after(const builder *B, const ad_tnode *n, int g) {
+    for (int k = 0; k < n->nargs; k++)
+        for (int u = ref_of(B, n, k); u >= 0; u = B->ksrc[u])
+            if (B->made_in[u] > g) return true;
+    return false;
+}
+
 /* Maximal runs of consecutive fast records over one space form a group; a
  * reduction ends its group. Records replayed through the seam end a group,
- * so nothing runs out of the traced order. */
+ * so nothing runs out of the traced order. A kernel record (a product, a
+ * sum over dims, index_add_at: pure, a group of its own) does not: the
+ * element-wise records after it join the open group when they read nothing
+ * it or a later kernel record makes, and run before it (an LSTM's VJPs of
+ * its gates, between their index_add_at's, are one group). */
 static int form_groups(builder *B) {
     const ad_trace *T = B->T;
     int g = -1, loads = 0;
-    bool closed = true;
+    bool closed = true, crossed = false;
     for (int i = 0; i < T->nnodes; i++) {
         const ad_tnode *n = &T->nodes[i];
         int cl = B->cls[i];
@@ -373,14 +387,16 @@ static int form_groups(builder *B) {
             continue;
         }
         if (cl == CL_KERN) {
-            if ((g = open_group(B, i)) < 0) return -1;
-            B->space[g] = n->out.ref;
-            B->grp[i] = g;
-            B->made_in[n->out.ref] = g;
-            closed = true;
+            int k = open_group(B, i);
+            if (k < 0) return -1;
+            B->space[k] = n->out.ref;
+            B->grp[i] = k;
+            B->made_in[n->out.ref] = k;
+            crossed = true;
             continue;
         }
-        if (closed || !fits(B, g, n, loads)) {
+        if (closed || !fits(B, g, n, loads) || (crossed && reads_after(B, n, g))) {
+            crossed = false;
             if ((g = open_group(B, i)) < 0) return -1;
             B->space[g] = space_of(B, n);
             B->gdt[g] = rec_dtype(B, n);
@@ -522,7 +538,7 @@ static int build_group(builder *B, int gi, gbuild *r) {
     g->dtype = B->gdt[gi];
     g->loads = ad_calloc(B->S, AD_PLAN_MAX_LOADS, sizeof *g->loads);
     g->instrs = ad_calloc(B->S, (size_t)nrec, sizeof *g->instrs);
-    g->stores = ad_calloc(B->S, (size_t)nrec, sizeof *g->stores);
+    g->stores = ad_calloc(B->S, (size_t)(nrec + P->ninto), sizeof *g->stores);
     if (!g->loads || !g->instrs || !g->stores) return -1;
     size_t es = esize(g->dtype);
     /* loads and the last reader of each value inside the group */
@@ -596,6 +612,11 @@ static int build_group(builder *B, int gi, gbuild *r) {
             in->direct = !o->one && !o->b8;
             g->bytes_moved += val_bytes(P, v);
         }
+        for (int q = 0; q < P->ninto; q++) { /* written into a copy_'s target too (vm/plan_into.c) */
+            if (P->intos[q].src != v || P->intos[q].group != gi) continue;
+            g->stores[g->nstores++] = (ad_plstore){.reg = in->dst, .val = v, .after = g->ninstrs, .into = true, .target = q};
+            g->bytes_moved += val_bytes(P, v);
+        }
         /* read by no later instruction: only stored, its register is free again */
         if (B->lastk[v] < 0) r->freeregs[r->nfree++] = in->dst;
         g->ninstrs++;
@@ -643,7 +664,16 @@ static int build_kernel(builder *B, int gi) {
     }
     where_of(B, v);
     if (P->vals[v].where == AD_PL_REG) P->vals[v].where = AD_PL_ARENA; /* made in memory, read by nobody later */
-    if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
+    int a = g->kern->a;
+    bool reads_a = false; /* the added value a view of the base: the copy keeps what it reads */
+    for (int u = g->kern->b; u >= 0; u = B->ksrc[u] >= 0 ? B->ksrc[u] : B->src[u]) reads_a |= u == a;
+    if (g->kern->kind == AD_PLK_ADDAT && !reads_a && P->vals[v].where == AD_PL_ARENA && P->vals[a].where == AD_PL_ARENA &&
+        B->lastg[a] == gi && !B->viewed[a] && P->vals[a].buffer >= 0 && val_bytes(P, a) == val_bytes(P, v)) {
+        /* in place: index_add_at's base read for the last time here is its output (no copy) */
+        P->vals[v].buffer = P->vals[a].buffer;
+        P->buffers[P->vals[a].buffer].nvals++;
+        B->lastg[a] = -2;
+    } else if (P->vals[v].where == AD_PL_ARENA && take_buffer(B, v)) return -1;
     g->bytes_moved += val_bytes(P, v);
     g->bytes_unfused = g->bytes_moved;
     for (int k = 0; k < g->nloads; k++) {
@@ -671,6 +701,8 @@ static bool env_resident(const builder *B, int v) {
     return !n->dead && B->grp[x->node] < 0;
 }
 
+static int run_at(const builder *B, int i) { return B->grp[i] >= 0 ? B->first[B->grp[i]] : i; }
+
 /* The replay's steps, and per group the environment values (inputs,
  * constants, results of records through the seam) whose last reader is one
  * of its records: released after it, as the seam's liveness does. */
@@ -683,8 +715,9 @@ static int build_steps(builder *B) {
         if (B->cls[i] == CL_SKIP || B->cls[i] == CL_VIEW || B->cls[i] == CL_KVIEW) continue;
         for (int k = 0; k < T->nodes[i].nargs; k++) {
             if (B->grp[i] < 0) last_read(&T->nodes[i].args[k], i, last);
-            else
-                for (int u = ref_of(B, &T->nodes[i], k); u >= 0; u = B->ksrc[u]) last[u] = i;
+            else /* the last reader as the groups run (a group runs at its first record) */
+                for (int u = ref_of(B, &T->nodes[i], k); u >= 0; u = B->ksrc[u])
+                    if (last[u] < 0 || run_at(B, i) >= run_at(B, last[u])) last[u] = i;
         }
     }
     last_read(&T->result, T->nnodes, last);
@@ -712,12 +745,16 @@ static int build_steps(builder *B) {
 static int build_groups(builder *B) {
     ad_plan *P = B->P;
     const ad_trace *T = B->T;
+    ad_plinto_ctx ic = {.cls = B->cls, .skip = CL_SKIP, .view = CL_VIEW, .kview = CL_KVIEW, .grp = B->grp,
+                        .last = B->last, .space = B->space, .src = B->src, .ksrc = B->ksrc};
+    if (ad_plan_into_find(B->S, T, P, &ic)) return -1;
     for (int i = 0; i < T->nnodes; i++) {
         if (B->cls[i] == CL_SKIP) continue;
         const ad_tnode *n = &T->nodes[i];
         if (B->cls[i] == CL_VIEW) { P->nviews++; continue; }
         if (B->cls[i] == CL_KVIEW) continue; /* its readers read its sources */
         if (B->grp[i] < 0) {
+            if (ad_plan_into_at(P, i) >= 0) continue; /* its group writes the copy */
             for (int k = 0; k < n->nargs; k++) mark_reads(B, &n->args[k], -1);
             P->nfallback++;
             continue;
@@ -753,6 +790,7 @@ static int build_groups(builder *B) {
     for (int i = 0; i < T->nnodes; i++)
         P->group_at[i] = B->cls[i] == CL_VIEW || B->cls[i] == CL_KVIEW ? -3 : B->grp[i] < 0 ? -1 : -2;
     for (int g = 0; g < P->ngroups; g++) P->group_at[P->groups[g].first_node] = g;
+    for (int q = 0; q < P->ninto; q++) P->group_at[P->intos[q].node] = -4;
     return build_steps(B);
 }
 
@@ -767,6 +805,7 @@ void ad_plan_free(ad_state *S, ad_plan *P) {
     for (int k = 0; P->kviews && k < P->nkviews; k++)
         if (P->kviews[k].copy) ad_tensor_decref(S, P->kviews[k].copy);
     ad_free(S, P->kviews);
+    ad_plan_into_free(S, P);
     ad_free(S, P->keep);
     ad_free(S, P->groups); ad_free(S, P->vals); ad_free(S, P->dims); ad_free(S, P->group_at); ad_free(S, P->steps); ad_free(S, P->envvals);
     ad_free(S, P->buffers); ad_free(S, P->arena); ad_free(S, P->env);

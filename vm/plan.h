@@ -82,7 +82,18 @@ typedef struct ad_plstore {
     int after;
     bool one;              /* a one-element value in a larger space: written once */
     bool b8;               /* a bool value (a comparison's): one byte per element */
+    bool into;             /* 'val' written as 0 + val into tensor 'target' (vm/plan_into.c) */
+    int target;
 } ad_plstore;
+
+/* A record x.copy_(s) (no_grad) whose source a group makes: the group writes
+ * s into x itself (vm/plan_into.c), the record only commits the write. */
+typedef struct ad_plinto {
+    int node;              /* the _inplace(x, inplace_copy, [s], "copy_") record */
+    int target, src;       /* x (a constant) and s */
+    int group;             /* the group that makes s */
+    struct ad_tensor *tmp; /* run time: where the group wrote s when x could not take it (aliased) */
+} ad_plinto;
 
 typedef enum { AD_PLRED_NONE, AD_PLRED_SUM, AD_PLRED_MEAN } ad_plred;
 
@@ -151,7 +162,8 @@ typedef struct ad_plan {
     int ndims, capdims;
     int ngroups;
     ad_plgroup *groups;
-    int *group_at;         /* per record: the group that starts there, or -1; -2: a later record of a group; -3: a view */
+    int *group_at;         /* per record: the group that starts there, or -1; -2: a later record of a group; -3: a view;
+                            * -4: a copy_ a group writes (ad_plan.intos) */
     int *envvals;          /* values a replay may put in its environment (not the groups' own) */
     int nenvvals;
     int *steps;            /* what a replay runs, in order: a record through the seam (>= 0), or group -1 - s */
@@ -168,6 +180,8 @@ typedef struct ad_plan {
     int nkernels;          /* records run as kernel groups (matmul, sums over dims, index_add_at) */
     int nkviews;
     ad_plkview *kviews;    /* per kernel-made view (AD_PL_KVIEW) */
+    int ninto;
+    ad_plinto *intos;      /* copy_ records whose source a group writes into the target */
     bool *keep;            /* per value: read through a view by planned records, so a record
                             * through the seam does not drop it (its liveness does not see views) */
     /* Run-time state, made on the first replay and reused. */

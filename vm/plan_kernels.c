@@ -342,7 +342,7 @@ static void copy_run_fn(void *ctx, int64_t off, int64_t i, int64_t len, int64_t 
 static void materialize(mat *m, char *out, size_t es) {
     int64_t n = 1;
     for (int d = 0; d < m->nd; d++) n *= m->shape[d];
-    if (mat_contiguous(m)) memcpy(out, m->data, (size_t)n * es);
+    if (mat_contiguous(m)) { if (m->data != out) memcpy(out, m->data, (size_t)n * es); }
     else for_runs(m, copy_run_fn, &(copy_ctx){m->data, out, es});
     m->data = out;
     contiguous_strides(m->nd, m->shape, m->strides);
@@ -553,14 +553,17 @@ static void add_into(const mat *dst, const char *src, const int64_t *sst, ad_dty
     if (n == 0) return;
     int64_t len = nd ? dst->shape[nd - 1] : 1, ds = nd ? dst->strides[nd - 1] : 1, ss = nd ? sst[nd - 1] : 0;
     for (int64_t i = 0; i < n; i += len) {
+        /* contiguous runs (a slice's rows) as a loop that vectorises: the same additions */
         if (dt == AD_FLOAT64) {
             double *y = (double *)(void *)dst->data + doff;
             const double *x = (const double *)(const void *)src + soff;
-            for (int64_t j = 0; j < len; j++) y[j * ds] += x[j * ss];
+            if (ds == 1 && ss == 1) { _Pragma("omp simd") for (int64_t j = 0; j < len; j++) y[j] += x[j]; }
+            else for (int64_t j = 0; j < len; j++) y[j * ds] += x[j * ss];
         } else {
             float *y = (float *)(void *)dst->data + doff;
             const float *x = (const float *)(const void *)src + soff;
-            for (int64_t j = 0; j < len; j++) y[j * ds] += x[j * ss];
+            if (ds == 1 && ss == 1) { _Pragma("omp simd") for (int64_t j = 0; j < len; j++) y[j] += x[j]; }
+            else for (int64_t j = 0; j < len; j++) y[j * ds] += x[j * ss];
         }
         for (int d = nd - 2; d >= 0; d--) {
             doff += dst->strides[d];
@@ -621,13 +624,14 @@ static void sum_rows(const mat *a, uint32_t rmask, ad_dtype dt, double *acc, int
         for (int64_t q = 0; q < nouter; q++) {
             double *y = acc + q * inner;
             int64_t off = roff + koff;
+            /* each y[j] its own sum, in the same order: vectorised across j */
             if (dt == AD_FLOAT64) {
                 const double *x = (const double *)(const void *)a->data + off;
-                if (ist == 1) for (int64_t j = 0; j < inner; j++) y[j] += x[j];
+                if (ist == 1) { _Pragma("omp simd") for (int64_t j = 0; j < inner; j++) y[j] += x[j]; }
                 else for (int64_t j = 0; j < inner; j++) y[j] += x[j * ist];
             } else {
                 const float *x = (const float *)(const void *)a->data + off;
-                if (ist == 1) for (int64_t j = 0; j < inner; j++) y[j] += (double)x[j];
+                if (ist == 1) { _Pragma("omp simd") for (int64_t j = 0; j < inner; j++) y[j] += (double)x[j]; }
                 else for (int64_t j = 0; j < inner; j++) y[j] += (double)x[j * ist];
             }
             for (int i = nk - 2; i >= 0; i--) {
@@ -657,7 +661,8 @@ static void run_sumdim(const mat *a, uint32_t rmask, char *out, ad_dtype dt, cha
         if (scratch && nout * 8 <= scratch_bytes) {
             double *acc = (double *)(void *)scratch;
             sum_rows(a, rmask, dt, acc, nout);
-            for (int64_t o = 0; o < nout; o++) ((float *)(void *)out)[o] = (float)acc[o];
+            float *of = (float *)(void *)out;
+            _Pragma("omp simd") for (int64_t o = 0; o < nout; o++) of[o] = (float)acc[o];
             return;
         }
     }

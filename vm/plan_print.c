@@ -13,8 +13,13 @@ void ad_plan_print_tag(const ad_plan *P, int node, ad_buf *b) {
     if (!P || node >= P->nnodes || P->group_at[node] == -1) return;
     int g = P->group_at[node];
     if (g == -3) { ad_buf_puts(b, " [view]"); return; }
-    if (g == -2)
-        for (g = P->ngroups - 1; g > 0 && P->groups[g].first_node > node; g--) {}
+    if (g == -4) {
+        for (int q = 0; q < P->ninto; q++)
+            if (P->intos[q].node == node) ad_buf_printf(b, " [into g%d]", P->intos[q].group);
+        return;
+    }
+    if (g == -2) /* the element-wise group around it (kernel records inside its span are groups of their own) */
+        for (g = P->ngroups - 1; g > 0 && (P->groups[g].first_node > node || P->groups[g].kern); g--) {}
     ad_buf_printf(b, " [g%d]", g);
 }
 
@@ -64,7 +69,8 @@ static void print_group(const ad_plan *P, int gi, ad_buf *b) {
     for (int i = 0; i < g->nstores; i++) {
         if (i == PRINT_MAX_VALUES) { ad_buf_printf(b, " (+%d)", g->nstores - i); break; }
         ad_buf_puts(b, " ");
-        print_place(P, g->stores[i].val, b);
+        if (g->stores[i].into) ad_buf_printf(b, "%%%d->%%%d", g->stores[i].val, P->intos[g->stores[i].target].target);
+        else print_place(P, g->stores[i].val, b);
     }
     ad_buf_printf(b, "; %d registers; moves %lld bytes (unfused %lld)\n", g->nregs, (long long)g->bytes_moved,
                   (long long)g->bytes_unfused);
@@ -81,6 +87,7 @@ void ad_plan_print(const ad_trace *T, const ad_plan *P, ad_buf *b) {
     ad_buf_printf(b, "  plan: %d group%s (%d records fused, %d views)", ngroups, ngroups == 1 ? "" : "s", P->nfused,
                   P->nviews + P->nkviews);
     if (P->nkernels) ad_buf_printf(b, ", %d kernel record%s", P->nkernels, P->nkernels == 1 ? "" : "s");
+    if (P->ninto) ad_buf_printf(b, ", %d copy_ written by groups", P->ninto);
     ad_buf_printf(b, ", %d records through the seam; "
                      "arena %lld bytes (registers %lld, %d buffer%s); moves %lld bytes (unfused %lld)\n",
                   P->nfallback, (long long)P->arena_bytes,

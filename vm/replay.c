@@ -7,6 +7,7 @@
 
 #include "device.h"
 #include "fuse.h"
+#include "plan_into.h"
 #include "plan_kernels.h"
 #include "trace.h"
 
@@ -44,6 +45,8 @@ static bool inputs_hold(const ad_trace *T, const ad_plan *P, ad_tensor *const *i
             if (!env_tensor_ok(P, v, val)) return false;
         }
     }
+    for (int q = 0; q < P->ninto; q++)
+        if (!ad_plan_into_holds(P, q, T->vals[P->intos[q].target].v)) return false;
     return true;
 }
 
@@ -92,7 +95,8 @@ static int run_group(ad_state *S, const ad_trace *T, ad_plan *P, ad_plgroup *g, 
         if (rc) return rc;
     }
     for (int i = 0; i < g->nstores; i++) {
-        int rc = ad_plan_dest_of(S, P, env, g->stores[i].val, &g->dstp[i]);
+        int rc = g->stores[i].into ? ad_plan_into_dest(S, P, g, env, g->stores[i].target, &g->dstp[i])
+                                   : ad_plan_dest_of(S, P, env, g->stores[i].val, &g->dstp[i]);
         if (rc) return rc;
     }
     char *red = NULL;
@@ -112,7 +116,8 @@ static int run_group(ad_state *S, const ad_trace *T, ad_plan *P, ad_plgroup *g, 
 /* A record through the seam, with its liveness (vm/trace.c) less the
  * values that planned records read through views later: those stay until
  * the call ends. nograd: the record runs under no_grad (a program in parts). */
-static int run_seam(ad_state *S, const ad_plan *P, const ad_tnode *n, ad_value *env, bool nograd) {
+static int run_seam(ad_state *S, const ad_plan *P, const ad_tnode *n, int i, ad_value *env, bool nograd) {
+    if (P->group_at[i] == -4) return ad_plan_into_commit(S, P, n, ad_plan_into_at(P, i), env);
     ad_tnode m = *n;
     m.nfrees = 0;
     if (nograd) m.grad_enabled = false;
@@ -155,7 +160,7 @@ int ad_plan_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_
     bool grad = S->grad_enabled;
     for (int i = 0; i < P->nsteps && !rc; i++) {
         int s = P->steps[i];
-        rc = s < 0 ? run_group(S, T, P, &P->groups[-1 - s], env) : run_seam(S, P, &T->nodes[s], env, false);
+        rc = s < 0 ? run_group(S, T, P, &P->groups[-1 - s], env) : run_seam(S, P, &T->nodes[s], s, env, false);
     }
     S->grad_enabled = grad;
     if (!rc) rc = ad_trace_result_value(S, T, env, out);
@@ -209,6 +214,9 @@ static bool part_holds(const ad_trace *T, const ad_plan *P, const ad_value *env,
             if (!env_tensor_ok(P, v, env[v])) return false;
         }
     }
+    for (int q = 0; q < P->ninto; q++)
+        if (P->intos[q].node >= from && P->intos[q].node < to && !ad_plan_into_holds(P, q, env[P->intos[q].target]))
+            return false;
     return true;
 }
 
@@ -243,7 +251,7 @@ int ad_plan_run_part(ad_state *S, const ad_trace *T, ad_value *env, int from, in
         int s = P->steps[i];
         if (step_node(P, i) >= to) break;
         if (s < 0) { rc = run_group(S, T, P, &P->groups[-1 - s], env); continue; }
-        rc = run_seam(S, P, &T->nodes[s], env, true);
+        rc = run_seam(S, P, &T->nodes[s], s, env, true);
     }
     S->grad_enabled = grad;
     P->busy = false;

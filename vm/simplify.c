@@ -16,6 +16,7 @@
 /* What each rule rewrites (counted and printed in this order). */
 static const char *const rule_names[AD_SIMP_NRULES] = {
     "pow(x, 1)", "pow(x, 2)", "mul(x, 1)", "div(x, 1)", "add/sub(x, 0)", "neg(neg(x))", "add/sub(a, neg(b))",
+    "add(a, index_add_at(0, i, v))",
 };
 
 typedef struct simp {
@@ -241,6 +242,109 @@ static int rewrite_rule(simp *s, ad_tnode *n) {
     return AD_SIMP_NEGADD;
 }
 
+/* The live index_add_at(base, idx, v) record that makes float value x
+ * (idx constant ints and slices, as the plan's kernel takes it), or NULL. */
+static const ad_tnode *addat_of(const simp *s, int x) {
+    if (x < 0 || s->T->vals[x].kind != AD_TV_NODE || written(s, x) || !is_float(s, x)) return NULL;
+    const ad_tnode *m = &s->T->nodes[s->T->vals[x].node];
+    if (!is_op(m, "index_add_at", 3) || m->grad_enabled || m->out.ref != x || m->args[0].ref < 0 || m->args[1].ref >= 0 ||
+        m->args[1].sub || m->args[2].sub)
+        return NULL;
+    return m;
+}
+
+/* Argument b is a constant (given or folded) of +0.0 everywhere, at any size
+ * (is_const stops at 4096 elements: the trajectory's zeros are 14336). */
+static bool zeros_arg(const simp *s, const ad_targ *b) {
+    if (b->ref < 0 || b->sub || (s->T->vals[b->ref].kind != AD_TV_CONST && !s->folded[b->ref])) return false;
+    const ad_tensor *t = tensor_of(s->T, b->ref);
+    if (!t || written(s, b->ref) || ad_tensor_device(t) != 0 || !ad_tensor_is_contiguous(t) ||
+        (t->dtype != AD_FLOAT32 && t->dtype != AD_FLOAT64))
+        return false;
+    const unsigned char *p = ad_tensor_data(t);
+    size_t bytes = (size_t)t->numel * (t->dtype == AD_FLOAT64 ? 8 : 4);
+    for (size_t i = 0; i < bytes; i++)
+        if (p[i]) return false;
+    return true;
+}
+
+/* Value x holds no -0.0: index_add_at's of a +0.0 constant, one into
+ * another (0 + v and a + v are -0.0 only when both operands are). */
+static bool no_negzero(const simp *s, int x) {
+    for (int depth = 0; depth < 1 << 16; depth++) {
+        const ad_tnode *m = addat_of(s, x);
+        if (!m) return false;
+        if (zeros_arg(s, &m->args[0])) return true;
+        x = m->args[0].ref;
+    }
+    return false;
+}
+
+static int reads_of(const ad_targ *a, int v) {
+    int c = a->ref == v;
+    for (int k = 0; k < a->nsub; k++) c += reads_of(&a->sub[k], v);
+    return c;
+}
+
+/* How many reads of value v the live records and the result make. */
+static int readers(const simp *s, int v) {
+    int c = reads_of(&s->T->result, v);
+    for (int i = 0; i < s->T->nnodes; i++) {
+        const ad_tnode *n = &s->T->nodes[i];
+        if (live(n))
+            for (int k = 0; k < n->nargs; k++) c += reads_of(&n->args[k], v);
+    }
+    return c;
+}
+
+/* a in general: index_add_at(zeros, i, v) (read by n only, after a is
+ * made) becomes index_add_at(a, i, v) and n add(it, 0): a + 0 outside the
+ * selection, (a + v) + 0 inside, which is a + (0 + v) for every a and v
+ * (-0.0 only when a and v are, and + 0 makes it +0.0 on both sides; nan
+ * as before). The plan runs the index_add_at in place when a dies there:
+ * one pass over a instead of a copy of the zeros and a pass over a and it. */
+static bool pad_general(simp *s, ad_tnode *n, ad_tnode *m, int a) {
+    int p = m->out.ref, mi = (int)(m - s->T->nodes);
+    if (s->T->vals[a].kind == AD_TV_NODE && s->T->vals[a].node >= mi) return false;
+    if (readers(s, p) != 1) return false;
+    ad_value_decref(s->S, m->args[0].c);
+    m->args[0] = (ad_targ){.ref = a, .c = ad_none()};
+    n->args[0] = (ad_targ){.ref = p, .c = ad_none()};
+    n->args[1] = (ad_targ){.ref = -1, .c = ad_num(0.0)};
+    return true;
+}
+
+/* The VJPs of slices and chunks, summed: add(a, index_add_at(zeros, i, v))
+ * -> index_add_at(a, i, v) (a pass over a's selection instead of a copy
+ * of the zeros and a pass over all), where a holds no -0.0: then a + 0 is
+ * a outside the selection and a + (0 + v) is a + v inside it, nan
+ * included (a's comes first as in eager's add). Rewritten in place (three
+ * arguments); the index_add_at left unread is dead code. Else pad_general.
+ * Returns the rule, or -1. */
+static int pad_rule(simp *s, ad_tnode *n) {
+    if (!is_op(n, "add", 2) || n->args[0].ref < 0 || n->args[1].ref < 0 || n->args[0].sub || n->args[1].sub) return -1;
+    int a = n->args[0].ref, o = n->out.ref;
+    ad_tnode *m = (ad_tnode *)addat_of(s, n->args[1].ref);
+    if (!m) return -1;
+    bool plain = no_negzero(s, a);
+    if (!zeros_arg(s, &m->args[0])) return -1;
+    const ad_tensor *to = tensor_of(s->T, o), *ta = tensor_of(s->T, a), *tp = tensor_of(s->T, n->args[1].ref);
+    if (!to || !ta || !tp || to->dtype != ta->dtype || to->dtype != tp->dtype || written(s, a) ||
+        !ad_shape_equal(to->ndim, to->shape, ta->ndim, ta->shape) || !ad_shape_equal(to->ndim, to->shape, tp->ndim, tp->shape))
+        return -1;
+    if (!plain) return pad_general(s, n, m, a) ? AD_SIMP_PADADD : -1;
+    ad_targ *args = ad_realloc(s->S, n->args, 3 * sizeof *args);
+    if (!args) return -1;
+    n->args = args;
+    args[1] = (ad_targ){.ref = -1, .c = m->args[1].c};
+    ad_value_incref(args[1].c);
+    args[2] = (ad_targ){.ref = m->args[2].ref, .c = m->args[2].c};
+    ad_value_incref(args[2].c);
+    n->nargs = 3;
+    set_fn(s->S, n, m->fn);
+    return AD_SIMP_PADADD;
+}
+
 /* A record whose result depends on its operands' values only, not their
  * strides: the element-wise ops the plan fuses, where, comparisons. */
 static bool elementwise(const ad_tnode *n) {
@@ -287,7 +391,7 @@ int ad_simplify(ad_state *S, ad_trace *T, const bool *folded) {
             if (x >= 0) {
                 s.rep[n->out.ref] = x;
                 n->dead = true;
-            } else rule = rewrite_rule(&s, n);
+            } else if ((rule = rewrite_rule(&s, n)) < 0) rule = pad_rule(&s, n);
             if (rule < 0) continue;
             T->simplified[rule]++;
             total++;

@@ -16,6 +16,7 @@ enum {
     AD_SIMP_ADD0,   /* sub(x, 0), add(x, -0.0) -> x; add(x, 0) -> x for integers */
     AD_SIMP_NEGNEG, /* neg(neg(x)) -> x */
     AD_SIMP_NEGADD, /* add(a, neg(b)) -> sub(a, b), add(neg(a), b) -> sub(b, a), sub(a, neg(b)) -> add(a, b) */
+    AD_SIMP_PADADD, /* add(a, index_add_at(zeros, i, v)) -> index_add_at(a, i, v), a never -0.0 (cat/split VJPs) */
     AD_SIMP_NRULES
 };
 
