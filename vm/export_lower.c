@@ -525,6 +525,7 @@ static const ew_row ew_table[] = {
     {"logical_not", 1, "!($0 != 0)", "!($0 != 0)"},
     {"isnan", 1, "$0 != $0", "0"}, {"isinf", 1, "isinf($0) != 0", "0"}, {"isfinite", 1, "isfinite($0) != 0", "1"},
     {"tanh_backward", 2, "$0 * (1 - $1 * $1)", NULL}, {"sigmoid_backward", 2, "$0 * $1 * (1 - $1)", NULL},
+    {"_index_check", 3, NULL, "($0 < $1 ? $1 : ($0 > $2 ? $2 : $0))"}, /* a C function cannot raise: clamped */
     {NULL, 0, NULL, NULL},
 };
 
