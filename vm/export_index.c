@@ -80,6 +80,34 @@ static void copy_into(ad_xctx *ctx, int src, int o) {
     ad_buf_puts(ctx->body, "];\n");
 }
 
+/* Whether argument 'a' of a record reads the storage of value 'b'. */
+static bool reads_base(const ad_xctx *ctx, const ad_targ *a, int b) {
+    if (a->ref >= 0 && ctx->v[a->ref].base == b) return true;
+    for (int i = 0; i < a->nsub; i++) if (reads_base(ctx, &a->sub[i], b)) return true;
+    return false;
+}
+
+/* A copy of 'self' into 'o' followed by writes at indices (scatter,
+ * index_put, index_add_at) may run in self's block when self dies there
+ * (export_c.c's plan_work): self must be that block in o's own layout (the
+ * copy is then a no-op) and no other argument may read the block. */
+static void share_self(ad_xctx *ctx, const ad_xrec *r, int self, int o) {
+    const ad_xval *s = &ctx->v[self], *y = &ctx->v[o];
+    int b = s->base;
+    const ad_xval *x = &ctx->v[b];
+    if (x->kind != AD_XV_BUF || x->out >= 0 || x->scalar || y->out >= 0 || s->off != 0 || s->dt != y->dt ||
+        x->numel != y->numel || s->ndim != y->ndim)
+        return;
+    int64_t st = 1;
+    for (int j = y->ndim - 1; j >= 0; j--) {
+        if (s->shape[j] != y->shape[j] || (y->shape[j] != 1 && s->st[j] != st)) return;
+        st *= y->shape[j];
+    }
+    for (int k = 0; k < r->n->nargs; k++)
+        if (&r->n->args[k] != r->p[0].a && reads_base(ctx, &r->n->args[k], b)) return;
+    ctx->v[o].share = b;
+}
+
 /* A tensor value or a number for the right-hand side ('val' < 0: 'lit'). */
 static void rhs(ad_xctx *ctx, ad_buf *b, int val, double lit, ad_dtype dt, const char *q, const int64_t *shape, int nd,
                 const int64_t *vst, int64_t voff) {
@@ -169,6 +197,7 @@ static int lower_scatter(ad_xctx *ctx, const ad_xrec *r, bool add) {
     if (rc) return rc;
     ad_xl_comment(ctx, add ? "a copy, then src added at the indices (clamped into range)"
                            : "a copy, then src stored at the indices (clamped into range)");
+    share_self(ctx, r, self, o);
     copy_into(ctx, self, o);
     if (!I->numel) return ctx->v[o].numel ? ADDSL_OK : empty(ctx, o);
     char on[32], iname[32];
@@ -600,6 +629,7 @@ static int lower_index_write(ad_xctx *ctx, const ad_xrec *r, bool add) {
     if (rc) return rc;
     ad_xl_comment(ctx, add ? "a copy, then the value added at the index (indices clamped into range)"
                            : "a copy, then the value stored at the index (indices clamped into range)");
+    share_self(ctx, r, self, o);
     copy_into(ctx, self, o);
     int64_t n = numel_of(p.rshape, p.rnd);
     if (!n) return y->numel ? ADDSL_OK : empty(ctx, o);
