@@ -1,6 +1,7 @@
 /* bi_index_ops.c: forward kernels of the scans and reductions that have no
  * exact composite (cummax, cummin, logcumsumexp, scatter_reduce); lib/scans.ad
- * and lib/index_ops.ad give them their derivatives. */
+ * and lib/index_ops.ad give them their derivatives. Also _index_check, the
+ * bounds check of the indexing ops that a trace records. */
 #include <math.h>
 #include <string.h>
 
