@@ -1,11 +1,13 @@
 /* bi_index_ops.c: forward kernels of the scans and reductions that have no
  * exact composite (cummax, cummin, logcumsumexp, scatter_reduce); lib/scans.ad
- * and lib/index_ops.ad give them their derivatives. */
+ * and lib/index_ops.ad give them their derivatives. Also _index_check, the
+ * bounds check of the indexing ops that a trace records. */
 #include <math.h>
 #include <string.h>
 
 #include "buf.h"
 #include "builtins.h"
+#include "device.h"
 #include "state.h"
 
 #define FN_ARGS ad_state *S, ad_value *argv, int argc, ad_value *out
@@ -244,7 +246,50 @@ static int bi_scatter_reduce(FN_ARGS) {
     return ad_ret_tensor(S, res, out);
 }
 
+/* _index_check(index, lo, hi, message): index itself (a new header over it)
+ * when every value lies in [lo, hi], else the error 'message' with "{}"
+ * replaced by the offending value (the smallest when one is below lo, else the
+ * largest). The op library's bounds checks call it instead of reading
+ * amin(index).item(), so a trace records the check as one call over a tensor
+ * (replayed each time; export_c lowers it to clamping into [lo, hi]). */
+static int bi_index_check(FN_ARGS) {
+    (void)argc;
+    ad_tensor *t = NULL, *h = NULL;
+    int64_t lo, hi;
+    const char *msg;
+    int rc = ad_arg_int(S, argv[1], "_index_check", "lo", &lo);
+    if (!rc) rc = ad_arg_int(S, argv[2], "_index_check", "hi", &hi);
+    if (!rc) rc = ad_arg_str(S, argv[3], "_index_check", "message", &msg);
+    if (!rc) rc = ad_arg_tensor(S, argv[0], "_index_check", "index", &t);
+    if (rc) return rc;
+    if (t->dtype != AD_INT64) {
+        ad_tensor_decref(S, t);
+        return ad_error(S, "_index_check(): index must be an int64 tensor, not %s", ad_dtype_name(t->dtype));
+    }
+    /* the values are read on the host; a GPU index is copied there first */
+    if (!(h = ad_tensor_to_device(S, t, AD_DEV_CPU))) { ad_tensor_decref(S, t); return ad_fail(S); }
+    int64_t mn = 0, mx = 0;
+    for (int64_t i = 0; i < h->numel; i++) {
+        int64_t v = (int64_t)ad_tensor_get_flat(h, i);
+        if (i == 0 || v < mn) mn = v;
+        if (i == 0 || v > mx) mx = v;
+    }
+    int64_t n = h->numel;
+    ad_tensor_decref(S, h);
+    if (n && (mn < lo || mx > hi)) {
+        ad_tensor_decref(S, t);
+        long long bad = mn < lo ? (long long)mn : (long long)mx;
+        const char *at = strstr(msg, "{}");
+        if (!at) return ad_error(S, "%s", msg);
+        return ad_error(S, "%.*s%lld%s", (int)(at - msg), msg, bad, at + 2);
+    }
+    ad_tensor *r = ad_tensor_alias(S, t);
+    ad_tensor_decref(S, t);
+    return ad_ret_tensor(S, r, out);
+}
+
 const ad_builtin_def ad_bi_index_ops_defs[] = {
+    {"_index_check", bi_index_check, "index, lo, hi, message"},
     {"cummax", bi_cummax, "self, dim"},
     {"cummin", bi_cummin, "self, dim"},
     {"logcumsumexp", bi_logcumsumexp, "self, dim"},

@@ -32,7 +32,7 @@ extern const ad_builtin_def ad_bi_string_defs[];      /* builtins/bi_string.c: P
 extern const ad_builtin_def ad_bi_progress_defs[];    /* builtins/progress.c: progress */
 extern const ad_builtin_def ad_bi_plot_defs[];        /* builtins/plot.c: plot, plot_is_available */
 extern const ad_builtin_def ad_bi_fs_defs[];          /* builtins/bi_fs.c: makedirs */
-extern const ad_builtin_def ad_bi_index_ops_defs[];   /* builtins/bi_index_ops.c: cummax, cummin, logcumsumexp, scatter_reduce */
+extern const ad_builtin_def ad_bi_index_ops_defs[];   /* builtins/bi_index_ops.c: cummax, cummin, logcumsumexp, scatter_reduce, _index_check */
 extern const ad_builtin_def ad_bi_random_defs[];      /* builtins/bi_random.c: poisson, multinomial */
 extern const ad_builtin_def ad_bi_nn_defs[];          /* builtins/bi_nn.c: im2col, col2im */
 extern const ad_builtin_def ad_bi_fft_defs[];         /* builtins/bi_fft.c: _fft_c2c */

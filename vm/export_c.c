@@ -99,7 +99,7 @@ static int trace_fun(ad_state *S, xfun *F, ad_value fn, const ad_list *args) {
     if (!F->v) return ADDSL_ENOMEM;
     for (int i = 0; i < T->nvals; i++) {
         ad_xval *x = &F->v[i];
-        x->base = i; x->out = -1; x->def = x->last = -1;
+        x->base = i; x->out = -1; x->def = x->last = -1; x->share = -1;
         ad_value tv = T->vals[i].v;
         if (tv.t != AD_TTENSOR) continue;
         const ad_tensor *t = tv.u.tensor;
@@ -167,7 +167,7 @@ static void write_const(xfun *F, const char *name, int id) {
 
 /* ---- the work buffer plan ---- */
 
-typedef struct block { int64_t off, size; int last; } block;
+typedef struct block { int64_t off, size; int last, id; } block;
 
 typedef struct defid { int def, id; } defid;
 
@@ -181,8 +181,10 @@ static int64_t align_up(int64_t x) { return (x + WORK_ALIGN - 1) / WORK_ALIGN * 
 
 /* Buffers are placed in the order their records run; a buffer's block is free
  * again after its last reader, first fit among the live blocks. An op never
- * writes a block that one of its inputs still holds (both are live at it). */
-static int plan_work(ad_state *S, xfun *F) {
+ * writes a block that one of its inputs still holds (both are live at it),
+ * except the block of its 'share' input when that one dies there: the
+ * statement reads each element of it before writing the same element. */
+static int plan_work(ad_state *S, xfun *F, bool share) {
     ad_trace *T = F->T;
     block *live = ad_malloc(S, (size_t)(T->nvals ? T->nvals : 1) * sizeof *live);
     if (!live) return ADDSL_ENOMEM;
@@ -204,6 +206,15 @@ static int plan_work(ad_state *S, xfun *F) {
         for (int j = 0; j < nlive; j++) if (live[j].last >= x->def) live[k++] = live[j];
         nlive = k;
         int64_t size = align_up(x->numel * (int64_t)ad_dtype_size(x->dt));
+        int took = -1;
+        for (int j = 0; j < nlive && share && x->share >= 0 && took < 0; j++)
+            if (live[j].id == x->share && live[j].last == x->def && live[j].size >= size) took = j;
+        if (took >= 0) {
+            x->woff = live[took].off;
+            live[took].last = x->last;
+            live[took].id = order[q].id;
+            continue;
+        }
         /* first fit: the live blocks sorted by offset, gaps between them */
         for (int a = 1; a < nlive; a++)
             for (int j = a; j > 0 && live[j - 1].off > live[j].off; j--) { block t = live[j]; live[j] = live[j - 1]; live[j - 1] = t; }
@@ -214,7 +225,7 @@ static int plan_work(ad_state *S, xfun *F) {
         }
         x->woff = at;
         if (at + size > top) top = at + size;
-        if (size) live[nlive++] = (block){at, size, x->last};
+        if (size) live[nlive++] = (block){at, size, x->last, order[q].id};
     }
     ad_free(S, live);
     ad_free(S, order);
@@ -295,7 +306,11 @@ static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name, 
     if (rc) return rc;
     for (int id = 0; id < T->nvals; id++)
         if (F->v[id].kind == AD_XV_CONST && F->v[id].read) write_const(F, F->cname, id);
-    rc = plan_work(S, F);
+    /* taking over blocks changes where first fit puts the rest: the smaller plan wins */
+    rc = plan_work(S, F, true);
+    int64_t shared = F->work;
+    if (!rc) rc = plan_work(S, F, false);
+    if (!rc && shared <= F->work) rc = plan_work(S, F, true);
     if (rc) return rc;
     /* a record's scratch lies above every block: nothing else is live there */
     int64_t scratch_at = align_up(F->work);
@@ -308,7 +323,10 @@ static int lower_fun(ad_state *S, xfun *F, const char *chunk, const char *name, 
         ad_buf_printf(&F->decls, "    %s *v%d = (%s *)(w + %lld); /* ", ad_export_ctype(x->dt), id, ad_export_ctype(x->dt),
                       (long long)x->woff);
         shape_text(&F->decls, x);
-        ad_buf_printf(&F->decls, ", live over records %d..%d */\n", x->def / AD_XTIME, (x->last + AD_XTIME - 1) / AD_XTIME);
+        ad_buf_printf(&F->decls, ", live over records %d..%d", x->def / AD_XTIME, (x->last + AD_XTIME - 1) / AD_XTIME);
+        if (x->share >= 0 && F->v[x->share].woff == x->woff && F->v[x->share].last == x->def)
+            ad_buf_printf(&F->decls, ", in %%%d's block", x->share);
+        ad_buf_puts(&F->decls, " */\n");
     }
     if (any || ctx.scratch) {
         ad_buf *d = &F->decls;

@@ -38,6 +38,8 @@ typedef struct ad_xval {
     int64_t woff;               /* BUF in work: byte offset */
     bool read;                  /* some record or output reads it (inputs, constants) */
     bool scalar;                /* BUF: lives only as a fused loop's scalar temporary, no memory */
+    int share;                  /* BUF: the value (a BUF) whose block it may take over when its write is that
+                                 * one's last read; the writing statement reads it element for element (-1: none) */
 } ad_xval;
 
 typedef struct ad_xctx {

@@ -144,6 +144,33 @@ static bool same_shape(const ad_xnest *a, const ad_xnest *b) {
 
 static void indent(ad_buf *b, int k) { for (int i = 0; i < k; i++) ad_buf_puts(b, "    "); }
 
+/* Member j of the n maps 'es' of one loop (a map alone: n = 1), which stores
+ * its value: the block of an operand it may write over (export_c.c's
+ * plan_work gives it that block when the operand dies there). Safe when
+ * every read of that block in the loop is at the element being written and
+ * none comes from a later member (which would read it after the store). */
+static void note_share(ad_xctx *ctx, const ad_xnest *es, int n, int j) {
+    ad_xval *x = &ctx->v[es[j].dest];
+    if (x->kind != AD_XV_BUF || x->out >= 0 || x->scalar || es[j].doff != 0 || es[j].dname) return;
+    for (int i = 0; i < es[j].nops; i++) {
+        const ad_xoperand *o = &es[j].op[i];
+        if (o->ref < 0 || o->tmp) continue;
+        int b = ctx->v[o->ref].base;
+        const ad_xval *y = &ctx->v[b];
+        if (b == es[j].dest || y->kind != AD_XV_BUF || y->out >= 0 || y->scalar || y->numel != x->numel ||
+            ad_dtype_size(y->dt) != ad_dtype_size(x->dt))
+            continue;
+        bool ok = true;
+        for (int m = 0; m < n && ok; m++)
+            for (int k = 0; k < es[m].nops && ok; k++) {
+                const ad_xoperand *p = &es[m].op[k];
+                if (p->ref < 0 || p->tmp || ctx->v[p->ref].base != b) continue;
+                ok = m <= j && same_element(&es[m], p);
+            }
+        if (ok) { x->share = b; return; }
+    }
+}
+
 /* One member in the loop: its comment, its scalar, and its store when read
  * from memory later. */
 static void write_member(ad_xctx *ctx, const ad_xnest *e, const char *note, bool store, int depth) {
@@ -168,6 +195,7 @@ static void write_member(ad_xctx *ctx, const ad_xnest *e, const char *note, bool
  * flat index when all of them can, else one variable per dim. */
 static void write_group(ad_xctx *ctx, ad_xgroup *g) {
     if (g->n == 1) {
+        note_share(ctx, g->e, 1, 0);
         ad_buf_printf(ctx->body, "    %s\n", g->note[0]);
         ad_export_emit_nest(ctx, &g->e[0]);
         return;
@@ -180,6 +208,7 @@ static void write_group(ad_xctx *ctx, ad_xgroup *g) {
                     if (g->e[m].dest == ctx->v[g->e[j].op[i].ref].base) tread[m] = true;
     for (int j = 0; j < g->n; j++) store[j] = !tread[j] || read_outside(ctx, g, g->e[j].dest, 0);
     for (int j = 0; j < g->n; j++) if (!store[j]) ctx->v[g->e[j].dest].scalar = true;
+    for (int j = 0; j < g->n; j++) if (store[j]) note_share(ctx, g->e, g->n, j);
     ad_xnest *all[AD_XFUSE_MAX];
     for (int j = 0; j < g->n; j++) all[j] = &g->e[j];
     ad_export_coalesce(all, g->n);
@@ -287,6 +316,7 @@ int ad_export_fuse_map(ad_xctx *ctx, ad_xnest *e, const char *note) {
         int rc = ad_export_fuse_flush(ctx);
         if (rc) return rc;
         ad_buf_printf(ctx->body, "    %s\n", note);
+        if (!e->init) note_share(ctx, e, 1, 0);
         ad_export_emit_nest(ctx, e);
         return ADDSL_OK;
     }

@@ -69,15 +69,54 @@ static void copy_into(ad_xctx *ctx, int src, int o) {
     ad_export_vname(ctx, o, on, sizeof on);
     if (!y->numel) return;
     mark_read(ctx, src);
-    int64_t st[AD_MAX_DIMS];
-    for (int j = 0; j < y->ndim; j++) {
+    int64_t st[AD_MAX_DIMS], s = 1;
+    bool flat = x->ndim == y->ndim;
+    for (int j = y->ndim - 1; j >= 0; j--) {
         int k = j - (y->ndim - x->ndim);
         st[j] = k >= 0 && x->shape[k] != 1 ? x->st[k] : 0;
+        if (k < 0 || x->shape[k] != y->shape[j] || (y->shape[j] != 1 && st[j] != s)) flat = false;
+        s *= y->shape[j];
+    }
+    if (flat) {
+        /* the same elements in the same order; in the block 'o' took over from
+         * 'src' (share_self) they are already there */
+        if (y->share == x->base && x->off == 0) ad_buf_printf(ctx->body, "    if (%s != %s)\n    ", on, in);
+        ad_buf_printf(ctx->body, "    for (long q = 0; q < %lld; q++) %s[q] = (%s)%s[%lld + q];\n", (long long)y->numel, on,
+                      ad_export_ctype(y->dt), in, (long long)x->off);
+        return;
     }
     ad_buf_printf(ctx->body, "    for (long q = 0; q < %lld; q++) %s[q] = (%s)%s[%lld", (long long)y->numel, on,
                   ad_export_ctype(y->dt), in, (long long)x->off);
     offset_terms(ctx->body, "q", y->shape, y->ndim, st, -1);
     ad_buf_puts(ctx->body, "];\n");
+}
+
+/* Whether argument 'a' of a record reads the storage of value 'b'. */
+static bool reads_base(const ad_xctx *ctx, const ad_targ *a, int b) {
+    if (a->ref >= 0 && ctx->v[a->ref].base == b) return true;
+    for (int i = 0; i < a->nsub; i++) if (reads_base(ctx, &a->sub[i], b)) return true;
+    return false;
+}
+
+/* A copy of 'self' into 'o' followed by writes at indices (scatter,
+ * index_put, index_add_at) may run in self's block when self dies there
+ * (export_c.c's plan_work): self must be that block in o's own layout (the
+ * copy is then a no-op) and no other argument may read the block. */
+static void share_self(ad_xctx *ctx, const ad_xrec *r, int self, int o) {
+    const ad_xval *s = &ctx->v[self], *y = &ctx->v[o];
+    int b = s->base;
+    const ad_xval *x = &ctx->v[b];
+    if (x->kind != AD_XV_BUF || x->out >= 0 || x->scalar || y->out >= 0 || s->off != 0 || s->dt != y->dt ||
+        x->numel != y->numel || s->ndim != y->ndim)
+        return;
+    int64_t st = 1;
+    for (int j = y->ndim - 1; j >= 0; j--) {
+        if (s->shape[j] != y->shape[j] || (y->shape[j] != 1 && s->st[j] != st)) return;
+        st *= y->shape[j];
+    }
+    for (int k = 1; k < r->np; k++)
+        if (r->p[k].a && reads_base(ctx, r->p[k].a, b)) return;
+    ctx->v[o].share = b;
 }
 
 /* A tensor value or a number for the right-hand side ('val' < 0: 'lit'). */
@@ -169,6 +208,7 @@ static int lower_scatter(ad_xctx *ctx, const ad_xrec *r, bool add) {
     if (rc) return rc;
     ad_xl_comment(ctx, add ? "a copy, then src added at the indices (clamped into range)"
                            : "a copy, then src stored at the indices (clamped into range)");
+    share_self(ctx, r, self, o);
     copy_into(ctx, self, o);
     if (!I->numel) return ctx->v[o].numel ? ADDSL_OK : empty(ctx, o);
     char on[32], iname[32];
@@ -600,6 +640,7 @@ static int lower_index_write(ad_xctx *ctx, const ad_xrec *r, bool add) {
     if (rc) return rc;
     ad_xl_comment(ctx, add ? "a copy, then the value added at the index (indices clamped into range)"
                            : "a copy, then the value stored at the index (indices clamped into range)");
+    share_self(ctx, r, self, o);
     copy_into(ctx, self, o);
     int64_t n = numel_of(p.rshape, p.rnd);
     if (!n) return y->numel ? ADDSL_OK : empty(ctx, o);
@@ -622,6 +663,70 @@ static int lower_index_write(ad_xctx *ctx, const ad_xrec *r, bool add) {
     return ADDSL_OK;
 }
 
+/* ---- a gradient's slice added to a running sum ---- */
+
+static bool same_geometry(const ad_xval *a, const ad_xval *b) {
+    if (a->dt != b->dt || a->ndim != b->ndim) return false;
+    for (int j = 0; j < a->ndim; j++) if (a->shape[j] != b->shape[j]) return false;
+    return true;
+}
+
+/* The VJP of t[idx] is index_add_at(zeros, idx, g), which autograd adds to
+ * the gradient summed so far: when record 'node' is such an index_add_at (self
+ * a constant of zeros) whose value only one add(a, it) reads (alpha 1; a, the
+ * value and the sum of one shape and dtype), that add's record number, else -1.
+ * The index_add_at then writes nothing and the add is written as
+ * index_add_at(a, idx, g): no block of zeros, no sum over all elements, and
+ * with a dying there (export_c.c's plan_work) no block of its own either. */
+static bool into_zeros(ad_xctx *ctx, int node, ad_xrec *m) {
+    const ad_tnode *n = &ctx->T->nodes[node];
+    if (n->kind != AD_TN_OP || n->dead || n->folded || strcmp(ad_xl_name(n), "index_add_at") || n->out.ref < 0) return false;
+    double z = 1;
+    if (ad_xl_bind(ctx, n, m)) { ad_clear_error(ctx->S); return false; }
+    int self = ad_xl_pref(m, 0), val = ad_xl_pref(m, 2);
+    if (self < 0 || ctx->v[ctx->v[self].base].kind != AD_XV_CONST || !ad_export_splat(ctx, self, &z) || z != 0) return false;
+    return val < 0 || ctx->v[val].dt == ctx->v[n->out.ref].dt;
+}
+
+static int accum_into(ad_xctx *ctx, int node) {
+    ad_xrec m;
+    if (!into_zeros(ctx, node, &m)) return -1;
+    int b = ctx->T->nodes[node].out.ref;
+    for (int k = 0; k < ctx->nouts; k++) if (ctx->outs[k] == b) return -1;
+    int rd = -1;
+    for (int p = ctx->rd_start[b]; p < ctx->rd_start[b + 1]; p++) {
+        if (rd >= 0 && ctx->rd_node[p] != rd) return -1;
+        rd = ctx->rd_node[p];
+    }
+    if (rd <= node) return -1;
+    const ad_tnode *s = &ctx->T->nodes[rd];
+    if (s->kind != AD_TN_OP || strcmp(ad_xl_name(s), "add") || s->out.ref < 0) return -1;
+    ad_xrec ar;
+    double alpha = 1;
+    if (ad_xl_bind(ctx, s, &ar)) { ad_clear_error(ctx->S); return -1; }
+    int x0 = ad_xl_pref(&ar, 0), x1 = ad_xl_pref(&ar, 1), a = x0 == b ? x1 : x0;
+    if ((x0 != b && x1 != b) || a < 0 || a == b || (ad_xl_pconst(&ar, 2).t != AD_TNONE && (!ad_xl_pnum(&ar, 2, &alpha) || alpha != 1)))
+        return -1;
+    if (!same_geometry(&ctx->v[a], &ctx->v[b]) || !same_geometry(&ctx->v[s->out.ref], &ctx->v[b])) return -1;
+    /* the sum of two such records: the later one is written by the add, over the earlier */
+    int na = ctx->T->vals[a].node;
+    if (na > node && into_zeros(ctx, na, &m)) return -1;
+    return rd;
+}
+
+/* The add of accum_into: index_add_at(a, idx, g) with the deferred record's idx and g. */
+static int lower_accum_add(ad_xctx *ctx, const ad_xrec *r, int node) {
+    ad_xrec m;
+    int rc = ad_xl_bind(ctx, &ctx->T->nodes[node], &m);
+    if (rc) return rc;
+    int b = ctx->T->nodes[node].out.ref;
+    m.n = r->n;
+    m.p[0].a = ad_xl_pref(r, 0) == b ? r->p[1].a : r->p[0].a;
+    ad_buf_printf(ctx->body, "    /* %%%d + %%%d, the index_add_at into zeros above, as one index_add_at: */\n",
+                  m.p[0].a->ref, b);
+    return lower_index_write(ctx, &m, true);
+}
+
 /* Whether an index holds a tensor (advanced indexing; else export_lower.c's views). */
 static bool has_tensor(const ad_targ *ix) {
     if (ix->ref >= 0 || ix->c.t == AD_TTENSOR) return true;
@@ -634,6 +739,17 @@ static bool has_tensor(const ad_targ *ix) {
 int ad_export_lower_index(ad_xctx *ctx, const ad_xrec *r) {
     if (r->n->kind != AD_TN_OP) return AD_XL_PASS;
     const char *nm = ad_xl_name(r->n);
+    if (!strcmp(nm, "index_add_at") && accum_into(ctx, ctx->node) >= 0) {
+        ad_xl_comment(ctx, "written by the add that reads it, below");
+        return ADDSL_OK;
+    }
+    if (!strcmp(nm, "add")) {
+        for (int k = 0; k < 2; k++) {
+            int b = ad_xl_pref(r, k), node = b >= 0 ? ctx->T->vals[b].node : -1;
+            if (node >= 0 && node < ctx->node && accum_into(ctx, node) == ctx->node) return lower_accum_add(ctx, r, node);
+        }
+        return AD_XL_PASS;
+    }
     if (!strcmp(nm, "gather")) return lower_gather(ctx, r);
     if (!strcmp(nm, "scatter")) return lower_scatter(ctx, r, false);
     if (!strcmp(nm, "scatter_add")) return lower_scatter(ctx, r, true);

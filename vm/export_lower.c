@@ -525,6 +525,7 @@ static const ew_row ew_table[] = {
     {"logical_not", 1, "!($0 != 0)", "!($0 != 0)"},
     {"isnan", 1, "$0 != $0", "0"}, {"isinf", 1, "isinf($0) != 0", "0"}, {"isfinite", 1, "isfinite($0) != 0", "1"},
     {"tanh_backward", 2, "$0 * (1 - $1 * $1)", NULL}, {"sigmoid_backward", 2, "$0 * $1 * (1 - $1)", NULL},
+    {"_index_check", 3, NULL, "($0 < $1 ? $1 : ($0 > $2 ? $2 : $0))"}, /* a C function cannot raise: clamped */
     {NULL, 0, NULL, NULL},
 };
 
@@ -1762,6 +1763,7 @@ void ad_export_emit_nest(ad_xctx *ctx, ad_xnest *e) { emit_nest(ctx, e); }
 
 const char *ad_xl_name(const ad_tnode *n) { return rec_name(n); }
 int ad_xl_fail(ad_xctx *ctx, const char *why) { return fail(ctx, why); }
+int ad_xl_bind(ad_xctx *ctx, const ad_tnode *n, ad_xrec *r) { return bind(ctx, n, r); }
 int ad_xl_pref(const ad_xrec *r, int i) { return pref(r, i); }
 ad_value ad_xl_pconst(const ad_xrec *r, int i) { return pconst(r, i); }
 bool ad_xl_pnum(const ad_xrec *r, int i, double *x) { return pnum(r, i, x); }

@@ -29,6 +29,8 @@ int ad_export_lower_traj(ad_xctx *ctx, const ad_xrec *r);
 const char *ad_xl_name(const ad_tnode *n);
 /* An error naming the op and the script's line:col. */
 int ad_xl_fail(ad_xctx *ctx, const char *why);
+/* Record n's arguments bound to its parameters. */
+int ad_xl_bind(ad_xctx *ctx, const ad_tnode *n, ad_xrec *r);
 /* Parameter i: its tensor ref (-1 when not a tensor), its constant, a number, ints. */
 int ad_xl_pref(const ad_xrec *r, int i);
 ad_value ad_xl_pconst(const ad_xrec *r, int i);

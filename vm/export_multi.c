@@ -9,9 +9,10 @@
 
 #include "op.h"
 
-/* Rows longer than this are refused: ranks are found by counting (n^2
- * comparisons per row), which suits the short rows of a controller. */
-#define XM_MAX_ROW 4096
+/* Rows up to this long find ranks by counting (n^2 comparisons, no memory,
+ * one loop nest: the short rows of a controller); longer ones are sorted by a
+ * merge sort over positions in the scratch (n log n, 16 bytes per element). */
+#define XM_COUNT_ROW 32
 
 typedef enum { XM_MAX, XM_MIN, XM_SORT, XM_TOPK, XM_KTH, XM_MEDIAN, XM_NANMEDIAN, XM_MODE, XM_CUMMAX, XM_CUMMIN } xm_kind;
 
@@ -102,6 +103,123 @@ static void emit_mode(xm *m, ad_buf *b) {
     ad_buf_printf(b, "        %s[i] = bv;\n        %s[i] = bi;\n", m->vo, m->io);
 }
 
+/* ---- rows longer than XM_COUNT_ROW: a merge sort ---- */
+
+/* The C name suffix of an element type, for the sort helper's name. */
+static const char *sfx_of(ad_dtype dt) {
+    switch (dt) {
+    case AD_FLOAT32: return "f32";
+    case AD_FLOAT64: return "f64";
+    case AD_INT64: return "i64";
+    default: return "b8";
+    }
+}
+
+/* xc_msort_<sfx>(v, sd, n, desc, p, tmp), once per file and element type
+ * (the guard lets exported files share a translation unit): p[0..n) becomes
+ * the positions of v[0], v[sd], ... in the order of the library's stable sort
+ * (NaN the largest, ties in position order), by a bottom-up merge sort that
+ * moves positions between p and tmp; an element is taken from the right run
+ * only when it comes strictly before the left one, which keeps ties stable. */
+static void embed_msort(ad_xctx *ctx, ad_dtype dt) {
+    ad_buf *d = ctx->prelude;
+    const char *sfx = sfx_of(dt), *t = ad_export_ctype(dt);
+    char guard[32];
+    snprintf(guard, sizeof guard, "XC_MSORT_%s", sfx);
+    if (d->data && strstr(d->data, guard)) return;
+    bool fl = dt == AD_FLOAT32 || dt == AD_FLOAT64;
+    ad_buf_printf(d, "\n#ifndef %s /* the op library's stable sort order (NaN largest) by a merge sort of positions */\n"
+                     "#define %s\n", guard, guard);
+    ad_buf_printf(d, "static void xc_msort_%s(const %s *v, long sd, long n, int desc, long *p, long *tmp) {\n", sfx, t);
+    ad_buf_puts(d, "    long *a = p, *b = tmp;\n"
+                   "    for (long k = 0; k < n; k++) a[k] = k;\n"
+                   "    for (long w = 1; w < n; w *= 2) {\n"
+                   "        for (long lo = 0; lo < n; lo += 2 * w) {\n"
+                   "            long mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;\n"
+                   "            long i = lo, j = mid, k = lo;\n"
+                   "            while (i < mid && j < hi) {\n");
+    ad_buf_printf(d, "                %s x = v[a[j] * sd], y = v[a[i] * sd];\n", t);
+    if (fl)
+        ad_buf_puts(d, "                int first = desc ? (x > y || (x != x && y == y)) : (x < y || (y != y && x == x));\n");
+    else ad_buf_puts(d, "                int first = desc ? x > y : x < y;\n");
+    ad_buf_puts(d, "                b[k++] = first ? a[j++] : a[i++];\n"
+                   "            }\n"
+                   "            while (i < mid) b[k++] = a[i++];\n"
+                   "            while (j < hi) b[k++] = a[j++];\n"
+                   "        }\n"
+                   "        long *s = a;\n        a = b;\n        b = s;\n"
+                   "    }\n"
+                   "    if (a != p) for (long k = 0; k < n; k++) p[k] = a[k];\n"
+                   "}\n#endif\n");
+}
+
+/* Scratch for a merge sort of n positions: p at 0, tmp after it (8 bytes
+ * each, as long is at most 8 bytes wide), then 'extra' bytes. */
+static int64_t msort_scratch(ad_xctx *ctx, int64_t n, int64_t extra) {
+    int64_t need = 16 * n + extra;
+    if (need > ctx->scratch) ctx->scratch = need;
+    return 16 * n;
+}
+
+/* One row sorted by xc_msort_*: 'p' holds its positions in sorted order. */
+static void emit_msort(xm *m, ad_buf *b, bool desc) {
+    embed_msort(m->ctx, m->x->dt);
+    msort_scratch(m->ctx, m->n, 0);
+    ad_buf_printf(b, "        long *p = (long *)(scratch + 0), *tmp = (long *)(scratch + %lld);\n", (long long)(8 * m->n));
+    ad_buf_printf(b, "        xc_msort_%s(%s + at, %lld, %lld, %d, p, tmp);\n", sfx_of(m->x->dt), m->in, (long long)m->sd,
+                  (long long)m->n, desc ? 1 : 0);
+}
+
+/* mode over a sorted row: the longest run of equal values (the first, so the
+ * smallest, of equally long ones; NaNs never count), its first element's value
+ * and its last position, as the counting form (emit_mode) finds them. */
+static void emit_mode_sorted(xm *m, ad_buf *b) {
+    long long sd = (long long)m->sd, n = (long long)m->n;
+    emit_msort(m, b, false);
+    ad_buf_printf(b, "        %s bv = %s[at];\n        long bc = 0, bi = 0;\n", m->t, m->in);
+    ad_buf_printf(b, "        for (long r = 0, e; r < %lld; r = e) {\n", n);
+    ad_buf_printf(b, "            %s xr = %s[at + p[r]*%lld];\n", m->t, m->in, sd);
+    ad_buf_printf(b, "            for (e = r + 1; e < %lld && %s[at + p[e]*%lld] == xr; e++) {}\n", n, m->in, sd);
+    ad_buf_puts(b, m->fl ? "            if (xr == xr && e - r > bc) { bc = e - r; bv = xr; bi = p[e - 1]; }\n        }\n"
+                         : "            if (e - r > bc) { bc = e - r; bv = xr; bi = p[e - 1]; }\n        }\n");
+    ad_buf_printf(b, "        %s[i] = bv;\n        %s[i] = bi;\n", m->vo, m->io);
+}
+
+/* 'want' of a kthvalue/median row (the rank to report), as emit_row's counting form. */
+static void emit_want(xm *m, ad_buf *b, xm_kind kind, int64_t k) {
+    long long n = (long long)m->n;
+    if (kind == XM_KTH) ad_buf_printf(b, "        long want = %lld;\n", (long long)k);
+    else if (!m->fl) ad_buf_printf(b, "        long want = %lld;\n", (n - 1) / 2);
+    else if (kind == XM_NANMEDIAN) {
+        /* the lower median of the entries that are not NaN (sorted first); all NaN: the first */
+        ad_buf_printf(b, "        long want = 0;\n        for (long k = 0; k < %lld; k++) want += %s[at + k*%lld] == %s[at + k*%lld];\n",
+                      n, m->in, (long long)m->sd, m->in, (long long)m->sd);
+        ad_buf_puts(b, "        want = want > 0 ? (want - 1) / 2 : 0;\n");
+    } else {
+        /* the lower median; a row holding NaN gives its first NaN (sorted last) */
+        ad_buf_printf(b, "        long want = 0;\n        for (long k = 0; k < %lld; k++) want += %s[at + k*%lld] == %s[at + k*%lld];\n",
+                      n, m->in, (long long)m->sd, m->in, (long long)m->sd);
+        ad_buf_printf(b, "        if (want == %lld) want = %lld;\n", n, (n - 1) / 2);
+    }
+}
+
+/* A row of sort, topk, kthvalue, median or mode longer than XM_COUNT_ROW. */
+static void emit_row_sorted(xm *m, ad_buf *b, xm_kind kind, int64_t k, bool desc) {
+    long long n = (long long)m->n, inner = (long long)m->inner, sd = (long long)m->sd;
+    if (kind == XM_MODE) { emit_mode_sorted(m, b); return; }
+    if (kind == XM_SORT || kind == XM_TOPK) {
+        long long kk = kind == XM_SORT ? n : (long long)k;
+        emit_msort(m, b, desc);
+        ad_buf_printf(b, "        for (long r = 0; r < %lld; r++) {\n", kk);
+        ad_buf_printf(b, "            %s[o*%lld + r*%lld + c] = %s[at + p[r]*%lld];\n", m->vo, kk * inner, inner, m->in, sd);
+        ad_buf_printf(b, "            %s[o*%lld + r*%lld + c] = p[r];\n        }\n", m->io, kk * inner, inner);
+        return;
+    }
+    emit_want(m, b, kind, k);
+    emit_msort(m, b, false);
+    ad_buf_printf(b, "        %s[i] = %s[at + p[want]*%lld];\n        %s[i] = p[want];\n", m->vo, m->in, sd, m->io);
+}
+
 /* The body of one row for 'kind'. */
 static void emit_row(xm *m, ad_buf *b, xm_kind kind, int64_t k, bool desc) {
     long long n = (long long)m->n, inner = (long long)m->inner;
@@ -121,20 +239,7 @@ static void emit_row(xm *m, ad_buf *b, xm_kind kind, int64_t k, bool desc) {
         return;
     }
     case XM_KTH: case XM_MEDIAN: case XM_NANMEDIAN:
-        if (kind == XM_KTH) ad_buf_printf(b, "        long want = %lld;\n", (long long)k);
-        else if (!m->fl) ad_buf_printf(b, "        long want = %lld;\n", (n - 1) / 2);
-        else if (kind == XM_NANMEDIAN) {
-            /* the lower median of the entries that are not NaN (sorted first); all NaN: the first */
-            ad_buf_printf(b, "        long want = 0;\n        for (long k = 0; k < %lld; k++) want += %s[at + k*%lld] == %s[at + k*%lld];\n",
-                          n, m->in, (long long)m->sd, m->in, (long long)m->sd);
-            ad_buf_puts(b, "        want = want > 0 ? (want - 1) / 2 : 0;\n");
-        }
-        else {
-            /* the lower median; a row holding NaN gives its first NaN (sorted last) */
-            ad_buf_printf(b, "        long want = 0;\n        for (long k = 0; k < %lld; k++) want += %s[at + k*%lld] == %s[at + k*%lld];\n",
-                          n, m->in, (long long)m->sd, m->in, (long long)m->sd);
-            ad_buf_printf(b, "        if (want == %lld) want = %lld;\n", n, (n - 1) / 2);
-        }
+        emit_want(m, b, kind, k);
         emit_rank(m, b, false);
         ad_buf_printf(b, "            if (rk == want) { %s[i] = xk; %s[i] = k; }\n        }\n", m->vo, m->io);
         return;
@@ -190,7 +295,6 @@ static int lower_rows(ad_xctx *ctx, const ad_xrec *r, xm_kind kind) {
     m.sd = x->ndim ? x->st[m.d] : 0;
     m.outer = m.inner = 1;
     for (int j = 0; j < x->ndim; j++) { if (j < m.d) m.outer *= x->shape[j]; else if (j > m.d) m.inner *= x->shape[j]; }
-    if (m.n > XM_MAX_ROW) return ad_xl_fail(ctx, "has rows longer than the exporter sorts (4096)");
     if (ctx->v[m.idx].dt != AD_INT64) return ad_xl_fail(ctx, "has indices that are not int64");
     m.fl = x->dt == AD_FLOAT32 || x->dt == AD_FLOAT64;
     m.t = ad_export_ctype(x->dt);
@@ -201,8 +305,10 @@ static int lower_rows(ad_xctx *ctx, const ad_xrec *r, xm_kind kind) {
     ad_export_vname(ctx, m.src, m.in, sizeof m.in);
     ad_export_vname(ctx, m.vals, m.vo, sizeof m.vo);
     ad_export_vname(ctx, m.idx, m.io, sizeof m.io);
-    ad_xl_comment(ctx, kind == XM_MAX || kind == XM_MIN || kind == XM_CUMMAX || kind == XM_CUMMIN
-                           ? NULL : "ranks by counting along the dim (stable, NaN largest)");
+    bool linear = kind == XM_MAX || kind == XM_MIN || kind == XM_CUMMAX || kind == XM_CUMMIN;
+    bool sorted = !linear && m.n > XM_COUNT_ROW;
+    ad_xl_comment(ctx, linear || !x->numel || !m.n ? NULL : sorted ? "a merge sort of each row (stable, NaN largest)"
+                                              : "ranks by counting along the dim (stable, NaN largest)");
     if (x->numel == 0 || m.n == 0) {
         ad_buf_printf(ctx->body, "    (void)%s; (void)%s; /* empty */\n", m.vo, m.io);
         return ADDSL_OK;
@@ -210,7 +316,8 @@ static int lower_rows(ad_xctx *ctx, const ad_xrec *r, xm_kind kind) {
     ctx->v[ctx->v[m.src].base].read = true;
     ad_buf *b = ctx->body;
     open_rows(&m, b);
-    emit_row(&m, b, kind, k, desc);
+    if (sorted) emit_row_sorted(&m, b, kind, k, desc);
+    else emit_row(&m, b, kind, k, desc);
     ad_buf_puts(b, "    }\n");
     return ADDSL_OK;
 }
@@ -238,16 +345,17 @@ static int lower_median_all(ad_xctx *ctx, const ad_xrec *r, bool nan_skip) {
     const ad_xval *x = &ctx->v[src];
     bool fl = x->dt == AD_FLOAT32 || x->dt == AD_FLOAT64;
     if (!fl) return ad_xl_fail(ctx, "is lowered for float32 and float64 only");
-    if (x->numel > XM_MAX_ROW) return ad_xl_fail(ctx, "has more elements than the exporter sorts (4096)");
     ad_xl_make_buf(ctx, o);
     ad_xl_use(ctx, src);
     char in[32], out[32];
     ad_export_vname(ctx, src, in, sizeof in);
     ad_export_vname(ctx, o, out, sizeof out);
     const char *t = ad_export_ctype(x->dt);
-    ad_xl_comment(ctx, "the rank of each element by counting (stable, NaN largest)");
-    ad_buf *b = ctx->body;
     long long n = (long long)x->numel;
+    bool sorted = n > XM_COUNT_ROW;
+    ad_xl_comment(ctx, sorted ? "a merge sort of the elements (stable, NaN largest)"
+                              : "the rank of each element by counting (stable, NaN largest)");
+    ad_buf *b = ctx->body;
     if (!n) { ad_buf_printf(b, "    %s[0] = NAN;\n", out); return ADDSL_OK; }
     ctx->v[ctx->v[src].base].read = true;
     ad_buf_puts(b, "    {\n        long want = 0;\n");
@@ -256,6 +364,18 @@ static int lower_median_all(ad_xctx *ctx, const ad_xrec *r, bool nan_skip) {
     ad_buf_puts(b, "]; want += v == v; }\n");
     if (nan_skip) ad_buf_puts(b, "        want = want > 0 ? (want - 1) / 2 : 0;\n");
     else ad_buf_printf(b, "        if (want == %lld) want = %lld;\n", n, (n - 1) / 2);
+    if (sorted) {
+        /* the elements copied in row-major order after the positions, then sorted */
+        embed_msort(ctx, x->dt);
+        int64_t at = msort_scratch(ctx, n, n * 8);
+        ad_buf_printf(b, "        long *p = (long *)(scratch + 0), *tmp = (long *)(scratch + %lld);\n", 8 * n);
+        ad_buf_printf(b, "        %s *e = (%s *)(scratch + %lld);\n", t, t, (long long)at);
+        ad_buf_printf(b, "        for (long k = 0; k < %lld; k++) e[k] = %s[", n, in);
+        flat_offset(b, x, "k");
+        ad_buf_puts(b, "];\n");
+        ad_buf_printf(b, "        xc_msort_%s(e, 1, %lld, 0, p, tmp);\n        %s[0] = e[p[want]];\n    }\n", sfx_of(x->dt), n, out);
+        return ADDSL_OK;
+    }
     ad_buf_printf(b, "        for (long k = 0; k < %lld; k++) {\n            %s xk = %s[", n, t, in);
     flat_offset(b, x, "k");
     ad_buf_puts(b, "];\n            long rk = 0;\n");

@@ -394,13 +394,14 @@ static const char *node_name(const ad_tnode *n) {
     return "?";
 }
 
-/* Builtins whose result is a fresh tensor computed from their arguments alone:
- * the passes may merge, fold or remove them. Any other builtin is kept in place. */
+/* Builtins whose result is a fresh tensor computed from their arguments alone
+ * (_index_check: its argument, or an error): the passes may merge, fold or
+ * remove them. Any other builtin is kept in place. */
 static bool pure_builtin(const char *name) {
     static const char *const pure[] = {
         "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange",
         "linspace", "logspace", "eye", "tensor", "as_tensor", "clone", "contiguous", "to", "double",
-        "float", "long", "type_as", "detach",
+        "float", "long", "type_as", "detach", "_index_check",
     };
     for (size_t i = 0; i < sizeof pure / sizeof pure[0]; i++) if (strcmp(name, pure[i]) == 0) return true;
     return false;

@@ -32,9 +32,10 @@ printf 'export_c(fn(x) => x.masked_select(x > 0.0), [zeros(3)], "s.c")\n' > bad.
 "$addsl" bad.ad 2>err && { echo "FAIL: masked_select should not lower"; exit 1; }
 grep -q "'masked_select' at bad.ad:1:21 has an output whose shape depends on the mask" err || { echo "FAIL: the error names the op and line:col"; cat err; exit 1; }
 # the work buffer: unfused (fuse=false), a chain of 10 ops on [100] float64
-# needs two live blocks (an op's input and its output), whatever the chain's
-# length; the last op writes the caller's output. Fused, the chain is one loop
-# over scalars and needs none.
+# needs one block, whatever the chain's length: each op reads its input
+# element for element and writes its output over it, as the input dies there
+# (export_c.c's plan_work); the last op writes the caller's output. Fused, the
+# chain is one loop over scalars and needs none.
 cat > chain.ad <<'AD'
 fn chain(x) {
     let y = x
@@ -48,13 +49,15 @@ export_c(chain, [ones(100)], "chain32_nf.c", name="chain32_nf", fuse=false)
 AD
 "$addsl" chain.ad || { echo "FAIL: chain.ad"; exit 1; }
 # (the header's CHAIN_WORK_BYTES is the most any of chain, chain_vjp and chain_jvp needs)
-[ "$(grep -m1 ' \* work: ' chain_nf.c)" = " * work: 1600 bytes of the header's WORK_BYTES */" ] \
-    || { echo "FAIL: the unfused chain's work buffer is not 2 x 800 bytes"; grep 'work:' chain_nf.c; exit 1; }
+[ "$(grep -m1 ' \* work: ' chain_nf.c)" = " * work: 800 bytes of the header's WORK_BYTES */" ] \
+    || { echo "FAIL: the unfused chain's work buffer is not one block of 800 bytes"; grep 'work:' chain_nf.c; exit 1; }
+grep -q "float64\[100\], live over records [0-9]*\.\.[0-9]*, in %[0-9]*'s block \*/" chain_nf.c \
+    || { echo "FAIL: no value of the unfused chain takes over its input's block"; exit 1; }
 [ "$(grep -m1 ' \* work: ' chain.c)" = " * work: 0 bytes of the header's WORK_BYTES */" ] \
     || { echo "FAIL: the fused chain uses work"; grep 'work:' chain.c; exit 1; }
 grep -q 'one loop for 20 element-wise records' chain.c || { echo "FAIL: the chain is not one loop"; exit 1; }
 grep -q '^void chain32(const float \*in0, float \*out0, void \*work);' chain32.h || { echo "FAIL: float32 prototype"; exit 1; }
-[ "$(grep -m1 ' \* work: ' chain32_nf.c)" = " * work: 800 bytes of the header's WORK_BYTES */" ] \
+[ "$(grep -m1 ' \* work: ' chain32_nf.c)" = " * work: 400 bytes of the header's WORK_BYTES */" ] \
     || { echo "FAIL: float32 work buffer"; grep 'work:' chain32_nf.c; exit 1; }
 # an op whose forward is a kernel bound with 'extern' is declared extern in the
 # exported file and called there; the C program links the kernel itself
