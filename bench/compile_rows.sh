@@ -2,6 +2,7 @@
 # compile_rows.sh: the compile() rows of issue 14, each beside its target: compiled against eager,
 # ADOL-C (bench/fk_adolc.sh) and PyTorch (when importable). bench/run.sh calls it; it also runs alone.
 # Usage: ADDSL=./addsl bench/compile_rows.sh   ROUNDS=3 (interleaved rounds; medians over them)
+#        MLP2=0 leaves out the MLP rows at 2 threads each (c5t, c5te)
 #        COUNT=1 also prints callgrind instruction counts per call (needs valgrind; slow: minutes)
 set -u
 
@@ -12,6 +13,7 @@ PY=${BENCH_PYTHON:-/usr/bin/python3}
 ROUNDS=${ROUNDS:-3}
 COUNT=${COUNT:-0}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+MLP2=${MLP2:-1}   # also the MLP rows at 2 threads each (c5t, c5te); MLP2=0 leaves them out
 
 if [ ! -x "$ADDSL" ]; then
     echo "compile_rows.sh: no addsl binary at $ADDSL (set ADDSL=...)" >&2
@@ -38,12 +40,25 @@ ADOLC=0
 if FK_ADOLC_BIN="$TMP/fk_adolc" "$BENCH/fk_adolc.sh" > "$TMP/adolc.out" && [ -x "$TMP/fk_adolc" ]; then
     ADOLC=1
 fi
+# The MLP step's five products alone (bench/mlp_gemm.c): the floor under c5.
+GEMM=0
+if ${CC:-cc} -O2 $(pkg-config --cflags openblas 2>/dev/null) -o "$TMP/mlp_gemm" "$BENCH/mlp_gemm.c" \
+        $(pkg-config --libs openblas 2>/dev/null) 2> "$TMP/mlp_gemm.err"; then
+    GEMM=1
+else
+    echo "mlp_gemm.c: not built (row c5f left out):"; head -3 "$TMP/mlp_gemm.err"
+fi
 TORCH=0
 if [ -x "$PY" ] && "$PY" -c 'import torch' 2>/dev/null; then TORCH=1; else echo "torch: not available"; fi
 
 run_addsl() {  # run_addsl SCRIPT [ARGS...]: its "NAME VALUE" lines collected
     "$ADDSL" "$BENCH/$1" "${@:2}" > "$TMP/out" || { echo "compile_rows.sh: $* failed" >&2; exit 1; }
     collect < "$TMP/out"
+}
+run_mlp2() {  # run_mlp2 [compiled]: autograd_mlp.ad on 2 threads (passive waits: 2 shared cores), as mlp2_*
+    OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive "$ADDSL" "$BENCH/autograd_mlp.ad" "$@" > "$TMP/out" \
+        || { echo "compile_rows.sh: autograd_mlp.ad $* failed" >&2; exit 1; }
+    collect < <(sed 's/^mlp_/mlp2_/' "$TMP/out")
 }
 
 for round in $(seq "$ROUNDS"); do
@@ -54,12 +69,24 @@ for round in $(seq "$ROUNDS"); do
     [ $ADOLC = 1 ] && { "$TMP/fk_adolc" > "$TMP/adolc.out"; collect < "$TMP/adolc.out"; }
     if [ $TORCH = 1 ]; then
         "$PY" "$BENCH/fk_torch.py" > "$TMP/fk_torch.out" && collect < "$TMP/fk_torch.out"
-        "$PY" "$BENCH/autograd_torch.py" mlp | sed 's/^/torch_/' > "$TMP/mlp_torch.out" && collect < "$TMP/mlp_torch.out"
+        # torch's intra-op threads (BENCH_TORCH_THREADS, else every core) and its OpenBLAS's (OMP_NUM_THREADS)
+        # are set apart: both get addsl's count, so that c5 compares one thread with one thread
+        BENCH_TORCH_THREADS=$OMP_NUM_THREADS "$PY" "$BENCH/autograd_torch.py" mlp | sed 's/^/torch_/' > "$TMP/mlp_torch.out" \
+            && collect < "$TMP/mlp_torch.out"
+        if [ "$MLP2" = 1 ]; then
+            OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive BENCH_TORCH_THREADS=2 "$PY" "$BENCH/autograd_torch.py" mlp \
+                | sed 's/^/torch2_/' > "$TMP/mlp_torch.out" && collect < "$TMP/mlp_torch.out"
+        fi
     fi
     run_addsl autograd_lstm.ad
     run_addsl autograd_lstm.ad compiled
     run_addsl autograd_mlp.ad
     run_addsl autograd_mlp.ad compiled
+    [ $GEMM = 1 ] && collect < <("$TMP/mlp_gemm")
+    if [ "$MLP2" = 1 ]; then
+        run_mlp2 compiled
+        run_mlp2
+    fi
     run_addsl traj_compile.ad
 done
 
@@ -97,8 +124,13 @@ crow c4  "LSTM (f+bwd) / f no_grad, compiled (x)" x "$(ratio "$(med lstm_cf_grad
 crow c4e "  eager's (f+bwd) / f no_grad (x)" x "$(ratio "$(med lstm_f_grad)" "$(med lstm_f_nograd)")" "" "" -
 crow c4r "LSTM (f+bwd) / f recording, compiled (x)" x "$(ratio "$(med lstm_cf_grad)" "$(med lstm_cf)")" "" "" -
 crow c4g "  LSTM f+bwd, compiled vs eager (ms)" ms "$(med lstm_cf_grad)" eager "$(med lstm_f_grad)" -
-crow c5  "MLP step 256x784-256-10, compiled (ms)" ms "$(med mlp_step_compiled)" torch "$(med torch_mlp_step)" "<=0.40"
+crow c5  "MLP step 784-256-10 b256, $OMP_NUM_THREADS thread each (ms)" ms "$(med mlp_step_compiled)" torch "$(med torch_mlp_step)" "<=0.40"
 crow c5e "  same, compiled vs eager (ms)" ms "$(med mlp_step_compiled)" eager "$(med mlp_step)" -
+crow c5f "  its 5 products alone (OpenBLAS) (ms)" ms "$(med mlp_gemm)" torch "$(med torch_mlp_step)" -
+if [ "$MLP2" = 1 ]; then
+crow c5t "  same, 2 threads each, OMP passive (ms)" ms "$(med mlp2_step_compiled)" torch "$(med torch2_mlp_step)" -
+crow c5te "  same, 2 threads, compiled vs eager (ms)" ms "$(med mlp2_step_compiled)" eager "$(med mlp2_step)" -
+fi
 crow c6  "trajectory sample iteration (ms)" ms "$(med traj_iter_compiled)" eager "$(med traj_iter_eager)" "<=0.60"
 echo "same results: chain grad $(med chain100k_same_grad), trajectory cost $(med traj_same_cost)," \
     "MLP loss after the steps: eager $(med mlp_loss), compiled $(med mlp_loss_compiled)"

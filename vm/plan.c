@@ -4,6 +4,7 @@
  * place where an input dies). */
 #include "plan.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "device.h"
@@ -503,7 +504,8 @@ static int load_reg(builder *B, ad_plgroup *g, int u, const ad_targ *a, ad_dtype
     double c = num_of(a->c);
     if (dt == AD_FLOAT32) c = (double)(float)c;
     for (int i = 0; i < g->nloads; i++)
-        if (g->loads[i].val < 0 && g->loads[i].c == c) return i;
+        /* -0.0 == 0.0, but x - 0.0 and x - -0.0 differ at x = -0.0 */
+        if (g->loads[i].val < 0 && g->loads[i].c == c && !signbit(g->loads[i].c) == !signbit(c)) return i;
     g->loads[g->nloads] = (ad_plload){.val = -1, .c = c, .cf = (float)c};
     return g->nloads++;
 }

@@ -118,14 +118,18 @@ bool ad_plan_into_holds(const ad_plan *P, int q, ad_value x) {
            ad_shape_equal(t->ndim, t->shape, p->ndim, ad_plan_dims(P, p->dims));
 }
 
-/* Another operand of the group, or another target, over x's storage. */
+/* Another operand of the group, or another target, over x's storage. Only x
+ * itself read element for element is safe: a view of x (x.t(), x[0]) reads
+ * elements a block of the group may already have written. */
 static bool aliased(const ad_plan *P, const ad_plgroup *g, const ad_value *env, int q) {
     const ad_tensor *t = env[P->intos[q].target].u.tensor;
     for (int i = 0; i < g->nloads; i++) {
         int v = g->loads[i].val;
+        if (v == P->intos[q].target) continue;
         while (v >= 0 && (P->vals[v].where == AD_PL_KVIEW || P->vals[v].where == AD_PL_VIEW))
             v = P->vals[v].where == AD_PL_KVIEW ? P->kviews[P->vals[v].buffer].kern.a : P->vals[v].buffer;
-        if (v < 0 || v == P->intos[q].target || P->vals[v].where != AD_PL_ENV) continue;
+        if (v == P->intos[q].target) return true;
+        if (v < 0 || P->vals[v].where != AD_PL_ENV) continue;
         if (env[v].t == AD_TTENSOR && env[v].u.tensor->storage == t->storage) return true;
     }
     for (int r = 0; r < P->ninto; r++) {
