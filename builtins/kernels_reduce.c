@@ -144,11 +144,14 @@ DEF_REDUCE(ad_red_any_b8, uint8_t, int, rowany_b8, 0, OR, SAME)
 /* A column reduction with fewer (outer, chunk) tasks than this also cuts
  * its rows into blocks, so that both cores get work. */
 #define COL_TASKS 8
+/* Runs of whole rows a row reduction is cut into (each one call of the
+ * row kernel), enough for both cores to share evenly. */
+#define ROW_TASKS 64
 /* At most this many row blocks; their partials are added in block order,
  * and their number depends on the shape only, never on the team size. */
 #define COL_BLOCKS 8
 
-#define DEF_SUMRED(FN, SUF, T, FIN)                                                \
+#define DEF_SUMRED(FN, SUF, T, FIN, ISMEAN)                                                \
     void FN(const void *xp, void *op, int64_t outer, int64_t n, int64_t inner) {   \
         const T *x = xp;                                                           \
         T *o = op;                                                                 \
@@ -168,8 +171,11 @@ DEF_REDUCE(ad_red_any_b8, uint8_t, int, rowany_b8, 0, OR, SAME)
             return;                                                                \
         }                                                                          \
         if (inner == 1) {                                                          \
-            PAR_FOR(par, for (int64_t r = 0; r < outer; r++) {                     \
-                o[r] = (T)FIN(rowsum_##SUF(x + r * n, n));                         \
+            /* up to ROW_TASKS runs of whole rows; a row's sum does not depend on \
+             * the cut */                                                          \
+            const int64_t per = (outer + ROW_TASKS - 1) / ROW_TASKS;               \
+            PAR_FOR(par, for (int64_t lo = 0; lo < outer; lo += per) {             \
+                ad_rs_rowsums_##SUF(x + lo * n, outer - lo < per ? outer - lo : per, n, ISMEAN, o + lo); \
             });                                                                    \
             return;                                                                \
         }                                                                          \
@@ -204,10 +210,10 @@ DEF_REDUCE(ad_red_any_b8, uint8_t, int, rowany_b8, 0, OR, SAME)
             for (int64_t j = 0; j < m; j++) o[ob * inner + i0 + j] = (T)FIN(a[j]); \
         });                                                                        \
     }
-DEF_SUMRED(ad_red_sum_f32, f32, float, SAME)
-DEF_SUMRED(ad_red_sum_f64, f64, double, SAME)
-DEF_SUMRED(ad_red_mean_f32, f32, float, MEAN)
-DEF_SUMRED(ad_red_mean_f64, f64, double, MEAN)
+DEF_SUMRED(ad_red_sum_f32, f32, float, SAME, false)
+DEF_SUMRED(ad_red_sum_f64, f64, double, SAME, false)
+DEF_SUMRED(ad_red_mean_f32, f32, float, MEAN, true)
+DEF_SUMRED(ad_red_mean_f64, f64, double, MEAN, true)
 
 /* The remaining kernels walk one "line" (n elements 'inner' apart) per
  * output; PAR_LINES runs its block once per line with 'line' in scope. */

@@ -3,6 +3,7 @@
 #ifndef AD_REDUCE_SIMD_H
 #define AD_REDUCE_SIMD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The sum of x[0..n): 16 lanes over blocks of up to RS_SUM_BLOCK elements,
@@ -10,6 +11,11 @@
  * order of the additions depends on n only (not on the CPU or the team). */
 double ad_rs_rowsum_f32(const float *x, int64_t n);
 double ad_rs_rowsum_f64(const double *x, int64_t n);
+
+/* o[r] = the sum of row r of x ([rows, n], contiguous) as ad_rs_rowsum gives
+ * it, divided by n when 'mean', in the output's dtype. */
+void ad_rs_rowsums_f32(const float *x, int64_t rows, int64_t n, bool mean, float *o);
+void ad_rs_rowsums_f64(const double *x, int64_t rows, int64_t n, bool mean, double *o);
 
 /* a[j] += x[0 * inner + j] + ... + x[(n - 1) * inner + j] for j < m, each
  * column added in row order, as a plain loop over the rows would. */

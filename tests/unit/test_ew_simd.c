@@ -140,7 +140,7 @@ static double ref_rowsum(const double *x, int64_t n) {
 static void test_sums(void) {
     enum { R = 70, C = 300 };
     static float xf[R * C + 9000];
-    static double xd[R * C + 9000], xw[R * C + 9000];
+    static double xd[R * C + 9000], xw[R * C + 9000];  /* 4 rows of 4100 fit */
     for (int i = 0; i < R * C + 9000; i++) {
         xd[i] = val(i, 7) * 1.3e-3 + 1.0 / 3.0;
         xf[i] = (float)xd[i];
@@ -156,6 +156,26 @@ static void test_sums(void) {
     }
     ok(bad32 == 0, "row sums f32 in the documented order");
     ok(bad64 == 0, "row sums f64 in the documented order");
+    /* many rows in one call, summed or averaged, in the output dtype */
+    bad32 = bad64 = 0;
+    const int64_t widths[] = {0, 17, 100, 4100};
+    for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++)
+        for (int mean = 0; mean < 2; mean++) {
+            const int64_t n = widths[k], rows = 4;
+            float of[4];
+            double od[4];
+            ad_rs_rowsums_f32(xf, rows, n, mean, of);
+            ad_rs_rowsums_f64(xd, rows, n, mean, od);
+            for (int64_t r = 0; r < rows; r++) {
+                double wf = ref_rowsum(xw + r * n, n), wd = ref_rowsum(xd + r * n, n);
+                float wf32 = (float)(mean ? wf / (double)n : wf);
+                double wd64 = mean ? wd / (double)n : wd;
+                bad32 += memcmp(&of[r], &wf32, sizeof wf32) != 0;
+                bad64 += memcmp(&od[r], &wd64, sizeof wd64) != 0;
+            }
+        }
+    ok(bad32 == 0, "rows of [4, n] f32 summed and averaged in one call");
+    ok(bad64 == 0, "rows of [4, n] f64 summed and averaged in one call");
     /* column sums over m columns of rows 'inner' apart, added into a[] */
     bad32 = bad64 = 0;
     const int64_t ms[] = {0, 1, 3, 4, 5, 16, 17, 21, 100, 256};
@@ -177,7 +197,7 @@ static void test_sums(void) {
 }
 
 int main(void) {
-    plan(6 * 4 * 2 + 3 + 4);
+    plan(6 * 4 * 2 + 3 + 6);
     test_binary();
     test_sleef_cut();
     test_sums();
