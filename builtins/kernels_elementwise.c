@@ -2,10 +2,13 @@
  * generated per dtype from the op lists of kernels_elementwise.h. */
 #include "kernels_elementwise.h"
 
+#include <omp.h>
 #include <string.h>
 #include <tgmath.h>
 
 #include "ad_limits.h"
+#include "ew_par.h"
+#include "ew_simd.h"
 #include "scalar_math.h"
 #include "special_math.h"
 
@@ -32,16 +35,59 @@
 
 typedef void (*ad_ew_blk)(void *out, const void *x, int64_t n);
 
-/* Splits n elements into blocks for 'f', in parallel past the threshold. */
-static void ad_ew_blocks(ad_ew_blk f, void *out, const void *x, int64_t n, size_t esize) {
-    int64_t nb = (n + AD_EW_BLOCK - 1) / AD_EW_BLOCK;
-    if (n <= AD_OMP_THRESHOLD) { f(out, x, n); return; }
+/* A call whose serial time is estimated past this many nanoseconds goes to
+ * the OpenMP team. On the 2-core bench machine, team hot, best of 301: tanh
+ * of 4300 float32 6.8 us on one thread, 4.9 on two; exp of 6100 float64 7.0
+ * and 4.8 (torch splits tanh of 1e4 elements too). The crossover is lower,
+ * but a busy machine makes each region a gamble on the second thread. */
+#define AD_EW_PAR_NS 6000.0
+
+/* Splits n elements into blocks for 'f', in parallel once n elements at 'ns'
+ * nanoseconds each pass AD_EW_PAR_NS. Every element is computed by the same
+ * code wherever a block starts, so the cut cannot change a value; the block
+ * count is even so that two threads get equal shares. */
+static void ad_ew_blocks(ad_ew_blk f, void *out, const void *x, int64_t n, size_t esize, double ns) {
+    /* inside a team already (bi_elementwise.c cut a large call): this thread's share */
+    if ((double)n * ns < AD_EW_PAR_NS || n < 2 * EW_PAR_ALIGN || omp_in_parallel()) { f(out, x, n); return; }
+    const int64_t nb = 2 * ((n + 2 * AD_EW_BLOCK - 1) / (2 * AD_EW_BLOCK));
+    const int64_t per = ((n + nb - 1) / nb + EW_PAR_ALIGN - 1) / EW_PAR_ALIGN * EW_PAR_ALIGN;
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < nb; b++) {
-        int64_t lo = b * AD_EW_BLOCK, len = n - lo < AD_EW_BLOCK ? n - lo : AD_EW_BLOCK;
-        f((char *)out + (size_t)lo * esize, (const char *)x + (size_t)lo * esize, len);
+        int64_t lo = b * per, len = n - lo < per ? n - lo : per;
+        if (len > 0) f((char *)out + (size_t)lo * esize, (const char *)x + (size_t)lo * esize, len);
     }
 }
+
+/* Nanoseconds per element of each SLEEF function (float32, float64) in its
+ * AVX-512 form on the bench machine (an AMD EPYC, Zen 4; the AVX2 forms take
+ * about 1.5 times as long), for the cut above. */
+#define AD_EW_NS_exp 0.27, 0.99
+#define AD_EW_NS_exp2 0.22, 0.80
+#define AD_EW_NS_expm1 1.17, 2.38
+#define AD_EW_NS_log 0.52, 1.20
+#define AD_EW_NS_log2 0.57, 1.32
+#define AD_EW_NS_log10 0.53, 1.29
+#define AD_EW_NS_log1p 0.72, 1.90
+#define AD_EW_NS_sqrt 0.47, 1.06
+#define AD_EW_NS_sin 0.51, 1.19
+#define AD_EW_NS_cos 0.67, 1.40
+#define AD_EW_NS_tan 0.95, 1.93
+#define AD_EW_NS_asin 0.70, 1.66
+#define AD_EW_NS_acos 0.87, 2.10
+#define AD_EW_NS_atan 0.87, 2.24
+#define AD_EW_NS_sinh 1.26, 2.57
+#define AD_EW_NS_cosh 1.25, 2.56
+#define AD_EW_NS_tanh 1.42, 3.15
+#define AD_EW_NS_asinh 2.28, 5.83
+#define AD_EW_NS_acosh 2.11, 5.31
+#define AD_EW_NS_atanh 1.22, 3.28
+#define AD_EW_NS_erf 2.29, 6.20
+#define AD_EW_NS_erfc 3.04, 7.69
+#define AD_EW_NS_lgamma 4.99, 11.93
+#define AD_EW_NS_F32_(f32, f64) (f32)
+#define AD_EW_NS_F64_(f32, f64) (f64)
+#define AD_EW_NS_F32(pair) AD_EW_NS_F32_(pair)
+#define AD_EW_NS_F64(pair) AD_EW_NS_F64_(pair)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
@@ -83,9 +129,9 @@ typedef double ad_v8d __attribute__((vector_size(64)));
     AD_ISA256 static void ad_b256_##name##_f64(void *out, const void *x, int64_t n) AD_EW_VLOOP(ad_v4d, double, ad_sl_##name##_d4) \
     static void ad_b128_##name##_f64(void *out, const void *x, int64_t n) AD_EW_VLOOP(ad_v2d, double, ad_sl_##name##_d2) \
     void ad_k_##name##_f32(float *out, const float *x, int64_t n) { \
-        ad_ew_blocks(ad_ew_pick(ad_b512_##name##_f32, ad_b256_##name##_f32, ad_b128_##name##_f32), out, x, n, sizeof(float)); } \
+        ad_ew_blocks(ad_ew_pick(ad_b512_##name##_f32, ad_b256_##name##_f32, ad_b128_##name##_f32), out, x, n, sizeof(float), AD_EW_NS_F32(AD_EW_NS_##name)); } \
     void ad_k_##name##_f64(double *out, const double *x, int64_t n) { \
-        ad_ew_blocks(ad_ew_pick(ad_b512_##name##_f64, ad_b256_##name##_f64, ad_b128_##name##_f64), out, x, n, sizeof(double)); }
+        ad_ew_blocks(ad_ew_pick(ad_b512_##name##_f64, ad_b256_##name##_f64, ad_b128_##name##_f64), out, x, n, sizeof(double), AD_EW_NS_F64(AD_EW_NS_##name)); }
 
 /* The widest block function this CPU runs (the check is a load of a word
  * libgcc fills at startup, so it is done per call, not cached). */
@@ -264,9 +310,11 @@ void ad_k_clamp_i64(int64_t *out, const int64_t *x, int64_t n, double p, double 
 
 /* ---- binary ops: a op b with a or b possibly a broadcast scalar ---- */
 
-/* Four loops so the common cases keep unit strides and vectorize. */
+/* Four loops so the common cases keep unit strides and vectorize; an AVX2
+ * copy of each, as torch dispatches on the CPU (the SSE2 baseline has half
+ * the lanes). */
 #define AD_EW_BIN(name, T, sfx, OT, EXPR) \
-    void ad_k_##name##_##sfx(OT *out, const T *pa, int64_t sa, const T *pb, int64_t sb, int64_t n) { \
+    AD_SIMD_CLONES void ad_k_##name##_##sfx(OT *out, const T *pa, int64_t sa, const T *pb, int64_t sb, int64_t n) { \
         if (sa && sb) { AD_EW_FOR(n) { const T a = pa[i], b = pb[i]; out[i] = (OT)(EXPR); } } \
         else if (sb) { const T a = pa[0]; AD_EW_FOR(n) { const T b = pb[i]; out[i] = (OT)(EXPR); } } \
         else if (sa) { const T b = pb[0]; AD_EW_FOR(n) { const T a = pa[i]; out[i] = (OT)(EXPR); } } \

@@ -6,6 +6,7 @@
 
 #include "kernels_reduce.h"
 #include "ad_limits.h"
+#include "reduce_simd.h"
 
 /* Columns reduced together in the strided case: their accumulators stay in
  * registers/L1 while successive rows stream past. */
@@ -133,77 +134,24 @@ DEF_REDUCE(ad_red_any_b8, uint8_t, int, rowany_b8, 0, OR, SAME)
  * SSE2 lanes, and a column reduction with a single chunk of columns ran on
  * one thread. */
 
-/* x86-64 builds also carry an AVX2 copy of the hot loops, picked at load
- * time, as torch dispatches on the CPU: the SSE2 baseline has half the lanes. */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define SIMD_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef SIMD_CLONES
-#define SIMD_CLONES
-#endif
-
-/* Four vector accumulators of four doubles hide the add latency. */
-typedef double v4d __attribute__((vector_size(32)));
-#define SUM_LANES 16
-/* Rows longer than this are summed pairwise from blocks of this size, so the
- * rounding error grows with log(n) rather than n. */
-#define SUM_BLOCK 4096
-
-/* Macros, not functions: a function returning v4d changes ABI between the clones. */
-#define ADD4_f64(acc, p)                                                           \
-    do {                                                                           \
-        v4d v_;                                                                    \
-        memcpy(&v_, (p), sizeof v_);                                               \
-        (acc) += v_;                                                               \
-    } while (0)
-#define ADD4_f32(acc, p)                                                           \
-    do {                                                                           \
-        const float *p_ = (p);                                                     \
-        (acc) += (v4d){p_[0], p_[1], p_[2], p_[3]};                                \
-    } while (0)
-
-#define DEF_BLOCKSUM(SUF, T)                                                       \
-    SIMD_CLONES static double blocksum_##SUF(const T *x, int64_t n) {              \
-        v4d a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;                          \
-        int64_t k = 0;                                                             \
-        for (; k + SUM_LANES <= n; k += SUM_LANES) {                               \
-            ADD4_##SUF(a0, x + k);                                              \
-            ADD4_##SUF(a1, x + k + 4);                                          \
-            ADD4_##SUF(a2, x + k + 8);                                          \
-            ADD4_##SUF(a3, x + k + 12);                                         \
-        }                                                                          \
-        a0 = (a0 + a1) + (a2 + a3);                                                \
-        double t = 0;                                                              \
-        for (; k < n; k++) t += (double)x[k];                                      \
-        return ((a0[0] + a0[1]) + (a0[2] + a0[3])) + t;                            \
-    }                                                                              \
-    static double rowsum_##SUF(const T *x, int64_t n) {                            \
-        if (n <= SUM_BLOCK) return blocksum_##SUF(x, n);                           \
-        int64_t h = (n / SUM_BLOCK + 1) / 2 * SUM_BLOCK;                           \
-        return rowsum_##SUF(x, h) + rowsum_##SUF(x + h, n - h);                    \
-    }                                                                              \
-    /* a[j] += sum over k < n of x[k * inner + j], for j < m */                    \
-    SIMD_CLONES static void colsum_##SUF(const T *x, int64_t n, int64_t inner,     \
-                                         int64_t m, double *a) {                   \
-        for (int64_t k = 0; k < n; k++) {                                          \
-            const T *row = x + k * inner;                                          \
-            _Pragma("omp simd")                                                    \
-            for (int64_t j = 0; j < m; j++) a[j] += (double)row[j];                \
-        }                                                                          \
-    }
-DEF_BLOCKSUM(f32, float)
-DEF_BLOCKSUM(f64, double)
+/* The row and column sums themselves, vectorised per instruction set, are
+ * in reduce_simd.c. */
+#define rowsum_f32 ad_rs_rowsum_f32
+#define rowsum_f64 ad_rs_rowsum_f64
+#define colsum_f32 ad_rs_colsum_f32
+#define colsum_f64 ad_rs_colsum_f64
 
 /* A column reduction with fewer (outer, chunk) tasks than this also cuts
  * its rows into blocks, so that both cores get work. */
 #define COL_TASKS 8
+/* Runs of whole rows a row reduction is cut into (each one call of the
+ * row kernel), enough for both cores to share evenly. */
+#define ROW_TASKS 64
 /* At most this many row blocks; their partials are added in block order,
  * and their number depends on the shape only, never on the team size. */
 #define COL_BLOCKS 8
 
-#define DEF_SUMRED(FN, SUF, T, FIN)                                                \
+#define DEF_SUMRED(FN, SUF, T, FIN, ISMEAN)                                                \
     void FN(const void *xp, void *op, int64_t outer, int64_t n, int64_t inner) {   \
         const T *x = xp;                                                           \
         T *o = op;                                                                 \
@@ -223,8 +171,11 @@ DEF_BLOCKSUM(f64, double)
             return;                                                                \
         }                                                                          \
         if (inner == 1) {                                                          \
-            PAR_FOR(par, for (int64_t r = 0; r < outer; r++) {                     \
-                o[r] = (T)FIN(rowsum_##SUF(x + r * n, n));                         \
+            /* up to ROW_TASKS runs of whole rows; a row's sum does not depend on \
+             * the cut */                                                          \
+            const int64_t per = (outer + ROW_TASKS - 1) / ROW_TASKS;               \
+            PAR_FOR(par, for (int64_t lo = 0; lo < outer; lo += per) {             \
+                ad_rs_rowsums_##SUF(x + lo * n, outer - lo < per ? outer - lo : per, n, ISMEAN, o + lo); \
             });                                                                    \
             return;                                                                \
         }                                                                          \
@@ -259,10 +210,10 @@ DEF_BLOCKSUM(f64, double)
             for (int64_t j = 0; j < m; j++) o[ob * inner + i0 + j] = (T)FIN(a[j]); \
         });                                                                        \
     }
-DEF_SUMRED(ad_red_sum_f32, f32, float, SAME)
-DEF_SUMRED(ad_red_sum_f64, f64, double, SAME)
-DEF_SUMRED(ad_red_mean_f32, f32, float, MEAN)
-DEF_SUMRED(ad_red_mean_f64, f64, double, MEAN)
+DEF_SUMRED(ad_red_sum_f32, f32, float, SAME, false)
+DEF_SUMRED(ad_red_sum_f64, f64, double, SAME, false)
+DEF_SUMRED(ad_red_mean_f32, f32, float, MEAN, true)
+DEF_SUMRED(ad_red_mean_f64, f64, double, MEAN, true)
 
 /* The remaining kernels walk one "line" (n elements 'inner' apart) per
  * output; PAR_LINES runs its block once per line with 'line' in scope. */
