@@ -9,25 +9,6 @@ src=${srcdir:-.}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/addsl-linalg.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT INT TERM
 "$addsl" "$src/tests/export/linalg_cases.ad" "$dir" > "$dir/main.c" || { echo "FAIL: linalg_cases.ad"; exit 1; }
-cat "$dir"/t[0-9]*.c > "$dir/all.c"
-flags="-std=c99 -Wall -Wextra -Werror -pedantic"
-ran=
-for cc in gcc clang; do
-    command -v $cc >/dev/null 2>&1 || { echo "# $cc not installed: skipped"; continue; }
-    if [ -n "$ran" ]; then
-        $cc $flags -fsyntax-only -I"$dir" "$dir/all.c" || { echo "FAIL: $cc rejects the exported code"; exit 1; }
-        continue
-    fi
-    $cc $flags -O2 -I"$dir" -c "$dir/all.c" -o "$dir/all.o" || { echo "FAIL: $cc rejects the exported code"; exit 1; }
-    bad=$(nm -u "$dir/all.o" | awk '{print $NF}' | grep -E '^(malloc|calloc|realloc|free|alloca|ad_|addsl_)')
-    [ -z "$bad" ] || { echo "FAIL: the exported code references: $bad"; exit 1; }
-    $cc -std=c99 -O0 -g -I"$dir" "$dir/main.c" "$dir/all.o" -lm -o "$dir/main" || { echo "FAIL: driver"; exit 1; }
-    "$dir/main" || { echo "FAIL: $cc build differs from the interpreter"; exit 1; }
-    if command -v valgrind >/dev/null 2>&1 && ! ldd "$addsl" 2>/dev/null | grep -q libasan; then
-        valgrind -q --error-exitcode=3 "$dir/main" > /dev/null || { echo "FAIL: valgrind"; exit 1; }
-        echo "# valgrind: clean"
-    fi
-    ran=$cc
-done
-[ -n "$ran" ] || { echo "SKIP: no C compiler"; exit 77; }
+. "$src/tests/export/check_c.sh"
+export_check "$dir" t 1 || exit $?
 echo "export linalg: ok"
