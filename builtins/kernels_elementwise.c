@@ -2,9 +2,14 @@
  * generated per dtype from the op lists of kernels_elementwise.h. */
 #include "kernels_elementwise.h"
 
-#include <omp.h>
 #include <string.h>
 #include <tgmath.h>
+#ifdef _OPENMP
+#include <omp.h>
+#define AD_IN_TEAM() omp_in_parallel()
+#else /* the fuzz build has no OpenMP */
+#define AD_IN_TEAM() 0
+#endif
 
 #include "ad_limits.h"
 #include "ew_par.h"
@@ -48,7 +53,7 @@ typedef void (*ad_ew_blk)(void *out, const void *x, int64_t n);
  * count is even so that two threads get equal shares. */
 static void ad_ew_blocks(ad_ew_blk f, void *out, const void *x, int64_t n, size_t esize, double ns) {
     /* inside a team already (bi_elementwise.c cut a large call): this thread's share */
-    if ((double)n * ns < AD_EW_PAR_NS || n < 2 * EW_PAR_ALIGN || omp_in_parallel()) { f(out, x, n); return; }
+    if ((double)n * ns < AD_EW_PAR_NS || n < 2 * EW_PAR_ALIGN || AD_IN_TEAM()) { f(out, x, n); return; }
     const int64_t nb = 2 * ((n + 2 * AD_EW_BLOCK - 1) / (2 * AD_EW_BLOCK));
     const int64_t per = ((n + nb - 1) / nb + EW_PAR_ALIGN - 1) / EW_PAR_ALIGN * EW_PAR_ALIGN;
 #pragma omp parallel for schedule(static)

@@ -54,9 +54,10 @@ static int64_t length(int k) {
 #define NLENGTHS 72
 
 static void test_binary(void) {
-    static float af[NMAX], bf[NMAX], of[NMAX + 1];
-    static double ad[NMAX], bd[NMAX], od[NMAX + 1];
-    for (int i = 0; i < NMAX; i++) {
+    /* operands start up to 3 elements in (unaligned): NMAX + 3 readable */
+    static float af[NMAX + 3], bf[NMAX + 3], of[NMAX + 1];
+    static double ad[NMAX + 3], bd[NMAX + 3], od[NMAX + 1];
+    for (int i = 0; i < NMAX + 3; i++) {
         af[i] = (float)val(i, 1); bf[i] = (float)val(i, 2);
         ad[i] = val(i, 3) / 3.0; bd[i] = val(i, 4) / 7.0;
     }

@@ -9,6 +9,7 @@
 #include "npy.h"
 #include "npz.h"
 #include "tensor.h"
+#include "zip_lazy.h"
 
 static char fixture_dir[4096];
 static char tmp_dir[64];
@@ -262,6 +263,7 @@ int main(int argc, char **argv) {
     test_save(S);
     test_npz(S);
     rmdir(tmp_dir);
+    ad_zip_close(S); /* addsl_close's part for the libzip table save() loaded */
     test_state_close(S);
     return done_testing();
 }
