@@ -236,7 +236,7 @@ static int ew_device(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, cons
     const void *in[EW_MAX_OPS];
     for (int i = 0; i < o->n; i++) in[i] = ad_tensor_data(o->t[i]);
     const char *name = ad_kreg_name(S, kid);
-    return ad_cuda_check(S, api->ew(name, ad_tensor_data(out), o->n, in, o->s, out->numel, param, param ? np : 0, NULL),
+    return ad_cuda_check(S, api->ew(name, ad_tensor_data(out), o->n, in, o->s, out->numel, param, param ? np : 0, ad_cuda_stream(S)),
                          name);
 }
 

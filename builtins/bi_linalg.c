@@ -85,7 +85,7 @@ static int gemm_device(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, do
     if (!rc)
         rc = ad_cuda_check(S, api->gemm(c->dtype, nbatch, M, N, K, ad_tensor_data(aa), sa, aa->strides[nd - 2],
                                         aa->strides[nd - 1], ad_tensor_data(bb), sb, bb->strides[nd - 2],
-                                        bb->strides[nd - 1], ad_tensor_data(c), alpha, beta, NULL),
+                                        bb->strides[nd - 1], ad_tensor_data(c), alpha, beta, ad_cuda_stream(S)),
                            "matmul");
     ad_tensor_decref(S, aa);
     ad_tensor_decref(S, bb);

@@ -133,7 +133,7 @@ static int run_plan_device(ad_state *S, const rplan *p, ad_tensor *o, int kid) {
     const char *to = strrchr(from, '_');
     size_t n = to ? (size_t)(to - from) : strlen(from);
     snprintf(op, sizeof op, "%.*s", (int)(n < sizeof op ? n : sizeof op - 1), from);
-    return ad_cuda_check(S, api->reduce(op, p->x->dtype, data_of(o), data_of(p->x), p->outer, p->n, p->inner, NULL),
+    return ad_cuda_check(S, api->reduce(op, p->x->dtype, data_of(o), data_of(p->x), p->outer, p->n, p->inner, ad_cuda_stream(S)),
                          kname);
 }
 

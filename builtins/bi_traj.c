@@ -219,15 +219,15 @@ static int run_fwd_device(ad_state *S, traj_call *c, ad_tensor **o) {
     if (c->dt == AD_FLOAT32) {
         float ds = (float)c->dt_scalar;
         float *P = DD(o[0]), *V = DD(o[1]), *A = DD(o[2]), *J = DD(o[3]);
-        if (c->step == STEP_ACC) rc = api->acc_fwd_f32(u, p0, v0, a0, si, dts, ds, c->b, c->H, c->d, P, V, A, J, NULL);
-        else if (c->step == STEP_JERK) rc = api->jerk_fwd_f32(u, p0, v0, a0, si, dts, ds, c->b, c->H, c->d, P, V, A, J, NULL);
-        else rc = api->pos_fwd_f32(u, p0, v0, a0, si, ds, c->central, c->b, c->H, c->d, P, V, A, J, NULL);
+        if (c->step == STEP_ACC) rc = api->acc_fwd_f32(u, p0, v0, a0, si, dts, ds, c->b, c->H, c->d, P, V, A, J, ad_cuda_stream(S));
+        else if (c->step == STEP_JERK) rc = api->jerk_fwd_f32(u, p0, v0, a0, si, dts, ds, c->b, c->H, c->d, P, V, A, J, ad_cuda_stream(S));
+        else rc = api->pos_fwd_f32(u, p0, v0, a0, si, ds, c->central, c->b, c->H, c->d, P, V, A, J, ad_cuda_stream(S));
     } else {
         double ds = c->dt_scalar;
         double *P = DD(o[0]), *V = DD(o[1]), *A = DD(o[2]), *J = DD(o[3]);
-        if (c->step == STEP_ACC) rc = api->acc_fwd_f64(u, p0, v0, a0, si, dts, ds, c->b, c->H, c->d, P, V, A, J, NULL);
-        else if (c->step == STEP_JERK) rc = api->jerk_fwd_f64(u, p0, v0, a0, si, dts, ds, c->b, c->H, c->d, P, V, A, J, NULL);
-        else rc = api->pos_fwd_f64(u, p0, v0, a0, si, ds, c->central, c->b, c->H, c->d, P, V, A, J, NULL);
+        if (c->step == STEP_ACC) rc = api->acc_fwd_f64(u, p0, v0, a0, si, dts, ds, c->b, c->H, c->d, P, V, A, J, ad_cuda_stream(S));
+        else if (c->step == STEP_JERK) rc = api->jerk_fwd_f64(u, p0, v0, a0, si, dts, ds, c->b, c->H, c->d, P, V, A, J, ad_cuda_stream(S));
+        else rc = api->pos_fwd_f64(u, p0, v0, a0, si, ds, c->central, c->b, c->H, c->d, P, V, A, J, ad_cuda_stream(S));
     }
     return ad_cuda_check(S, rc, c->fn);
 }
@@ -243,15 +243,15 @@ static int run_bwd_device(ad_state *S, traj_call *c, ad_tensor **o) {
     if (c->dt == AD_FLOAT32) {
         float ds = (float)c->dt_scalar;
         float *gu = DD(o[0]), *gp = DD(o[1]), *gv = DD(o[2]), *ga = DD(o[3]);
-        if (c->step == STEP_ACC) rc = api->acc_bwd_f32(g0, g1, g2, g3, si, dts, ds, b, B0, H, d, gu, gp, gv, ga, NULL);
-        else if (c->step == STEP_JERK) rc = api->jerk_bwd_f32(g0, g1, g2, g3, si, dts, ds, b, B0, H, d, gu, gp, gv, ga, NULL);
-        else rc = api->pos_bwd_f32(g0, g1, g2, g3, si, ds, c->central, b, B0, H, d, gu, gp, gv, ga, NULL);
+        if (c->step == STEP_ACC) rc = api->acc_bwd_f32(g0, g1, g2, g3, si, dts, ds, b, B0, H, d, gu, gp, gv, ga, ad_cuda_stream(S));
+        else if (c->step == STEP_JERK) rc = api->jerk_bwd_f32(g0, g1, g2, g3, si, dts, ds, b, B0, H, d, gu, gp, gv, ga, ad_cuda_stream(S));
+        else rc = api->pos_bwd_f32(g0, g1, g2, g3, si, ds, c->central, b, B0, H, d, gu, gp, gv, ga, ad_cuda_stream(S));
     } else {
         double ds = c->dt_scalar;
         double *gu = DD(o[0]), *gp = DD(o[1]), *gv = DD(o[2]), *ga = DD(o[3]);
-        if (c->step == STEP_ACC) rc = api->acc_bwd_f64(g0, g1, g2, g3, si, dts, ds, b, B0, H, d, gu, gp, gv, ga, NULL);
-        else if (c->step == STEP_JERK) rc = api->jerk_bwd_f64(g0, g1, g2, g3, si, dts, ds, b, B0, H, d, gu, gp, gv, ga, NULL);
-        else rc = api->pos_bwd_f64(g0, g1, g2, g3, si, ds, c->central, b, B0, H, d, gu, gp, gv, ga, NULL);
+        if (c->step == STEP_ACC) rc = api->acc_bwd_f64(g0, g1, g2, g3, si, dts, ds, b, B0, H, d, gu, gp, gv, ga, ad_cuda_stream(S));
+        else if (c->step == STEP_JERK) rc = api->jerk_bwd_f64(g0, g1, g2, g3, si, dts, ds, b, B0, H, d, gu, gp, gv, ga, ad_cuda_stream(S));
+        else rc = api->pos_bwd_f64(g0, g1, g2, g3, si, ds, c->central, b, B0, H, d, gu, gp, gv, ga, ad_cuda_stream(S));
     }
     return ad_cuda_check(S, rc, c->fn);
 }

@@ -87,6 +87,12 @@ static const addsl_cuda_api API = {
     addsl_cuda_fill,
     addsl_cuda_reduce,
     addsl_cuda_gemm,
+    addsl_cuda_stream_create,
+    addsl_cuda_stream_destroy,
+    addsl_cuda_capture_begin,
+    addsl_cuda_capture_end,
+    addsl_cuda_graph_launch,
+    addsl_cuda_graph_destroy,
 };
 
 EXPORT const addsl_cuda_api *addsl_cuda_get_api(void) { return &API; }

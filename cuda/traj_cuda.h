@@ -91,10 +91,19 @@ int addsl_cuda_to_host(void *dst, const void *src, size_t bytes);
 int addsl_cuda_copy(void *dst, const void *src, size_t bytes);
 int addsl_cuda_memset(void *p, int byte, size_t bytes);
 int addsl_cuda_synchronize(void);
+/* CUDA graphs (cuda/graph.c): a stream of the caller's, capture of what is
+ * launched on it into an instantiated graph (*exec; *nnodes its nodes), the
+ * graph's launch on a stream (NULL: the default one) and its release. */
+int addsl_cuda_stream_create(void **s);
+int addsl_cuda_stream_destroy(void *s);
+int addsl_cuda_capture_begin(void *s);
+int addsl_cuda_capture_end(void *s, void **exec, size_t *nnodes);
+int addsl_cuda_graph_launch(void *exec, void *stream);
+int addsl_cuda_graph_destroy(void *exec);
 
 /* The table a dlopen()ing core looks up by one symbol name, so that it needs
  * no prototypes beyond this header; 'version' grows when fields are added. */
-#define ADDSL_CUDA_API_VERSION 3
+#define ADDSL_CUDA_API_VERSION 4
 typedef struct addsl_cuda_api {
     int version;
     int (*device_count)(void);
@@ -152,6 +161,13 @@ typedef struct addsl_cuda_api {
     /* version 3: batched matrix products */
     int (*gemm)(int, int64_t, int64_t, int64_t, int64_t, const void *, int64_t, int64_t, int64_t,
                 const void *, int64_t, int64_t, int64_t, void *, double, double, void *);
+    /* version 4: CUDA graphs */
+    int (*stream_create)(void **);
+    int (*stream_destroy)(void *);
+    int (*capture_begin)(void *);
+    int (*capture_end)(void *, void **, size_t *);
+    int (*graph_launch)(void *, void *);
+    int (*graph_destroy)(void *);
 } addsl_cuda_api;
 
 const addsl_cuda_api *addsl_cuda_get_api(void);

@@ -11,6 +11,7 @@
 #include "compiled_vjp.h"
 #include "device.h"
 #include "op.h"
+#include "replay_graph.h"
 #include "state.h"
 #include "tensor.h"
 #include "trace.h"
@@ -28,6 +29,7 @@ typedef struct ad_centry {
     bool tan_tried;
     char tan_why[200];     /* ... why not */
     char why[240];         /* ... and why */
+    ad_cgraph *graph;      /* calls on GPU inputs: the CUDA graph (vm/replay_graph.c), or NULL */
     uint64_t hits;
     int retraces;          /* traces after a guard failed */
 } ad_centry;
@@ -169,6 +171,8 @@ static void entry_clear(ad_state *S, ad_centry *e) {
     e->tan_prog = NULL;
     e->tan_tried = false;
     e->tan_why[0] = '\0';
+    ad_cgraph_free(S, e->graph);
+    e->graph = NULL;
 }
 
 /* A replay; with grad, one graph node when the program allows it. */
@@ -183,7 +187,10 @@ static int replay(ad_state *S, ad_centry *e, ad_tensor *const *inputs, ad_value 
         if (rc >= 0) return rc;
         return ad_trace_replay(S, e->prog, inputs, out);
     }
-    if (!ad_cvjp_wanted(S, inputs, e->prog->ninputs)) return ad_trace_replay(S, e->prog, inputs, out);
+    if (!ad_cvjp_wanted(S, inputs, e->prog->ninputs)) {
+        int rc = ad_cgraph_replay(S, &e->graph, e->prog, inputs, out);
+        return rc >= 0 ? rc : ad_trace_replay(S, e->prog, inputs, out);
+    }
     if (!e->node_tried) {
         e->node_tried = true;
         int rc = ad_cvjp_derive(S, e->prog, inputs, &e->node_op, e->node_why, sizeof e->node_why);
@@ -277,6 +284,8 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
             ad_cjvp_free(S, e->tan_prog);
             e->tan_prog = NULL;
             e->tan_tried = false;
+            ad_cgraph_free(S, e->graph);
+            e->graph = NULL;
             if (++e->retraces > AD_COMPILE_CACHE) {
                 /* State that changes at every call (a step count kept as a
                  * number) would trace every call: run eagerly instead. */
@@ -395,6 +404,7 @@ static int graph_text(ad_state *S, const ad_compiled *c, ad_buf *b) {
         if (!e->node_op && e->node_tried) ad_buf_printf(b, "  a graph node per op (calls with grad): %s\n", e->node_why);
         if (e->tan_prog && (rc = ad_cjvp_print(S, e->tan_prog, b))) return rc;
         if (!e->tan_prog && e->tan_tried) ad_buf_printf(b, "  tangents op by op (calls under jvp): %s\n", e->tan_why);
+        ad_cgraph_print(e->graph, b);
     }
     return b->failed ? ADDSL_ENOMEM : ADDSL_OK;
 }

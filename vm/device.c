@@ -12,25 +12,13 @@
 #include "../builtins/traj.h"
 #include "buf.h"
 #include "device.h"
+#include "device_impl.h"
 #include "state.h"
 
 /* Where 'make install' puts the module (set by Makefile.am). */
 #ifndef ADDSL_PKGLIBDIR
 #define ADDSL_PKGLIBDIR "/usr/local/lib/addsl"
 #endif
-
-#define NCLASSES 48
-#define MIN_CLASS 8 /* 256 bytes: the smallest block handed out */
-
-typedef struct dev_bin { void **p; int n, cap; } dev_bin;
-
-struct ad_device {
-    void *dl;
-    const addsl_cuda_api *api;
-    bool tried;             /* the module was looked for (found or not) */
-    char why[256];          /* why there is no GPU */
-    dev_bin bins[NCLASSES];
-};
 
 const char *ad_device_name(int device) { return device == AD_DEV_CUDA ? "cuda:0" : "cpu"; }
 
@@ -142,26 +130,36 @@ void *ad_device_alloc(ad_state *S, size_t nbytes, size_t *granted) {
     int c = size_class(nbytes);
     size_t sz = (size_t)1 << c;
     if (sz < nbytes) { ad_error(S, "out of memory: %zu bytes on the GPU", nbytes); return NULL; }
-    dev_bin *b = &S->device->bins[c];
+    struct ad_device *d = S->device;
+    dev_bin *b = &d->bins[c];
     *granted = sz;
-    if (b->n > 0) return b->p[--b->n];
-    void *p = NULL;
-    int rc = api->malloc_(&p, sz);
-    if (rc == 0) return p;
-    /* Give the cached blocks back to the driver and try once more. */
-    for (int k = 0; k < NCLASSES; k++) {
-        dev_bin *o = &S->device->bins[k];
-        while (o->n > 0) api->free_(o->p[--o->n]);
+    /* while a graph is captured, its own blocks first, and every block it
+     * gets becomes its own (vm/device_graph.c) */
+    void *p = d->capture ? ad_gpool_take(S, d, c) : NULL;
+    if (p) return p;
+    if (b->n > 0) p = b->p[--b->n];
+    int rc = p ? 0 : api->malloc_(&p, sz);
+    if (rc && !d->capture) {
+        /* Give the cached blocks back to the driver and try once more
+         * (not while capturing: cudaFree waits for the device). */
+        for (int k = 0; k < NCLASSES; k++) {
+            dev_bin *o = &d->bins[k];
+            while (o->n > 0) api->free_(o->p[--o->n]);
+        }
+        rc = api->malloc_(&p, sz);
     }
-    rc = api->malloc_(&p, sz);
-    if (rc == 0) return p;
-    ad_error(S, "CUDA out of memory: tried to allocate %zu bytes (%s)", nbytes, api->error_string(rc));
-    return NULL;
+    if (rc) {
+        ad_error(S, "CUDA out of memory: tried to allocate %zu bytes (%s)", nbytes, api->error_string(rc));
+        return NULL;
+    }
+    if (d->capture && ad_gpool_own(S, d, p, c)) { api->free_(p); return NULL; }
+    return p;
 }
 
 void ad_device_release(ad_state *S, void *p, size_t granted) {
     struct ad_device *d = S->device;
     if (!d || !d->api || !p) return;
+    if (d->pools && ad_gpool_give_back(d, p)) return;
     int c = size_class(granted);
     dev_bin *b = &d->bins[c];
     if (b->n == b->cap) {
@@ -182,6 +180,7 @@ void ad_device_close(ad_state *S) {
         while (d->api && b->n > 0) d->api->free_(b->p[--b->n]);
         ad_free(S, b->p);
     }
+    if (d->api && d->cap_stream) d->api->stream_destroy(d->cap_stream);
     if (d->dl) dlclose(d->dl);
     ad_free(S, d);
     S->device = NULL;
@@ -193,16 +192,17 @@ int ad_device_copy(ad_state *S, void *dst, int ddt, const void *src, int sdt, in
                    const int64_t *ds, const int64_t *ss) {
     const addsl_cuda_api *api = ad_cuda(S);
     if (!api) return S->errcode;
-    return ad_cuda_check(S, api->copy_strided(dst, ddt, ds, src, sdt, ss, n, shape, NULL), "copy");
+    return ad_cuda_check(S, api->copy_strided(dst, ddt, ds, src, sdt, ss, n, shape, ad_cuda_stream(S)), "copy");
 }
 
 int ad_device_fill(ad_state *S, void *dst, int dt, int n, const int64_t *shape, const int64_t *ds, double v) {
     const addsl_cuda_api *api = ad_cuda(S);
     if (!api) return S->errcode;
-    return ad_cuda_check(S, api->fill(dst, dt, ds, n, shape, v, NULL), "fill");
+    return ad_cuda_check(S, api->fill(dst, dt, ds, n, shape, v, ad_cuda_stream(S)), "fill");
 }
 
 int ad_device_read(ad_state *S, void *host, const void *dev, size_t bytes) {
+    if (ad_device_capturing(S)) return ad_device_capture_refuse(S, "reads GPU memory on the host (.item(), a host-side check)");
     const addsl_cuda_api *api = ad_cuda(S);
     if (!api) return S->errcode;
     return ad_cuda_check(S, api->to_host(host, dev, bytes), "item");
@@ -211,6 +211,7 @@ int ad_device_read(ad_state *S, void *host, const void *dev, size_t bytes) {
 /* Host <-> device through a contiguous staging tensor on the source side. */
 ad_tensor *ad_tensor_to_device(ad_state *S, ad_tensor *t, int device) {
     if (ad_tensor_device(t) == device) { ad_tensor_incref(t); return t; }
+    if (ad_device_capturing(S)) { ad_device_capture_refuse(S, "copies between host and GPU (.cpu(), .cuda(), printing)"); return NULL; }
     const addsl_cuda_api *api = ad_cuda(S);
     if (!api) return NULL;
     ad_tensor *c = ad_tensor_contiguous(S, t);

@@ -64,4 +64,39 @@ int ad_device_fill(ad_state *S, void *dst, int dt, int n, const int64_t *shape, 
 /* 'bytes' of device memory read back to the host (waits for the GPU). */
 int ad_device_read(ad_state *S, void *host, const void *dev, size_t bytes);
 
+/* ---- CUDA graphs (vm/device_graph.c; used by vm/replay_graph.c) ---- */
+
+/* The stream every launcher passes to the module: NULL (the default stream)
+ * except while a graph is captured. */
+void *ad_cuda_stream(const ad_state *S);
+/* Whether a graph is being captured: what would read device memory on the
+ * host, or copy between host and device, refuses to run (an error naming
+ * 'what'), since a captured program must not wait for the GPU. */
+bool ad_device_capturing(const ad_state *S);
+int ad_device_capture_refuse(ad_state *S, const char *what);
+
+/* The device blocks a captured graph reads and writes: every block handed
+ * out while it was captured. While the graph lives they are its own (a
+ * tensor over one that is released leaves it to the graph, not to the
+ * state's pool), so a replay never writes into memory someone else holds. */
+typedef struct ad_gblock { void *p; int cls; bool free; } ad_gblock;
+typedef struct ad_gpool {
+    ad_gblock *b;
+    int n, cap;
+    struct ad_gpool *next;  /* the state's live pools */
+} ad_gpool;
+
+/* Starts capturing the launches of this state into a graph whose blocks go
+ * to 'pool' (zeroed by the caller). */
+int ad_device_capture_begin(ad_state *S, ad_gpool *pool);
+/* Ends the capture (always) and instantiates it: *exec, its *nnodes. The
+ * pool is live from here on (until ad_device_pool_close) even on error. */
+int ad_device_capture_end(ad_state *S, void **exec, size_t *nnodes);
+int ad_device_graph_launch(ad_state *S, void *exec);
+void ad_device_graph_free(ad_state *S, void *exec);
+/* Gives the pool's free blocks back to the state's pool and forgets the
+ * rest (a tensor still over one releases it as any other), after the
+ * graph that used them was freed. */
+void ad_device_pool_close(ad_state *S, ad_gpool *pool);
+
 #endif
