@@ -88,7 +88,7 @@ void ad_device_graph_free(ad_state *S, void *exec) {
 
 void ad_device_pool_close(ad_state *S, ad_gpool *pool) {
     struct ad_device *d = S->device;
-    if (!d) return;
+    if (!d) { ad_free(S, pool->b); memset(pool, 0, sizeof *pool); return; }
     for (ad_gpool **g = &d->pools; *g; g = &(*g)->next)
         if (*g == pool) { *g = pool->next; break; }
     if (d->capture == pool) { d->capture = NULL; d->stream = NULL; }

@@ -4,6 +4,7 @@
 #include "replay_graph.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
@@ -46,6 +47,9 @@ static bool all_on_gpu(const ad_trace *T, ad_tensor *const *inputs) {
 
 /* What the program does that a graph cannot repeat, or "" when nothing. */
 static void static_refusal(const ad_trace *T, ad_tensor *const *inputs, char *why, size_t n) {
+    /* for measuring the graph against the plain replay (bench/compile_graph_gpu.ad) */
+    const char *off = getenv("ADDSL_NO_CUDA_GRAPH");
+    if (off && *off && strcmp(off, "0") != 0) { snprintf(why, n, "ADDSL_NO_CUDA_GRAPH is set"); return; }
     for (int i = 0; i < T->nnodes; i++) {
         const ad_tnode *x = &T->nodes[i];
         if (x->dead || x->folded) continue;
