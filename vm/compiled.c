@@ -175,6 +175,13 @@ static void entry_clear(ad_state *S, ad_centry *e) {
     e->graph = NULL;
 }
 
+/* A replay without the one graph node: through its CUDA graph when the
+ * inputs are on the GPU and the program allows it (vm/replay_graph.c). */
+static int plain_replay(ad_state *S, ad_centry *e, ad_tensor *const *inputs, ad_value *out) {
+    int rc = ad_cgraph_replay(S, &e->graph, e->prog, inputs, out);
+    return rc >= 0 ? rc : ad_trace_replay(S, e->prog, inputs, out);
+}
+
 /* A replay; with grad, one graph node when the program allows it. */
 static int replay(ad_state *S, ad_centry *e, ad_tensor *const *inputs, ad_value *out) {
     if (ad_cjvp_wanted(S, inputs, e->prog->ninputs)) {
@@ -187,16 +194,13 @@ static int replay(ad_state *S, ad_centry *e, ad_tensor *const *inputs, ad_value 
         if (rc >= 0) return rc;
         return ad_trace_replay(S, e->prog, inputs, out);
     }
-    if (!ad_cvjp_wanted(S, inputs, e->prog->ninputs)) {
-        int rc = ad_cgraph_replay(S, &e->graph, e->prog, inputs, out);
-        return rc >= 0 ? rc : ad_trace_replay(S, e->prog, inputs, out);
-    }
+    if (!ad_cvjp_wanted(S, inputs, e->prog->ninputs)) return plain_replay(S, e, inputs, out);
     if (!e->node_tried) {
         e->node_tried = true;
         int rc = ad_cvjp_derive(S, e->prog, inputs, &e->node_op, e->node_why, sizeof e->node_why);
         if (rc) return rc;
     }
-    if (!e->node_op) return ad_trace_replay(S, e->prog, inputs, out);
+    if (!e->node_op) return plain_replay(S, e, inputs, out);
     return ad_cvjp_call(S, e->node_op, inputs, out);
 }
 

@@ -234,7 +234,7 @@ ad_tensor *ad_tensor_to_device(ad_state *S, ad_tensor *t, int device) {
  * they only make views, go through the device-aware copies and kernels, or
  * read metadata. Sorted (bsearch). */
 static const char *const device_builtins[] = {
-    "_index_check", "addmm", "addmv", "addr", "amax", "amin", "arange", "backward", "baddbmm", "bmm",
+    "_index_check", "_inplace", "_inplace_write", "addmm", "addmv", "addr", "amax", "amin", "arange", "backward", "baddbmm", "bmm",
     "broadcast_to", "cat", "clone", "concat", "concatenate", "contiguous", "copy_", "detach", "dim",
     "dot", "double", "element_size", "empty", "empty_like", "expand", "expand_as", "eye", "fill_",
     "flatten", "float", "full", "full_like", "grad", "index_add_at", "index_get", "int",

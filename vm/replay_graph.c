@@ -155,10 +155,11 @@ static int capture(ad_state *S, ad_cgraph *g, const ad_trace *T, ad_tensor *cons
     int rr = ad_trace_replay(S, T, g->ins, &res);
     if (rr) { set_why(g, S->errmsg); ad_clear_error(S); }
     int re = ad_device_capture_end(S, &g->exec, &g->nnodes);
-    if (re && !rr) set_why(g, S->errmsg);
-    if (re) ad_clear_error(S);
     g->result = res;
-    if (!rr && !re) result_ok(g, res, g->why, sizeof g->why);
+    /* a result the graph cannot hand out is the reason, also when an empty
+     * capture (f returning its input) did not instantiate */
+    if (!rr && result_ok(g, res, g->why, sizeof g->why) && re) set_why(g, S->errmsg);
+    if (re) ad_clear_error(S);
     if (g->why[0]) { g->refused = true; drop(S, g); }
     return ADDSL_OK;
 }
