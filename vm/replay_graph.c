@@ -142,9 +142,8 @@ static int copy_in(ad_state *S, ad_cgraph *g, ad_tensor *const *inputs) {
     return ADDSL_OK;
 }
 
-/* Records one replay through the seam into the graph. A failure that says
- * why it cannot be captured refuses the program (rc 0, g->refused); others
- * are errors. */
+/* Records one replay through the seam into the graph; what keeps it from
+ * being captured refuses the program (g->refused, g->why). */
 static int capture(ad_state *S, ad_cgraph *g, const ad_trace *T, ad_tensor *const *inputs) {
     static_refusal(T, inputs, g->why, sizeof g->why);
     if (g->why[0]) { g->refused = true; return ADDSL_OK; }
@@ -160,6 +159,7 @@ static int capture(ad_state *S, ad_cgraph *g, const ad_trace *T, ad_tensor *cons
      * capture (f returning its input) did not instantiate */
     if (!rr && result_ok(g, res, g->why, sizeof g->why) && re) set_why(g, S->errmsg);
     if (re) ad_clear_error(S);
+    if ((rr || re) && !g->why[0]) snprintf(g->why, sizeof g->why, "the capture failed");
     if (g->why[0]) { g->refused = true; drop(S, g); }
     return ADDSL_OK;
 }
@@ -195,8 +195,14 @@ int ad_cgraph_replay(ad_state *S, ad_cgraph **gp, const ad_trace *T, ad_tensor *
         if (!(g = ad_calloc(S, 1, sizeof *g))) return S->errcode ? S->errcode : ADDSL_ENOMEM;
         g->result = ad_none();
         *gp = g;
-        int rc = capture(S, g, T, inputs);
-        if (rc) { g->refused = true; set_why(g, S->errmsg); drop(S, g); return rc; }
+        /* a capture that fails (no stream, no memory for the inputs' copies)
+         * leaves the program to the seam, which raises what is really wrong */
+        if (capture(S, g, T, inputs)) {
+            g->refused = true;
+            set_why(g, S->errmsg);
+            ad_clear_error(S);
+            drop(S, g);
+        }
     }
     if (g->refused) return -1;
     *out = ad_none();
