@@ -1714,6 +1714,8 @@ static int lower_record(ad_xctx *ctx) {
         int rc = bind(ctx, n, &r);
         return rc ? rc : ad_export_lower_inplace_write(ctx, &r);
     }
+    int sp = ad_export_lower_split(ctx, n);
+    if (sp != AD_XL_PASS) return sp;
     if ((n->effect && !data && !known) || n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX)
         return fail(ctx, "writes to a tensor or has a side effect, which an exported function cannot have");
     xrec r;
