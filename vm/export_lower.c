@@ -1610,6 +1610,7 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (xl == AD_XL_PASS) xl = ad_export_lower_conv(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_fft(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_inplace(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_refuse(ctx, r);
     if (xl != AD_XL_PASS) return xl;
     if (n->kind == AD_TN_COMPARE) return lower_compare(ctx, r);
     if (n->kind == AD_TN_GETATTR) {

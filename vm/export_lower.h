@@ -28,6 +28,7 @@ int ad_export_lower_inplace(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_inplace_write(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_eig(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_split(ad_xctx *ctx, const ad_tnode *n);
+int ad_export_refuse(ad_xctx *ctx, const ad_xrec *r);
 
 /* The record's name (op or builtin). */
 const char *ad_xl_name(const ad_tnode *n);
