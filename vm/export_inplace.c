@@ -174,8 +174,13 @@ static bool viewed_after(ad_xctx *ctx, int t) {
 int ad_export_lower_inplace_write(ad_xctx *ctx, const ad_xrec *r) {
     int t = ad_xl_pref(r, 0), v = ad_xl_pref(r, 1), o = r->n->out.ref;
     if (t < 0 || v < 0 || o < 0) return ad_xl_fail(ctx, "needs tensor self and result");
-    if (viewed_after(ctx, t))
-        return ad_xl_fail(ctx, "writes into a tensor that a view made before the write reads afterwards, which the exporter does not follow (take the view after the write)");
+    if (viewed_after(ctx, t)) {
+        ad_value nm = ad_xl_pconst(r, 2);
+        char why[256];
+        snprintf(why, sizeof why, "(the write of %s) writes into a tensor that a view made before the write reads afterwards, "
+                 "which the exporter does not follow (take the view after the write)", nm.t == AD_TSTR ? nm.u.s->data : "an in-place update");
+        return ad_xl_fail(ctx, why);
+    }
     const ad_xval *s = &ctx->v[v];
     ad_xval *y = &ctx->v[o];
     y->kind = AD_XV_VIEW; y->base = s->base; y->off = s->off; y->ndim = s->ndim;
