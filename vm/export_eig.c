@@ -11,8 +11,9 @@
 
 #include "op.h"
 
-/* The C helpers, written once per file under a guard. */
-static const char eig_text[] =
+/* The C helpers, each written once per file under a guard (and only those
+ * the file calls: an unused static function is a warning). */
+static const char sign_text[] =
     "/* The sign rule of builtins/bi_lapack.c: the first component of v (n of them,\n"
     " * stride st) larger in magnitude than 1/(2 sqrt(n)) is made positive. 1: v negated. */\n"
     "static int xc_la_signfix(double *v, long n, long st) {\n"
@@ -24,7 +25,8 @@ static const char eig_text[] =
     "            return 1;\n"
     "        }\n"
     "    return 0;\n"
-    "}\n"
+    "}\n";
+static const char eigh_text[] =
     "/* The eigenvalues (ascending, into w) and eigenvectors (columns of the n x n\n"
     " * 'v') of the symmetric n x n 'a' (destroyed) by cyclic Jacobi rotations,\n"
     " * until the off-diagonal part is below 1e-18 of the whole (or 100 sweeps). */\n"
@@ -69,7 +71,8 @@ static const char eig_text[] =
     "        }\n"
     "        xc_la_signfix(v + i, n, n);\n"
     "    }\n"
-    "}\n"
+    "}\n";
+static const char svd_text[] =
     "/* One-sided Jacobi (Hestenes) on the columns of the m x n 'u' (m >= n; A in,\n"
     " * U out), with the n x n 'v' accumulating the rotations: A = U diag(s) V^T,\n"
     " * s descending, U's columns by the sign rule (V's follow). */\n"
@@ -117,10 +120,16 @@ static const char eig_text[] =
     "    }\n"
     "}\n";
 
-static void need_text(ad_xctx *ctx) {
+static void need(ad_xctx *ctx, const char *guard, const char *text) {
     ad_buf *d = ctx->prelude;
-    if (d->data && strstr(d->data, "XC_LA_EIG")) return;
-    ad_buf_printf(d, "\n#ifndef XC_LA_EIG\n#define XC_LA_EIG\n%s#endif\n", eig_text);
+    if (d->data && strstr(d->data, guard)) return;
+    ad_buf_printf(d, "\n#ifndef %s\n#define %s\n%s#endif\n", guard, guard, text);
+}
+
+static void need_text(ad_xctx *ctx, bool svd) {
+    need(ctx, "XC_LA_SIGNFIX", sign_text);
+    if (svd) need(ctx, "XC_LA_SVD", svd_text);
+    else need(ctx, "XC_LA_EIGH", eigh_text);
 }
 
 static int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -232,7 +241,7 @@ static int lower_eigh(ad_xctx *ctx, const ad_xrec *r, bool vectors) {
     int outs[2] = {-1, -1}, nout = vectors ? 2 : 1;
     for (int k = 0; k < nout; k++) if ((rc = out_of(ctx, r, k, nout, &outs[k]))) return rc;
     for (int k = 0; k < nout; k++) if (outs[k] >= 0) ad_xl_make_buf(ctx, outs[k]);
-    need_text(ctx);
+    need_text(ctx, false);
     ad_xl_comment(ctx, lower ? "cyclic Jacobi rotations of the lower triangle mirrored (xc_la_eigh)"
                              : "cyclic Jacobi rotations of the upper triangle mirrored (xc_la_eigh)");
     ad_buf_puts(ctx->body, "    {\n");
@@ -270,7 +279,7 @@ static int lower_svd(ad_xctx *ctx, const ad_xrec *r, bool vectors) {
     int outs[3] = {-1, -1, -1}, nout = vectors ? 3 : 1;
     for (int j = 0; j < nout; j++) if ((rc = out_of(ctx, r, j, nout, &outs[j]))) return rc;
     for (int j = 0; j < nout; j++) if (outs[j] >= 0) ad_xl_make_buf(ctx, outs[j]);
-    need_text(ctx);
+    need_text(ctx, true);
     ad_xl_comment(ctx, wide ? "one-sided Jacobi rotations of the transpose's columns (xc_la_svd_tall)"
                             : "one-sided Jacobi rotations of the columns (xc_la_svd_tall)");
     ad_buf_puts(ctx->body, "    {\n");

@@ -1,7 +1,7 @@
 /* export_inplace.c: export_c's lowering of the ops of in-place updates
  * (fill, inplace_fill, inplace_copy and the _inplace_write record that
  * compile()'s tracer puts after them), the strided views and scatters
- * (as_strided, as_strided_scatter); logcumsumexp's refusal. */
+ * (as_strided, as_strided_scatter), and logcumsumexp with its VJP. */
 #include "export_lower.h"
 
 #include <stdio.h>
@@ -139,13 +139,126 @@ static int lower_as_strided_scatter(ad_xctx *ctx, const ad_xrec *r) {
     return ADDSL_OK;
 }
 
-/* logcumsumexp: the forward is a running log-add-exp per row, but the
- * library's VJP formula splits the cotangent by sign and takes the log of
- * each part; the exported JVP, the gradient of that formula in a zero
- * cotangent, would be zero (the masks of both parts are empty there), so
- * the op is refused rather than exported with a wrong JVP. */
-static int lower_logcumsumexp(ad_xctx *ctx) {
-    return ad_xl_fail(ctx, "has a VJP formula (log of the cotangent's positive and negative parts) whose derivative in the cotangent is zero at zero, so its JVP, exported as the VJP's transpose, would be wrong");
+/* The rows of x along dim d as outer x inner rows of n elements: 'for i'
+ * over them, with 'at' the row's first element of x (stride sd). */
+static void open_rows(ad_buf *b, const ad_xval *x, int d, int64_t *n, int64_t *sd, int64_t *inner) {
+    int64_t outer = 1, osh[AD_MAX_DIMS], ost[AD_MAX_DIMS];
+    int k = 0;
+    *inner = 1;
+    for (int j = 0; j < x->ndim; j++) {
+        if (j < d) outer *= x->shape[j];
+        else if (j > d) *inner *= x->shape[j];
+        if (j != d) { osh[k] = x->shape[j]; ost[k++] = x->st[j]; }
+    }
+    *n = x->ndim ? x->shape[d] : 1;
+    *sd = x->ndim ? x->st[d] : 0;
+    ad_buf_printf(b, "    for (long i = 0; i < %lld; i++) {\n", (long long)(outer * *inner));
+    emit_at(b, "        ", "at", "i", k, osh, ost, x->off);
+}
+
+/* A record's dim parameter i over value x: 0 for a 0-d x; -1 when invalid. */
+static int row_dim(const ad_xrec *r, int i, const ad_xval *x) {
+    int64_t dims[AD_MAX_DIMS];
+    int nd = 0;
+    if (!ad_xl_pints(r, i, dims, &nd) || nd != 1) return -1;
+    if (!x->ndim) return 0;
+    int d = (int)(dims[0] < 0 ? dims[0] + x->ndim : dims[0]);
+    return d >= 0 && d < x->ndim ? d : -1;
+}
+
+/* logcumsumexp(self, dim): each row's running log(exp(acc) + exp(x)) in
+ * double, as builtins/bi_index_ops.c's log_add_exp (NaN wins; equal
+ * infinities stay). */
+static int lower_logcumsumexp(ad_xctx *ctx, const ad_xrec *r) {
+    int src = ad_xl_pref(r, 0), o = r->n->out.ref;
+    if (src < 0 || o < 0) return ad_xl_fail(ctx, "has no tensor input or output");
+    const ad_xval *x = &ctx->v[src];
+    if (ctx->v[o].dt != AD_FLOAT32 && ctx->v[o].dt != AD_FLOAT64) return ad_xl_fail(ctx, "is lowered for float32 and float64 only");
+    int d = row_dim(r, 1, x);
+    if (d < 0) return ad_xl_fail(ctx, "needs one int dim in range");
+    ad_xl_make_buf(ctx, o);
+    ad_xl_use(ctx, src);
+    char in[32], on[32];
+    ad_export_vname(ctx, src, in, sizeof in);
+    ad_export_vname(ctx, o, on, sizeof on);
+    ad_xl_comment(ctx, "a running log-add-exp along the dim");
+    ad_buf *b = ctx->body;
+    if (!x->numel) { unread(ctx, src, in); ad_buf_printf(b, "    (void)%s; /* empty */\n", on); return ADDSL_OK; }
+    ctx->v[x->base].read = true;
+    int64_t n, sd, inner;
+    open_rows(b, x, d, &n, &sd, &inner);
+    ad_buf_printf(b, "        long w = (i / %lld) * %lld + i %% %lld;\n", (long long)inner, (long long)(n * inner), (long long)inner);
+    ad_buf_puts(b, "        double acc = -HUGE_VAL;\n");
+    ad_buf_printf(b, "        for (long k = 0; k < %lld; k++) {\n", (long long)n);
+    ad_buf_printf(b, "            double v = %s[at + k*%lld], lo = acc < v ? acc : v, hi = acc < v ? v : acc;\n", in, (long long)sd);
+    ad_buf_puts(b, "            if (v != v || acc != acc) acc = NAN;\n");
+    ad_buf_puts(b, "            else if (!(lo == hi && (lo == HUGE_VAL || lo == -HUGE_VAL))) acc = hi + log1p(exp(lo - hi));\n");
+    ad_buf_printf(b, "            %s[w + k*%lld] = (%s)acc;\n        }\n    }\n", on, (long long)inner, ad_export_ctype(ctx->v[o].dt));
+    return ADDSL_OK;
+}
+
+/* _logcumsumexp_backward(g, self, r, dim): sum_{i >= j} g_i exp(x_j - r_i),
+ * and _logcumsumexp_jvp(t, self, r, dim): sum_{j <= i} t_j exp(x_j - r_i),
+ * along each row, term by term (every exponent is <= 0: r_i >= x_j), where
+ * the library sums the positive and negative parts in logs; a -inf x_j
+ * gives 0, as the library's finite stand-in for r does. O(n^2) per row: the
+ * short rows of a controller. */
+static int lower_logcumsumexp_backward(ad_xctx *ctx, const ad_xrec *r, bool bw) {
+    int g = ad_xl_pref(r, 0), x = ad_xl_pref(r, 1), rr = ad_xl_pref(r, 2), o = r->n->out.ref;
+    if (g < 0 || x < 0 || rr < 0 || o < 0) return ad_xl_fail(ctx, "needs tensors g, self and r");
+    const ad_xval *X = &ctx->v[x], *G = &ctx->v[g], *R = &ctx->v[rr];
+    if (ctx->v[o].dt != AD_FLOAT32 && ctx->v[o].dt != AD_FLOAT64) return ad_xl_fail(ctx, "is lowered for float32 and float64 only");
+    if (G->ndim != X->ndim || R->ndim != X->ndim || G->numel != X->numel || R->numel != X->numel)
+        return ad_xl_fail(ctx, "needs g, self and r of one shape");
+    int d = row_dim(r, 3, X);
+    if (d < 0) return ad_xl_fail(ctx, "needs one int dim in range");
+    ad_xl_make_buf(ctx, o);
+    ad_xl_use(ctx, g);
+    ad_xl_use(ctx, x);
+    ad_xl_use(ctx, rr);
+    char gn[32], xn[32], rn[32], on[32];
+    ad_export_vname(ctx, g, gn, sizeof gn);
+    ad_export_vname(ctx, x, xn, sizeof xn);
+    ad_export_vname(ctx, rr, rn, sizeof rn);
+    ad_export_vname(ctx, o, on, sizeof on);
+    ad_xl_comment(ctx, bw ? "sum over i >= j of g_i exp(x_j - r_i) along the dim" : "sum over j <= i of t_j exp(x_j - r_i) along the dim");
+    ad_buf *b = ctx->body;
+    if (!X->numel) {
+        unread(ctx, g, gn); unread(ctx, x, xn); unread(ctx, rr, rn);
+        ad_buf_printf(b, "    (void)%s; /* empty */\n", on);
+        return ADDSL_OK;
+    }
+    ctx->v[G->base].read = true;
+    if (!X->ndim) {
+        /* the library passes a 0-d g (t) through: its r is x */
+        unread(ctx, x, xn); unread(ctx, rr, rn);
+        ad_buf_printf(b, "    %s[0] = (%s)%s[%lld];\n", on, ad_export_ctype(ctx->v[o].dt), gn, (long long)G->off);
+        return ADDSL_OK;
+    }
+    ctx->v[X->base].read = ctx->v[R->base].read = true;
+    int64_t n, sd, inner;
+    /* g and r walk x's rows with their own strides: the same row index */
+    int64_t osh[AD_MAX_DIMS], gst[AD_MAX_DIMS], rst[AD_MAX_DIMS];
+    int k = 0;
+    for (int j = 0; j < X->ndim; j++)
+        if (j != d) { osh[k] = X->shape[j]; gst[k] = G->st[j]; rst[k++] = R->st[j]; }
+    open_rows(b, X, d, &n, &sd, &inner);
+    emit_at(b, "        ", "ga", "i", k, osh, gst, G->off);
+    emit_at(b, "        ", "ra", "i", k, osh, rst, R->off);
+    long long gs = X->ndim ? (long long)G->st[d] : 0, rs = X->ndim ? (long long)R->st[d] : 0;
+    ad_buf_printf(b, "        long w = (i / %lld) * %lld + i %% %lld;\n", (long long)inner, (long long)(n * inner), (long long)inner);
+    ad_buf_printf(b, "        for (long j = 0; j < %lld; j++) {\n            double s = 0;\n", (long long)n);
+    if (bw)
+        ad_buf_printf(b, "            double xj = %s[at + j*%lld];\n"
+                         "            if (xj != -HUGE_VAL) for (long q = j; q < %lld; q++) s += %s[ga + q*%lld] * exp(xj - %s[ra + q*%lld]);\n",
+                      xn, (long long)sd, (long long)n, gn, gs, rn, rs);
+    else
+        ad_buf_printf(b, "            for (long q = 0; q <= j; q++) {\n"
+                         "                double xq = %s[at + q*%lld];\n"
+                         "                if (xq != -HUGE_VAL) s += %s[ga + q*%lld] * exp(xq - %s[ra + j*%lld]);\n            }\n",
+                      xn, (long long)sd, gn, gs, rn, rs);
+    ad_buf_printf(b, "            %s[w + j*%lld] = (%s)s;\n        }\n    }\n", on, (long long)inner, ad_export_ctype(ctx->v[o].dt));
+    return ADDSL_OK;
 }
 
 /* The value ids whose records were made (directly or through views) from
@@ -198,6 +311,8 @@ int ad_export_lower_inplace(ad_xctx *ctx, const ad_xrec *r) {
     if (!strcmp(nm, "fill") || !strcmp(nm, "inplace_fill") || !strcmp(nm, "inplace_copy")) return lower_fill_copy(ctx, r, nm);
     if (!strcmp(nm, "as_strided")) return lower_as_strided(ctx, r);
     if (!strcmp(nm, "as_strided_scatter")) return lower_as_strided_scatter(ctx, r);
-    if (!strcmp(nm, "logcumsumexp")) return lower_logcumsumexp(ctx);
+    if (!strcmp(nm, "logcumsumexp")) return lower_logcumsumexp(ctx, r);
+    if (!strcmp(nm, "_logcumsumexp_backward")) return lower_logcumsumexp_backward(ctx, r, true);
+    if (!strcmp(nm, "_logcumsumexp_jvp")) return lower_logcumsumexp_backward(ctx, r, false);
     return AD_XL_PASS;
 }
