@@ -222,6 +222,22 @@ done:
     return rc;
 }
 
+/* ---- the signs of singular and eigen vectors --------------------------------- */
+
+/* LAPACK leaves each vector's sign to its algorithm; the library fixes it so
+ * that other implementations (export_c's Jacobi iterations in C,
+ * vm/export_eig.c, which applies the same rule) give the same vectors: the
+ * first component larger in magnitude than 1/(2 sqrt(n)) is positive (a unit
+ * vector has one of at least 1/sqrt(n), so the rule always picks one, away
+ * from the ties of "the largest component"). True: v (n components, stride
+ * st) is to be negated. */
+static bool sign_flip(const double *v, int64_t n, int64_t st) {
+    double lim = 0.5 / sqrt((double)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        if (fabs(v[i * st]) > lim) return v[i * st] < 0;
+    return false;
+}
+
 /* ---- svd ------------------------------------------------------------------ */
 
 static void set_eye(double *p, int r, int c) {
@@ -278,6 +294,12 @@ static int bi_svd(ad_state *S, ad_value *argv, int argc, ad_value *out) {
             for (int j = 0; j < uc; j++) Ub[(int64_t)i * uc + j] = u[(int64_t)j * m + i];
         for (int i = 0; i < vr; i++)
             for (int j = 0; j < n; j++) Vb[(int64_t)i * n + j] = vt[(int64_t)j * vr + i];
+        /* the pair (U's column j, Vh's row j) by U's column: A = U S Vh is kept */
+        for (int j = 0; j < k; j++)
+            if (sign_flip(Ub + j, m, uc)) {
+                for (int i = 0; i < m; i++) Ub[(int64_t)i * uc + j] = -Ub[(int64_t)i * uc + j];
+                for (int i = 0; i < n; i++) Vb[(int64_t)j * n + i] = -Vb[(int64_t)j * n + i];
+            }
     }
 finish:
     rc = ret_tuple(S, 3, o, a->dtype, out);
@@ -330,6 +352,11 @@ static int bi_eigh(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         if (info > 0) { rc = ad_error(S, "%s: The algorithm failed to converge because the input matrix is "
                                       "ill-conditioned or has too many repeated eigenvalues (error code: %d).", fn, info);
             goto done; }
+        /* column j of the column-major result is eigenvector j */
+        for (int j = 0; j < n; j++) {
+            double *vj = d + b * (int64_t)n * n + (int64_t)j * n;
+            if (sign_flip(vj, n, 1)) for (int i = 0; i < n; i++) vj[i] = -vj[i];
+        }
     }
     ad_tensor *ct = ad_tensor_transpose(S, c, -1, -2);
     o[1] = ct ? ad_tensor_clone(S, ct) : NULL;

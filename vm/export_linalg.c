@@ -683,5 +683,5 @@ int ad_export_lower_linalg(ad_xctx *ctx, const ad_xrec *r) {
     if (multi && !strcmp(nm, "linalg_qr")) return lower_qr(ctx, r);
     if (!multi && !strcmp(nm, "linalg_matrix_exp")) return lower_expm(ctx, r);
     if (!multi && !strcmp(nm, "addr")) return lower_addr(ctx, r);
-    return AD_XL_PASS;
+    return ad_export_lower_eig(ctx, r);
 }

@@ -1609,6 +1609,8 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (xl == AD_XL_PASS) xl = ad_export_lower_linalg(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_conv(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_fft(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_lower_inplace(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_refuse(ctx, r);
     if (xl != AD_XL_PASS) return xl;
     if (n->kind == AD_TN_COMPARE) return lower_compare(ctx, r);
     if (n->kind == AD_TN_GETATTR) {
@@ -1708,6 +1710,13 @@ static int lower_record(ad_xctx *ctx) {
     if (n->random) return fail(ctx, "draws random numbers, and an exported function has no generator state (the interpreter's is in its state): make the draws outside f and pass them in");
     if (n->kind == AD_TN_BUILTIN && (!strcmp(n->fn.u.bi->name, "grad") || !strcmp(n->fn.u.bi->name, "jvp")))
         return fail(ctx, "was kept as one record: a derivative formula of the op library reads a traced value (data-dependent control flow, such as det's test for a zero determinant), which C cannot follow");
+    if (n->kind == AD_TN_BUILTIN && !strcmp(n->fn.u.bi->name, "_inplace_write") && n->out.ref >= 0) {
+        xrec r;
+        int rc = bind(ctx, n, &r);
+        return rc ? rc : ad_export_lower_inplace_write(ctx, &r);
+    }
+    int sp = ad_export_lower_split(ctx, n);
+    if (sp != AD_XL_PASS) return sp;
     if ((n->effect && !data && !known) || n->kind == AD_TN_SETATTR || n->kind == AD_TN_SETINDEX)
         return fail(ctx, "writes to a tensor or has a side effect, which an exported function cannot have");
     xrec r;
@@ -1771,3 +1780,4 @@ bool ad_xl_pints(const ad_xrec *r, int i, int64_t *out, int *n) { return pints(r
 void ad_xl_use(ad_xctx *ctx, int id) { use(ctx, id); }
 void ad_xl_make_buf(ad_xctx *ctx, int id) { make_buf(ctx, id); }
 void ad_xl_comment(ad_xctx *ctx, const char *what) { comment(ctx, what); }
+int ad_xl_map(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct) { return emit_map(ctx, r, k, tmpl, ct, 0); }

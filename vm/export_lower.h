@@ -24,6 +24,11 @@ int ad_export_lower_fft(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_index(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_linalg(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_traj(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_inplace(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_inplace_write(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_eig(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_split(ad_xctx *ctx, const ad_tnode *n);
+int ad_export_refuse(ad_xctx *ctx, const ad_xrec *r);
 
 /* The record's name (op or builtin). */
 const char *ad_xl_name(const ad_tnode *n);
@@ -40,6 +45,9 @@ bool ad_xl_pints(const ad_xrec *r, int i, int64_t *out, int *n);
 void ad_xl_use(ad_xctx *ctx, int id);
 /* Value 'id' is a contiguous block made by the current record. */
 void ad_xl_make_buf(ad_xctx *ctx, int id);
+/* An element-wise map of parameters 0..k-1 (tensors broadcast, or numbers)
+ * into the record's output: template 'tmpl' ($0.. the operands) in type ct. */
+int ad_xl_map(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct);
 /* The comment line naming the record and its position. */
 void ad_xl_comment(ad_xctx *ctx, const char *what);
 

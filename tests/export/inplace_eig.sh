@@ -1,0 +1,15 @@
+#!/bin/sh
+# inplace_eig.sh: tests/export/inplace_eig_cases.ad's exported functions
+# (in-place updates inside f, fill/copy, as_strided(_scatter),
+# split_with_sizes, eigh/eigvalsh/svd/svdvals: 0-d, 1-D, empty, broadcast,
+# non-contiguous, batched, float64 and float32), compiled with -std=c99 -Wall
+# -Wextra -Werror -pedantic by gcc and clang and run against the interpreter
+# (under valgrind when it is installed).
+addsl=${1:-${ADDSL_BIN:?usage: $0 PATH-TO-ADDSL}}
+src=${srcdir:-.}
+dir=$(mktemp -d "${TMPDIR:-/tmp}/addsl-inplace-eig.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT INT TERM
+"$addsl" "$src/tests/export/inplace_eig_cases.ad" "$dir" > "$dir/main.c" || { echo "FAIL: inplace_eig_cases.ad"; exit 1; }
+. "$src/tests/export/check_c.sh"
+export_check "$dir" t 1 || exit $?
+echo "export inplace_eig: ok"
