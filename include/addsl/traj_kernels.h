@@ -15,6 +15,13 @@
  * write the action gradient and 'st' [3, d]: the start adjoints of
  * position, velocity and acceleration. */
 
+/* TRAJ_SIMD before a loop whose iterations are independent: the library
+ * defines it as an OpenMP simd pragma (each element computed as written, the
+ * same bits); empty otherwise, as in exported files. */
+#ifndef TRAJ_SIMD
+#define TRAJ_SIMD
+#endif
+
 /* Row 0 of every step: the start state, jerk 0. */
 static inline void TRAJ_FN(traj_start_row)(const TRAJ_T *p0, const TRAJ_T *v0, const TRAJ_T *a0, int64_t d,
                                            TRAJ_T *pos, TRAJ_T *vel, TRAJ_T *acc, TRAJ_T *jerk) {
@@ -228,7 +235,7 @@ static inline void TRAJ_FN(traj_clique_flat)(const TRAJ_FN(traj_stencil) *s, con
     TRAJ_T c[4][5];
     for (int q = 0; q < 4; q++)
         for (int t = 0; t < 5; t++) c[q][t] = t < s->taps ? s->w[q][t] * (t == 4 ? w4 : (TRAJ_T)1) : 0;
-    for (int64_t e = 0; e < n; e++) {
+    TRAJ_SIMD for (int64_t e = 0; e < n; e++) {
         TRAJ_T a = x0[e], b = x1[e], m = x2[e], f = x3[e], g = x4[e];
         pos[e] = c[0][0] * a + c[0][1] * b + c[0][2] * m + c[0][3] * f + c[0][4] * g;
         vel[e] = c[1][0] * a + c[1][1] * b + c[1][2] * m + c[1][3] * f + c[1][4] * g;
@@ -331,7 +338,7 @@ static inline void TRAJ_FN(traj_adjoint_flat)(const TRAJ_FN(traj_stencil) *s, co
         const TRAJ_T wp = s->w[0][t], wv = s->w[1][t], wa = s->w[2][t], wj = s->w[3][t];
         const TRAJ_T *restrict P = gp + off[t], *restrict V = gv + off[t], *restrict A = ga + off[t],
                      *restrict J = gj + off[t];
-        for (int64_t e = 0; e < n; e++) dst[e] += wp * P[e] + wv * V[e] + wa * A[e] + wj * J[e];
+        TRAJ_SIMD for (int64_t e = 0; e < n; e++) dst[e] += wp * P[e] + wv * V[e] + wa * A[e] + wj * J[e];
     }
 }
 
