@@ -97,6 +97,24 @@ static void gather(const ad_fuview *v, const int64_t *est, int nd, const int64_t
         gather_periodic(v->data, space[1], lo % space[1], len, es, out);
         return;
     }
+    if (nd == 2 && est[1] == 0 && es != 1) {
+        /* each element repeated over a short row (the fk chain's [n, 7, 1, 1] cosines read
+         * as [n, 7, 4, 4]): a fill per row, without the walk's per-run bookkeeping */
+        int64_t P = space[1], row = lo / P, i = 0, run = P - lo % P;
+        for (; i < len; i += run, run = P, row++) {
+            if (run > len - i) run = len - i;
+            if (es == 8) {
+                double c, *o = (double *)(void *)(out + (size_t)i * 8);
+                memcpy(&c, v->data + (size_t)(row * est[0]) * 8, 8);
+                _Pragma("omp simd") for (int64_t k = 0; k < run; k++) o[k] = c;
+            } else {
+                float c, *o = (float *)(void *)(out + (size_t)i * 4);
+                memcpy(&c, v->data + (size_t)(row * est[0]) * 4, 4);
+                _Pragma("omp simd") for (int64_t k = 0; k < run; k++) o[k] = c;
+            }
+        }
+        return;
+    }
     int64_t idx[AD_MAX_DIMS], off = 0, rest = lo;
     for (int d = nd - 1; d >= 0; d--) {
         idx[d] = space[d] ? rest % space[d] : 0;
