@@ -164,19 +164,22 @@ static inline void TRAJ_FN(traj_stencil_init)(TRAJ_FN(traj_stencil) *s, int cent
 static inline void TRAJ_FN(traj_clique_row)(const TRAJ_FN(traj_stencil) *s, const TRAJ_T *const *r, int64_t d,
                                             TRAJ_T *restrict pos, TRAJ_T *restrict vel, TRAJ_T *restrict acc,
                                             TRAJ_T *restrict jerk) {
-    for (int64_t k = 0; k < d; k++) {
-        TRAJ_T p = 0, v = 0, a = 0, j = 0;
-        for (int t = 0; t < s->taps; t++) {
-            TRAJ_T x = r[t][k];
-            p += s->w[0][t] * x;
-            v += s->w[1][t] * x;
-            a += s->w[2][t] * x;
-            j += s->w[3][t] * x;
+    /* per element 0 + w0 x0 + w1 x1 + ... in tap order, the dofs the inner loop */
+    TRAJ_SIMD for (int64_t k = 0; k < d; k++) {
+        pos[k] = 0;
+        vel[k] = 0;
+        acc[k] = 0;
+        jerk[k] = 0;
+    }
+    for (int t = 0; t < s->taps; t++) {
+        const TRAJ_T wp = s->w[0][t], wv = s->w[1][t], wa = s->w[2][t], wj = s->w[3][t];
+        const TRAJ_T *restrict x = r[t];
+        TRAJ_SIMD for (int64_t k = 0; k < d; k++) {
+            pos[k] += wp * x[k];
+            vel[k] += wv * x[k];
+            acc[k] += wa * x[k];
+            jerk[k] += wj * x[k];
         }
-        pos[k] = p;
-        vel[k] = v;
-        acc[k] = a;
-        jerk[k] = j;
     }
 }
 
@@ -284,7 +287,7 @@ static inline void TRAJ_FN(traj_pad_adjoint_add)(const TRAJ_FN(traj_stencil) *s,
         const TRAJ_T wp = s->w[0][t], wv = s->w[1][t], wa = s->w[2][t], wj = s->w[3][t];
         const TRAJ_T *restrict P = gp + h * d, *restrict V = gv + h * d, *restrict A = ga + h * d,
                      *restrict J = gj + h * d;
-        for (int64_t k = 0; k < d; k++) dst[k] += wp * P[k] + wv * V[k] + wa * A[k] + wj * J[k];
+        TRAJ_SIMD for (int64_t k = 0; k < d; k++) dst[k] += wp * P[k] + wv * V[k] + wa * A[k] + wj * J[k];
     }
 }
 
