@@ -656,7 +656,7 @@ static int run_sumdim(ad_state *S, const mat *a, uint32_t rmask, bool mean, char
         numel *= a->shape[d];
         if (rmask >> d & 1) { if (first < 0) first = d; last = d; count++; }
     }
-    if (numel == 0 || (last - first + 1 == count && mat_contiguous(a))) {
+    if (last - first + 1 == count && (numel == 0 || mat_contiguous(a))) {
         for (int d = 0; d < nd; d++) {
             if (d < first) outer *= a->shape[d];
             else if (d <= last) n *= a->shape[d];
@@ -675,6 +675,10 @@ static int run_sumdim(ad_state *S, const mat *a, uint32_t rmask, bool mean, char
             if (pass) n *= a->shape[d];
             else outer *= a->shape[d];
         }
+    if (numel == 0) { /* nothing to copy: the kept outputs are 0 (mean: nan), as eager's */
+        red(a->data, out, outer, n, 1);
+        return ADDSL_OK;
+    }
     char *buf = scratch, *held = NULL;
     if (!scratch || numel * (int64_t)es > scratch_bytes) {
         if (!(held = ad_malloc(S, (size_t)numel * es))) return S->errcode ? S->errcode : ADDSL_ENOMEM;
