@@ -291,42 +291,47 @@ static inline void TRAJ_FN(traj_pad_adjoint_add)(const TRAJ_FN(traj_stencil) *s,
     }
 }
 
-/* One adjoint of padded sample m for dof k (the start padding). */
-static inline TRAJ_T TRAJ_FN(traj_pad_adjoint_at)(const TRAJ_FN(traj_stencil) *s, int central, int64_t m,
+/* The adjoints of padded sample m for dofs k0 .. k0+nk-1 (the start padding) into y. */
+static inline void TRAJ_FN(traj_pad_adjoint_rows)(const TRAJ_FN(traj_stencil) *s, int central, int64_t m,
                                                   const TRAJ_T *gp, const TRAJ_T *gv, const TRAJ_T *ga,
-                                                  const TRAJ_T *gj, int64_t H, int64_t d, int64_t k) {
-    TRAJ_T acc = 0;
+                                                  const TRAJ_T *gj, int64_t H, int64_t d, int64_t k0, int64_t nk,
+                                                  TRAJ_T *restrict y) {
+    for (int64_t j = 0; j < nk; j++) y[j] = 0;
     for (int t = 0; t < s->taps; t++) {
         int64_t h = TRAJ_FN(traj_tap_row)(central, m, t, H);
         if (h < 0) continue;
-        int64_t e = h * d + k;
-        acc += s->w[0][t] * gp[e] + s->w[1][t] * gv[e] + s->w[2][t] * ga[e] + s->w[3][t] * gj[e];
+        const TRAJ_T wp = s->w[0][t], wv = s->w[1][t], wa = s->w[2][t], wj = s->w[3][t];
+        const TRAJ_T *restrict P = gp + h * d + k0, *restrict V = gv + h * d + k0, *restrict A = ga + h * d + k0,
+                     *restrict J = gj + h * d + k0;
+        TRAJ_SIMD for (int64_t j = 0; j < nk; j++) y[j] += wp * P[j] + wv * V[j] + wa * A[j] + wj * J[j];
     }
-    return acc;
 }
 
-/* Start adjoints through the padding formulas of traj_start_pad. */
+/* Start adjoints through the padding formulas of traj_start_pad, up to 16
+ * dofs at a time. */
 static inline void TRAJ_FN(traj_pos_bwd_start)(const TRAJ_FN(traj_stencil) *s, int central, const TRAJ_T *gp,
                                                const TRAJ_T *gv, const TRAJ_T *ga, const TRAJ_T *gj, TRAJ_T dt,
                                                int64_t H, int64_t d, TRAJ_T *st) {
     const TRAJ_T dd = dt * dt;
-    for (int64_t k = 0; k < d; k++) {
-        if (central) {
-            TRAJ_T b0 = TRAJ_FN(traj_pad_adjoint_at)(s, 1, 0, gp, gv, ga, gj, H, d, k);
-            TRAJ_T b1 = TRAJ_FN(traj_pad_adjoint_at)(s, 1, 1, gp, gv, ga, gj, H, d, k);
-            TRAJ_T b2 = TRAJ_FN(traj_pad_adjoint_at)(s, 1, 2, gp, gv, ga, gj, H, d, k);
-            TRAJ_T b3 = TRAJ_FN(traj_pad_adjoint_at)(s, 1, 3, gp, gv, ga, gj, H, d, k);
-            st[k] = b0 + b1 + b2 + b3;
-            st[d + k] = -dt * (3 * b0 + 2 * b1 + b2);
-            st[2 * d + k] = -dd * ((TRAJ_T)1.5 * b0 + 2 * b1 + (TRAJ_T)1.5 * b2);
-        } else {
-            TRAJ_T qm2 = TRAJ_FN(traj_pad_adjoint_at)(s, 0, -2, gp, gv, ga, gj, H, d, k);
-            TRAJ_T qm1 = TRAJ_FN(traj_pad_adjoint_at)(s, 0, -1, gp, gv, ga, gj, H, d, k);
-            TRAJ_T q0 = TRAJ_FN(traj_pad_adjoint_at)(s, 0, 0, gp, gv, ga, gj, H, d, k);
-            TRAJ_T vb = -dt * qm1 - 2 * dt * qm2;
-            st[k] = gp[k] + q0 + qm1 + qm2;
-            st[d + k] = gv[k] + vb;
-            st[2 * d + k] = ga[k] - dt / 2 * vb;
+    for (int64_t k0 = 0; k0 < d; k0 += 16) {
+        const int64_t nk = d - k0 < 16 ? d - k0 : 16;
+        TRAJ_T b[4][16]; /* central: P_0..P_3; backward: Q_{-2}..Q_0 */
+        for (int i = 0; i < (central ? 4 : 3); i++)
+            TRAJ_FN(traj_pad_adjoint_rows)(s, central, central ? i : i - 2, gp, gv, ga, gj, H, d, k0, nk, b[i]);
+        for (int64_t j = 0; j < nk; j++) {
+            const int64_t k = k0 + j;
+            if (central) {
+                TRAJ_T b0 = b[0][j], b1 = b[1][j], b2 = b[2][j], b3 = b[3][j];
+                st[k] = b0 + b1 + b2 + b3;
+                st[d + k] = -dt * (3 * b0 + 2 * b1 + b2);
+                st[2 * d + k] = -dd * ((TRAJ_T)1.5 * b0 + 2 * b1 + (TRAJ_T)1.5 * b2);
+            } else {
+                TRAJ_T qm2 = b[0][j], qm1 = b[1][j], q0 = b[2][j];
+                TRAJ_T vb = -dt * qm1 - 2 * dt * qm2;
+                st[k] = gp[k] + q0 + qm1 + qm2;
+                st[d + k] = gv[k] + vb;
+                st[2 * d + k] = ga[k] - dt / 2 * vb;
+            }
         }
     }
 }
