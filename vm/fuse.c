@@ -78,6 +78,10 @@ static void gather_periodic(const char *src, int64_t P, int64_t ph, int64_t len,
     }
 }
 
+static bool periodic(const int64_t *est, int nd, const int64_t *space, int64_t len) {
+    return nd == 2 && est[0] == 0 && est[1] == 1 && space[1] < len;
+}
+
 /* Copies elements [lo, lo + len) of v, broadcast to the space, into 'out'
  * (est: v's strides per space dim, 0 where broadcast), a run along the
  * innermost dimension at a time: a broadcast operand (the trajectory's
@@ -89,8 +93,26 @@ static void gather(const ad_fuview *v, const int64_t *est, int nd, const int64_t
         for (int64_t i = 0; i < len; i++) memcpy(out + (size_t)i * es, v->data, es);
         return;
     }
-    if (nd == 2 && est[0] == 0 && est[1] == 1 && space[1] < len) {
+    if (periodic(est, nd, space, len)) {
         gather_periodic(v->data, space[1], lo % space[1], len, es, out);
+        return;
+    }
+    if (nd == 2 && est[1] == 0 && es != 1) {
+        /* each element repeated over a short row (the fk chain's [n, 7, 1, 1] cosines read
+         * as [n, 7, 4, 4]): a fill per row, without the walk's per-run bookkeeping */
+        int64_t P = space[1], row = lo / P, i = 0, run = P - lo % P;
+        for (; i < len; i += run, run = P, row++) {
+            if (run > len - i) run = len - i;
+            if (es == 8) {
+                double c, *o = (double *)(void *)(out + (size_t)i * 8);
+                memcpy(&c, v->data + (size_t)(row * est[0]) * 8, 8);
+                _Pragma("omp simd") for (int64_t k = 0; k < run; k++) o[k] = c;
+            } else {
+                float c, *o = (float *)(void *)(out + (size_t)i * 4);
+                memcpy(&c, v->data + (size_t)(row * est[0]) * 4, 4);
+                _Pragma("omp simd") for (int64_t k = 0; k < run; k++) o[k] = c;
+            }
+        }
         return;
     }
     int64_t idx[AD_MAX_DIMS], off = 0, rest = lo;
@@ -290,6 +312,8 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
             else { float f; memcpy(&f, views[i].data, 4); l->c = f; g->regp[i] = (const char *)&l->c; }
         }
     }
+    int64_t gph[AD_PLAN_MAX_LOADS], glen[AD_PLAN_MAX_LOADS];
+    for (int i = 0; i < g->nloads; i++) gph[i] = -1;
     double acc = 0;
     const int64_t block = ad_plan_block(g->dtype);
     for (int64_t lo = 0; lo < g->numel; lo += block) {
@@ -299,7 +323,12 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
             if (mode[i] == LD_CONTIG) g->regp[i] = views[i].data + (size_t)lo * les;
             else if (mode[i] == LD_GATHER) {
                 char *s = scratch + (size_t)i * AD_PLAN_BLOCK_BYTES;
-                gather(&views[i], est[i], cnd[i], csp[i], lo, len, les, s);
+                /* a periodic operand starting at the same phase is the block the
+                 * last one gathered (a load's register is never an instruction's) */
+                int64_t ph = periodic(est[i], cnd[i], csp[i], len) ? lo % csp[i][1] : -1;
+                if (ph < 0 || ph != gph[i] || len > glen[i]) gather(&views[i], est[i], cnd[i], csp[i], lo, len, les, s);
+                gph[i] = ph;
+                glen[i] = len;
                 g->regp[i] = s;
             }
         }

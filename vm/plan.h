@@ -118,10 +118,15 @@ typedef struct ad_plkern {
     double alpha, beta;    /* AD_PLK_ADDMM */
     int d0, d1;            /* AD_PLK_TRANSPOSE: the dims swapped */
     uint32_t rmask;        /* AD_PLK_SUMDIM: the dims of a summed */
+    bool mean;             /* AD_PLK_SUMDIM: mean, not sum */
     /* AD_PLK_INDEX, AD_PLK_ADDAT: per dim of a, the first index, the step and the
      * size selected; 'drop' bit d: an integer index (the dim goes) */
     int64_t istart[AD_MAX_DIMS], istep[AD_MAX_DIMS], isize[AD_MAX_DIMS];
     uint32_t idrop;
+    /* AD_PLK_ADDAT on a constant or folded value of +0.0s (the VJP of indexing into
+     * zeros): filled, not copied, while its storage has version zver */
+    bool zbase;
+    uint32_t zver;
 } ad_plkern;
 
 /* A view record (AD_PL_KVIEW): worked out from its source at each read. */

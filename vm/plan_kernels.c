@@ -28,6 +28,7 @@ static const struct {
     {"reshape", AD_PLK_RESHAPE}, {"view", AD_PLK_RESHAPE},     {"squeeze", AD_PLK_RESHAPE},
     {"unsqueeze", AD_PLK_RESHAPE}, {"flatten", AD_PLK_RESHAPE}, {"sum", AD_PLK_SUMDIM},
     {"linear", AD_PLK_LINEAR},  {"index_get", AD_PLK_INDEX},  {"index_add_at", AD_PLK_ADDAT},
+    {"mean", AD_PLK_SUMDIM},
 };
 
 const char *ad_plk_name(int kind) {
@@ -219,6 +220,16 @@ int ad_plk_classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
     return 0;
 }
 
+/* Whether every element of t is +0.0 (its bits all zero). */
+static bool all_pos_zero(const ad_tensor *t) {
+    if (!ad_tensor_is_contiguous(t)) return false;
+    const unsigned char *p = ad_tensor_data(t);
+    size_t n = (size_t)t->numel * (t->dtype == AD_FLOAT64 ? 8 : 4);
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return false;
+    return true;
+}
+
 void ad_plk_describe(const ad_trace *T, const ad_tnode *n, int kind, ad_plkern *k) {
     memset(k, 0, sizeof *k);
     k->kind = (uint8_t)kind;
@@ -247,11 +258,17 @@ void ad_plk_describe(const ad_trace *T, const ad_tnode *n, int kind, ad_plkern *
             if (a->ndim == 0) k->d0 = k->d1 = 0;
         }
         break;
-    case AD_PLK_SUMDIM: k->rmask = sum_mask(n, n->fn.u.op, a->ndim); break;
+    case AD_PLK_SUMDIM:
+        k->rmask = sum_mask(n, n->fn.u.op, a->ndim);
+        k->mean = strcmp(n->fn.u.op->name, "mean") == 0;
+        break;
     case AD_PLK_INDEX: basic_index(n->args[1].c, a->ndim, a->shape, k); break;
     case AD_PLK_ADDAT:
         basic_index(n->args[1].c, a->ndim, a->shape, k);
         k->b = n->args[2].ref;
+        /* a constant (held by the program) or a folded value */
+        k->zbase = (T->vals[k->a].kind == AD_TV_CONST || T->vals[k->a].folded) && all_pos_zero(a);
+        if (k->zbase) k->zver = a->storage->version;
         break;
     case AD_PLK_LINEAR:
         k->b = n->args[1].ref;
@@ -546,11 +563,30 @@ int ad_plk_view(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, int v
 
 /* dst[i] += src[i] over a view 'dst' (any strides) and 'src' broadcast to
  * its shape (strides sst, 0 where broadcast), the innermost dim a tight loop. */
-static void add_into(const mat *dst, const char *src, const int64_t *sst, ad_dtype dt) {
+static void add_into(const mat *dst0, const char *src, const int64_t *sst0, ad_dtype dt) {
+    /* dims that both walk as one merged (a slice [:, i] of [n, 7, 4, 4]: runs of 16, not 4) */
+    mat m = {.data = dst0->data, .nd = 0};
+    int64_t sstm[AD_MAX_DIMS + 1];
+    for (int d = 0; d < dst0->nd; d++) {
+        if (dst0->shape[d] == 1) continue;
+        int j = m.nd - 1;
+        if (j >= 0 && m.strides[j] == dst0->strides[d] * dst0->shape[d] && sstm[j] == sst0[d] * dst0->shape[d]) {
+            m.shape[j] *= dst0->shape[d];
+            m.strides[j] = dst0->strides[d];
+            sstm[j] = sst0[d];
+            continue;
+        }
+        m.shape[m.nd] = dst0->shape[d];
+        m.strides[m.nd] = dst0->strides[d];
+        sstm[m.nd++] = sst0[d];
+    }
+    for (int d = 0; d < dst0->nd; d++)
+        if (dst0->shape[d] == 0) return;
+    const mat *dst = &m;
+    const int64_t *sst = sstm;
     int nd = dst->nd;
     int64_t n = 1, idx[AD_MAX_DIMS + 1], doff = 0, soff = 0;
     for (int d = 0; d < nd; d++) { n *= dst->shape[d]; idx[d] = 0; }
-    if (n == 0) return;
     int64_t len = nd ? dst->shape[nd - 1] : 1, ds = nd ? dst->strides[nd - 1] : 1, ss = nd ? sst[nd - 1] : 0;
     for (int64_t i = 0; i < n; i += len) {
         /* contiguous runs (a slice's rows) as a loop that vectorises: the same additions */
@@ -587,139 +623,71 @@ static void bcast_strides(const mat *b, int nd, int64_t *st) {
 
 /* index_add_at: out = a (copied), then out[idx] += b, b broadcast to the
  * selection: one addition per selected element, as eager's add into the view. */
-static void run_addat(const mat *a, const mat *b, const ad_plkern *k, const ad_plval *o, char *out) {
+static void run_addat(const mat *a, const mat *b, const ad_plkern *k, const ad_plval *o, char *out, bool zero) {
     size_t es = o->dtype == AD_FLOAT64 ? 8 : 4;
     mat c = *a, sel;
-    materialize(&c, out, es);
+    if (zero) {
+        /* a's +0.0s written, not read: what the copy would hold */
+        memset(out, 0, (size_t)o->numel * es);
+        c.data = out;
+        contiguous_strides(c.nd, c.shape, c.strides);
+    } else materialize(&c, out, es);
     index_view(&c, k, es, &sel);
     int64_t bst[AD_MAX_DIMS];
     bcast_strides(b, sel.nd, bst);
     add_into(&sel, b->data, bst, o->dtype);
 }
 
-/* out (contiguous, the kept dims in order) = sum of a over the dims in
- * rmask, accumulated in double as the element-wise groups' sums are.
- * Reduced dims that memory walks as one are merged, and the innermost
- * reduced dim is a tight loop: a sum over [2, 3] of a contiguous
- * [n, 7, 4, 4] is one run of 16 per output element. */
-/* run_sumdim when the innermost dim is kept (sum_to_size over leading batch
- * dims: the trajectory's [64, 32, 7] to [1, 32, 7]): each row of kept elements
- * is added into 'acc' (double, nout elements) by a loop over the innermost dim
- * that vectorises, instead of a strided walk per output element. The sums run
- * over the reduced index in the same order, so they round the same. */
-static void sum_rows(const mat *a, uint32_t rmask, ad_dtype dt, double *acc, int64_t nout) {
-    int kd[AD_MAX_DIMS], rd[AD_MAX_DIMS], nk = 0, nr = 0;
-    for (int d = 0; d < a->nd; d++) {
-        if (rmask >> d & 1) rd[nr++] = d;
-        else kd[nk++] = d;
+/* out = the sum (mean: divided by the count) of a over the dims in rmask,
+ * computed as eager's sum and mean compute it (bi_reduce.c's plan_layout),
+ * so that it has eager's bits: reduced dims that are one run of a contiguous
+ * operand go to the same kernel as [outer, n, inner]; any other set of dims,
+ * or a strided operand, is copied with the kept dims first and the reduced
+ * ones last, as eager copies it, and summed by rows. The copy goes to the
+ * groups' register scratch (free while a kernel record runs) when it fits. */
+static int run_sumdim(ad_state *S, const mat *a, uint32_t rmask, bool mean, char *out, ad_dtype dt, char *scratch,
+                      int64_t scratch_bytes) {
+    typedef void (*red_fn)(const void *, void *, int64_t, int64_t, int64_t);
+    red_fn red = dt == AD_FLOAT64 ? (mean ? ad_red_mean_f64 : ad_red_sum_f64) : (mean ? ad_red_mean_f32 : ad_red_sum_f32);
+    size_t es = dt == AD_FLOAT64 ? 8 : 4;
+    int nd = a->nd, first = -1, last = -1, count = 0;
+    int64_t numel = 1, outer = 1, n = 1, inner = 1;
+    for (int d = 0; d < nd; d++) {
+        numel *= a->shape[d];
+        if (rmask >> d & 1) { if (first < 0) first = d; last = d; count++; }
     }
-    for (int64_t o = 0; o < nout; o++) acc[o] = 0;
-    if (nout == 0) return;
-    int64_t inner = a->shape[kd[nk - 1]], ist = a->strides[kd[nk - 1]], nrows = 1, nouter = nout / inner;
-    for (int i = 0; i < nr; i++) nrows *= a->shape[rd[i]];
-    int64_t ridx[AD_MAX_DIMS], kidx[AD_MAX_DIMS], roff = 0, koff = 0;
-    for (int i = 0; i < nr; i++) ridx[i] = 0;
-    for (int i = 0; i < nk; i++) kidx[i] = 0;
-    for (int64_t r = 0; r < nrows; r++) {
-        for (int64_t q = 0; q < nouter; q++) {
-            double *y = acc + q * inner;
-            int64_t off = roff + koff;
-            /* each y[j] its own sum, in the same order: vectorised across j */
-            if (dt == AD_FLOAT64) {
-                const double *x = (const double *)(const void *)a->data + off;
-                if (ist == 1) { _Pragma("omp simd") for (int64_t j = 0; j < inner; j++) y[j] += x[j]; }
-                else for (int64_t j = 0; j < inner; j++) y[j] += x[j * ist];
-            } else {
-                const float *x = (const float *)(const void *)a->data + off;
-                if (ist == 1) { _Pragma("omp simd") for (int64_t j = 0; j < inner; j++) y[j] += (double)x[j]; }
-                else for (int64_t j = 0; j < inner; j++) y[j] += (double)x[j * ist];
-            }
-            for (int i = nk - 2; i >= 0; i--) {
-                koff += a->strides[kd[i]];
-                if (++kidx[i] < a->shape[kd[i]]) break;
-                koff -= a->strides[kd[i]] * kidx[i];
-                kidx[i] = 0;
-            }
+    if (last - first + 1 == count && (numel == 0 || mat_contiguous(a))) {
+        for (int d = 0; d < nd; d++) {
+            if (d < first) outer *= a->shape[d];
+            else if (d <= last) n *= a->shape[d];
+            else inner *= a->shape[d];
         }
-        for (int i = nr - 1; i >= 0; i--) {
-            roff += a->strides[rd[i]];
-            if (++ridx[i] < a->shape[rd[i]]) break;
-            roff -= a->strides[rd[i]] * ridx[i];
-            ridx[i] = 0;
-        }
+        red(a->data, out, outer, n, inner);
+        return ADDSL_OK;
     }
-}
-
-static void run_sumdim(const mat *a, uint32_t rmask, char *out, ad_dtype dt, char *scratch, int64_t scratch_bytes) {
-    if (a->nd && !(rmask >> (a->nd - 1) & 1)) {
-        int64_t nout = 1;
-        for (int d = 0; d < a->nd; d++)
-            if (!(rmask >> d & 1)) nout *= a->shape[d];
-        /* float64 sums straight into the output; float32 in the groups' register
-         * scratch (free while a kernel record runs), then rounded once */
-        if (dt == AD_FLOAT64) { sum_rows(a, rmask, dt, (double *)(void *)out, nout); return; }
-        if (scratch && nout * 8 <= scratch_bytes) {
-            double *acc = (double *)(void *)scratch;
-            sum_rows(a, rmask, dt, acc, nout);
-            float *of = (float *)(void *)out;
-            _Pragma("omp simd") for (int64_t o = 0; o < nout; o++) of[o] = (float)acc[o];
-            return;
+    mat p = {.nd = nd, .data = a->data};
+    int k = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int d = 0; d < nd; d++) {
+            if ((int)(rmask >> d & 1) != pass) continue;
+            p.shape[k] = a->shape[d];
+            p.strides[k++] = a->strides[d];
+            if (pass) n *= a->shape[d];
+            else outer *= a->shape[d];
         }
+    if (numel == 0) { /* nothing to copy: the kept outputs are 0 (mean: nan), as eager's */
+        red(a->data, out, outer, n, 1);
+        return ADDSL_OK;
     }
-    int kd[AD_MAX_DIMS], nk = 0, nr = 0;
-    int64_t rs[AD_MAX_DIMS], rn[AD_MAX_DIMS]; /* reduced runs: strides and sizes */
-    for (int d = 0; d < a->nd; d++) {
-        if (!(rmask >> d & 1)) { kd[nk++] = d; continue; }
-        if (a->shape[d] == 1) continue;
-        if (nr && rs[nr - 1] == a->strides[d] * a->shape[d] && (rmask >> (d - 1) & 1)) {
-            rn[nr - 1] *= a->shape[d];
-            rs[nr - 1] = a->strides[d];
-            continue;
-        }
-        rs[nr] = a->strides[d];
-        rn[nr++] = a->shape[d];
+    char *buf = scratch, *held = NULL;
+    if (!scratch || numel * (int64_t)es > scratch_bytes) {
+        if (!(held = ad_malloc(S, (size_t)numel * es))) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+        buf = held;
     }
-    if (nr == 0) { rs[0] = 0; rn[0] = 1; nr = 1; }
-    int64_t kidx[AD_MAX_DIMS] = {0}, nout = 1, nouter = 1, inner = rn[nr - 1], ist = rs[nr - 1];
-    for (int i = 0; i < nk; i++) nout *= a->shape[kd[i]];
-    for (int i = 0; i < nr - 1; i++) nouter *= rn[i];
-    for (int64_t o = 0; o < nout; o++) {
-        int64_t base = 0;
-        for (int i = 0; i < nk; i++) base += kidx[i] * a->strides[kd[i]];
-        int64_t ridx[AD_MAX_DIMS] = {0};
-        double s = 0;
-        for (int64_t r = 0; r < nouter; r++) {
-            int64_t off = base;
-            for (int i = 0; i < nr - 1; i++) off += ridx[i] * rs[i];
-            /* a contiguous run is summed as the shipped block sums do, several
-             * accumulators at once (the order is not the sequential one) */
-            if (dt == AD_FLOAT64) {
-                const double *x = (const double *)(const void *)a->data + off;
-                if (ist == 1) {
-                    _Pragma("omp simd reduction(+ : s)") for (int64_t j = 0; j < inner; j++) s += x[j];
-                } else {
-                    for (int64_t j = 0; j < inner; j++) s += x[j * ist];
-                }
-            } else {
-                const float *x = (const float *)(const void *)a->data + off;
-                if (ist == 1) {
-                    _Pragma("omp simd reduction(+ : s)") for (int64_t j = 0; j < inner; j++) s += (double)x[j];
-                } else {
-                    for (int64_t j = 0; j < inner; j++) s += (double)x[j * ist];
-                }
-            }
-            for (int i = nr - 2; i >= 0; i--) {
-                if (++ridx[i] < rn[i]) break;
-                ridx[i] = 0;
-            }
-        }
-        if (dt == AD_FLOAT64) ((double *)(void *)out)[o] = s;
-        else ((float *)(void *)out)[o] = (float)s;
-        for (int i = nk - 1; i >= 0; i--) {
-            if (++kidx[i] < a->shape[kd[i]]) break;
-            kidx[i] = 0;
-        }
-    }
+    materialize(&p, buf, es);
+    red(buf, out, outer, n, 1);
+    ad_free(S, held);
+    return ADDSL_OK;
 }
 
 /* linear as its body runs it: input @ weight.T (a 2-D weight), then + bias
@@ -762,8 +730,15 @@ int ad_plk_run(ad_state *S, const ad_trace *T, ad_plan *P, const ad_plkern *k, a
         else if (K == 0) memset(out, 0, (size_t)o->numel * es);
         return gemm_batched(S, &a, &b, out, o->dtype, k->alpha, k->beta);
     }
-    case AD_PLK_SUMDIM: run_sumdim(&a, k->rmask, out, o->dtype, P->arena, P->scratch_bytes); return ADDSL_OK;
-    case AD_PLK_ADDAT: run_addat(&a, &b, k, o, out); return ADDSL_OK;
+    case AD_PLK_SUMDIM: return run_sumdim(S, &a, k->rmask, k->mean, out, o->dtype, P->arena, P->scratch_bytes);
+    case AD_PLK_ADDAT: {
+        /* the constant as the plan saw it: the same tensor, not written since */
+        const ad_value *z = &env[k->a];
+        bool zero = k->zbase && z->t == AD_TTENSOR && z->u.tensor == T->vals[k->a].v.u.tensor &&
+                    z->u.tensor->storage->version == k->zver && mat_contiguous(&a);
+        run_addat(&a, &b, k, o, out, zero);
+        return ADDSL_OK;
+    }
     case AD_PLK_LINEAR: return run_linear(S, &a, &b, k->c >= 0 ? &c : NULL, o, ad_plan_dims(P, o->dims), out);
     }
     return ADDSL_OK;

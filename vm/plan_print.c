@@ -39,10 +39,11 @@ static void print_place(const ad_plan *P, int v, ad_buf *b) {
 /* A kernel record: "g4 matmul float64[2,4]: reads %1 %3; writes %5->new". */
 static void print_kernel(const ad_plan *P, int gi, ad_buf *b) {
     const ad_plgroup *g = &P->groups[gi];
-    ad_buf_printf(b, "  g%d %s ", gi, ad_plk_name(g->kern->kind));
+    ad_buf_printf(b, "  g%d %s ", gi, g->kern->mean ? "mean" : ad_plk_name(g->kern->kind));
     print_space(P, g, b);
     ad_buf_puts(b, ": reads");
-    for (int i = 0; i < g->nloads; i++) ad_buf_printf(b, " %%%d", g->loads[i].val);
+    for (int i = 0; i < g->nloads; i++)
+        ad_buf_printf(b, " %%%d%s", g->loads[i].val, g->kern->zbase && g->loads[i].val == g->kern->a ? " (zeros: filled)" : "");
     ad_buf_puts(b, "; writes ");
     print_place(P, g->kern->out, b);
     ad_buf_printf(b, "; moves %lld bytes\n", (long long)g->bytes_moved);

@@ -1371,11 +1371,13 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
         if (T->plan_split <= 0 && ad_simplify(S, T, folded)) T->removed_dce += eliminate_dead(S, T);
         for (int i = 0; i < T->nnodes; i++) if (T->nodes[i].folded && !T->nodes[i].dead) T->folded++;
     }
+    /* before the plan, which reads a folded value's trace-time contents */
+    for (int i = 0; i < T->nvals; i++)
+        T->vals[i].folded = folded && folded[i] && T->vals[i].node >= 0 && !T->nodes[T->vals[i].node].dead;
     T->plan = ad_plan_build(S, T);
     /* The replay needs the trace-time values of constants and folded values only. */
     for (int i = 0; i < T->nvals; i++) {
         ad_tval *x = &T->vals[i];
-        x->folded = folded && folded[i] && x->node >= 0 && !T->nodes[x->node].dead;
         if (x->kind == AD_TV_CONST || x->folded) continue;
         ad_value_decref(S, x->v);
         x->v = ad_none();

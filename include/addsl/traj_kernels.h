@@ -15,6 +15,13 @@
  * write the action gradient and 'st' [3, d]: the start adjoints of
  * position, velocity and acceleration. */
 
+/* TRAJ_SIMD before a loop whose iterations are independent: the library
+ * defines it as an OpenMP simd pragma (each element computed as written, the
+ * same bits); empty otherwise, as in exported files. */
+#ifndef TRAJ_SIMD
+#define TRAJ_SIMD
+#endif
+
 /* Row 0 of every step: the start state, jerk 0. */
 static inline void TRAJ_FN(traj_start_row)(const TRAJ_T *p0, const TRAJ_T *v0, const TRAJ_T *a0, int64_t d,
                                            TRAJ_T *pos, TRAJ_T *vel, TRAJ_T *acc, TRAJ_T *jerk) {
@@ -157,19 +164,22 @@ static inline void TRAJ_FN(traj_stencil_init)(TRAJ_FN(traj_stencil) *s, int cent
 static inline void TRAJ_FN(traj_clique_row)(const TRAJ_FN(traj_stencil) *s, const TRAJ_T *const *r, int64_t d,
                                             TRAJ_T *restrict pos, TRAJ_T *restrict vel, TRAJ_T *restrict acc,
                                             TRAJ_T *restrict jerk) {
-    for (int64_t k = 0; k < d; k++) {
-        TRAJ_T p = 0, v = 0, a = 0, j = 0;
-        for (int t = 0; t < s->taps; t++) {
-            TRAJ_T x = r[t][k];
-            p += s->w[0][t] * x;
-            v += s->w[1][t] * x;
-            a += s->w[2][t] * x;
-            j += s->w[3][t] * x;
+    /* per element 0 + w0 x0 + w1 x1 + ... in tap order, the dofs the inner loop */
+    TRAJ_SIMD for (int64_t k = 0; k < d; k++) {
+        pos[k] = 0;
+        vel[k] = 0;
+        acc[k] = 0;
+        jerk[k] = 0;
+    }
+    for (int t = 0; t < s->taps; t++) {
+        const TRAJ_T wp = s->w[0][t], wv = s->w[1][t], wa = s->w[2][t], wj = s->w[3][t];
+        const TRAJ_T *restrict x = r[t];
+        TRAJ_SIMD for (int64_t k = 0; k < d; k++) {
+            pos[k] += wp * x[k];
+            vel[k] += wv * x[k];
+            acc[k] += wa * x[k];
+            jerk[k] += wj * x[k];
         }
-        pos[k] = p;
-        vel[k] = v;
-        acc[k] = a;
-        jerk[k] = j;
     }
 }
 
@@ -228,7 +238,7 @@ static inline void TRAJ_FN(traj_clique_flat)(const TRAJ_FN(traj_stencil) *s, con
     TRAJ_T c[4][5];
     for (int q = 0; q < 4; q++)
         for (int t = 0; t < 5; t++) c[q][t] = t < s->taps ? s->w[q][t] * (t == 4 ? w4 : (TRAJ_T)1) : 0;
-    for (int64_t e = 0; e < n; e++) {
+    TRAJ_SIMD for (int64_t e = 0; e < n; e++) {
         TRAJ_T a = x0[e], b = x1[e], m = x2[e], f = x3[e], g = x4[e];
         pos[e] = c[0][0] * a + c[0][1] * b + c[0][2] * m + c[0][3] * f + c[0][4] * g;
         vel[e] = c[1][0] * a + c[1][1] * b + c[1][2] * m + c[1][3] * f + c[1][4] * g;
@@ -277,46 +287,51 @@ static inline void TRAJ_FN(traj_pad_adjoint_add)(const TRAJ_FN(traj_stencil) *s,
         const TRAJ_T wp = s->w[0][t], wv = s->w[1][t], wa = s->w[2][t], wj = s->w[3][t];
         const TRAJ_T *restrict P = gp + h * d, *restrict V = gv + h * d, *restrict A = ga + h * d,
                      *restrict J = gj + h * d;
-        for (int64_t k = 0; k < d; k++) dst[k] += wp * P[k] + wv * V[k] + wa * A[k] + wj * J[k];
+        TRAJ_SIMD for (int64_t k = 0; k < d; k++) dst[k] += wp * P[k] + wv * V[k] + wa * A[k] + wj * J[k];
     }
 }
 
-/* One adjoint of padded sample m for dof k (the start padding). */
-static inline TRAJ_T TRAJ_FN(traj_pad_adjoint_at)(const TRAJ_FN(traj_stencil) *s, int central, int64_t m,
+/* The adjoints of padded sample m for dofs k0 .. k0+nk-1 (the start padding) into y. */
+static inline void TRAJ_FN(traj_pad_adjoint_rows)(const TRAJ_FN(traj_stencil) *s, int central, int64_t m,
                                                   const TRAJ_T *gp, const TRAJ_T *gv, const TRAJ_T *ga,
-                                                  const TRAJ_T *gj, int64_t H, int64_t d, int64_t k) {
-    TRAJ_T acc = 0;
+                                                  const TRAJ_T *gj, int64_t H, int64_t d, int64_t k0, int64_t nk,
+                                                  TRAJ_T *restrict y) {
+    for (int64_t j = 0; j < nk; j++) y[j] = 0;
     for (int t = 0; t < s->taps; t++) {
         int64_t h = TRAJ_FN(traj_tap_row)(central, m, t, H);
         if (h < 0) continue;
-        int64_t e = h * d + k;
-        acc += s->w[0][t] * gp[e] + s->w[1][t] * gv[e] + s->w[2][t] * ga[e] + s->w[3][t] * gj[e];
+        const TRAJ_T wp = s->w[0][t], wv = s->w[1][t], wa = s->w[2][t], wj = s->w[3][t];
+        const TRAJ_T *restrict P = gp + h * d + k0, *restrict V = gv + h * d + k0, *restrict A = ga + h * d + k0,
+                     *restrict J = gj + h * d + k0;
+        TRAJ_SIMD for (int64_t j = 0; j < nk; j++) y[j] += wp * P[j] + wv * V[j] + wa * A[j] + wj * J[j];
     }
-    return acc;
 }
 
-/* Start adjoints through the padding formulas of traj_start_pad. */
+/* Start adjoints through the padding formulas of traj_start_pad, up to 16
+ * dofs at a time. */
 static inline void TRAJ_FN(traj_pos_bwd_start)(const TRAJ_FN(traj_stencil) *s, int central, const TRAJ_T *gp,
                                                const TRAJ_T *gv, const TRAJ_T *ga, const TRAJ_T *gj, TRAJ_T dt,
                                                int64_t H, int64_t d, TRAJ_T *st) {
     const TRAJ_T dd = dt * dt;
-    for (int64_t k = 0; k < d; k++) {
-        if (central) {
-            TRAJ_T b0 = TRAJ_FN(traj_pad_adjoint_at)(s, 1, 0, gp, gv, ga, gj, H, d, k);
-            TRAJ_T b1 = TRAJ_FN(traj_pad_adjoint_at)(s, 1, 1, gp, gv, ga, gj, H, d, k);
-            TRAJ_T b2 = TRAJ_FN(traj_pad_adjoint_at)(s, 1, 2, gp, gv, ga, gj, H, d, k);
-            TRAJ_T b3 = TRAJ_FN(traj_pad_adjoint_at)(s, 1, 3, gp, gv, ga, gj, H, d, k);
-            st[k] = b0 + b1 + b2 + b3;
-            st[d + k] = -dt * (3 * b0 + 2 * b1 + b2);
-            st[2 * d + k] = -dd * ((TRAJ_T)1.5 * b0 + 2 * b1 + (TRAJ_T)1.5 * b2);
-        } else {
-            TRAJ_T qm2 = TRAJ_FN(traj_pad_adjoint_at)(s, 0, -2, gp, gv, ga, gj, H, d, k);
-            TRAJ_T qm1 = TRAJ_FN(traj_pad_adjoint_at)(s, 0, -1, gp, gv, ga, gj, H, d, k);
-            TRAJ_T q0 = TRAJ_FN(traj_pad_adjoint_at)(s, 0, 0, gp, gv, ga, gj, H, d, k);
-            TRAJ_T vb = -dt * qm1 - 2 * dt * qm2;
-            st[k] = gp[k] + q0 + qm1 + qm2;
-            st[d + k] = gv[k] + vb;
-            st[2 * d + k] = ga[k] - dt / 2 * vb;
+    for (int64_t k0 = 0; k0 < d; k0 += 16) {
+        const int64_t nk = d - k0 < 16 ? d - k0 : 16;
+        TRAJ_T b[4][16]; /* central: P_0..P_3; backward: Q_{-2}..Q_0 */
+        for (int i = 0; i < (central ? 4 : 3); i++)
+            TRAJ_FN(traj_pad_adjoint_rows)(s, central, central ? i : i - 2, gp, gv, ga, gj, H, d, k0, nk, b[i]);
+        for (int64_t j = 0; j < nk; j++) {
+            const int64_t k = k0 + j;
+            if (central) {
+                TRAJ_T b0 = b[0][j], b1 = b[1][j], b2 = b[2][j], b3 = b[3][j];
+                st[k] = b0 + b1 + b2 + b3;
+                st[d + k] = -dt * (3 * b0 + 2 * b1 + b2);
+                st[2 * d + k] = -dd * ((TRAJ_T)1.5 * b0 + 2 * b1 + (TRAJ_T)1.5 * b2);
+            } else {
+                TRAJ_T qm2 = b[0][j], qm1 = b[1][j], q0 = b[2][j];
+                TRAJ_T vb = -dt * qm1 - 2 * dt * qm2;
+                st[k] = gp[k] + q0 + qm1 + qm2;
+                st[d + k] = gv[k] + vb;
+                st[2 * d + k] = ga[k] - dt / 2 * vb;
+            }
         }
     }
 }
@@ -331,7 +346,7 @@ static inline void TRAJ_FN(traj_adjoint_flat)(const TRAJ_FN(traj_stencil) *s, co
         const TRAJ_T wp = s->w[0][t], wv = s->w[1][t], wa = s->w[2][t], wj = s->w[3][t];
         const TRAJ_T *restrict P = gp + off[t], *restrict V = gv + off[t], *restrict A = ga + off[t],
                      *restrict J = gj + off[t];
-        for (int64_t e = 0; e < n; e++) dst[e] += wp * P[e] + wv * V[e] + wa * A[e] + wj * J[e];
+        TRAJ_SIMD for (int64_t e = 0; e < n; e++) dst[e] += wp * P[e] + wv * V[e] + wa * A[e] + wj * J[e];
     }
 }
 
