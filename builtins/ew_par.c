@@ -7,7 +7,10 @@
 int64_t ew_par_chunks(int64_t n, size_t esize, int nops, bool membound) {
     if (membound ? (double)n * (double)esize * nops < AD_OMP_MEMBOUND_MIN : n <= AD_OMP_THRESHOLD) return 1;
     int64_t chunks = (n + AD_OMP_THRESHOLD - 1) / AD_OMP_THRESHOLD;
-    return chunks < 2 ? 2 : chunks;
+    /* An even count: a static schedule over an odd one gave one of two
+     * threads a chunk more (31 chunks at 1e6: 517k against 483k elements,
+     * 3.4% on the critical path of a memory-bound call). */
+    return chunks < 2 ? 2 : chunks + (chunks & 1);
 }
 
 /* The float32 and float64 binary kernels of kernels_elementwise.h. */

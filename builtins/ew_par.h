@@ -19,7 +19,8 @@
  * 'membound' ops (one add or multiply per element) pay for a second thread
  * from AD_OMP_MEMBOUND_MIN bytes read and written per call ('nops' arrays:
  * the inputs and the output); the others from AD_OMP_THRESHOLD elements.
- * The chunks are AD_OMP_THRESHOLD elements or more, at least two. */
+ * About AD_OMP_THRESHOLD elements a chunk, an even number of them (at
+ * least two), so that a team of two gets equal halves. */
 int64_t ew_par_chunks(int64_t n, size_t esize, int nops, bool membound);
 
 /* Elements in each chunk but the last of a cut into 'chunks' pieces. */

@@ -1,14 +1,17 @@
 /* reduce_simd.h: the float32/float64 sums under sum and mean (kernels_reduce.c),
- * accumulated in double, with an AVX2 copy picked at load time. */
+ * float64 accumulated in double, float32 rows in float lanes folded into double
+ * every 256 elements, with an AVX2 copy picked at load time. */
 #ifndef AD_REDUCE_SIMD_H
 #define AD_REDUCE_SIMD_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The sum of x[0..n): 16 lanes over blocks of up to RS_SUM_BLOCK elements,
- * pairwise above, so the rounding error grows with log(n) rather than n. The
- * order of the additions depends on n only (not on the CPU or the team). */
+/* The sum of x[0..n). float64: 16 lanes over blocks of up to RS_SUM_BLOCK
+ * elements, pairwise above, so the rounding error grows with log(n) rather
+ * than n. float32: 32 float lanes over chunks of 256 elements whose folded
+ * partials add in 8 double lanes (the order is spelled out in reduce_simd.c).
+ * The order of the additions depends on n only (not on the CPU or the team). */
 double ad_rs_rowsum_f32(const float *x, int64_t n);
 double ad_rs_rowsum_f64(const double *x, int64_t n);
 

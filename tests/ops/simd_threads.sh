@@ -5,4 +5,4 @@
 # each team size and compares every saved result byte for byte, as ew_threads.sh does.
 addsl=${1:?usage: $0 PATH-TO-ADDSL}
 . "${srcdir:-.}/tests/ops/threads_equal.sh"
-threads_equal "$addsl" "${srcdir:-.}/tests/ops/simd_threads_script.ad" 88
+threads_equal "$addsl" "${srcdir:-.}/tests/ops/simd_threads_script.ad" 92
