@@ -1492,7 +1492,7 @@ static ad_tensor *plain_acc(engine *E, const ad_edge *e, ad_dtype dt, int ndim, 
  * that accumulates t's gradient, through a view at idx: the formula would
  * make zeros of t's shape, add the gradient into them and then add those
  * to the buffer whole (an LSTM's four gate slices per step: a zero fill and
- * a full-size add each). The sums are the same (x + 0 is x). Taken with no
+ * a full-size add each), with the same bits (below). Taken with no
  * graph to build, no trace or anomaly mode, CPU float tensors, and the
  * library's formula; *done is false, nothing touched, otherwise. */
 static int index_grad_into_acc(engine *E, ad_node *n, bool *done) {
@@ -1511,6 +1511,18 @@ static int index_grad_into_acc(engine *E, ad_node *n, bool *done) {
         return ADDSL_OK;
     ad_tensor *a = plain_acc(E, e, gt->dtype, st->ndim, st->shape);
     if (!a) return ADDSL_OK;
+    /* The formula's sum is buffer + (zeros with 0 + grad at idx): outside idx a -0.0
+     * in the buffer becomes +0.0 (compile()'s rewrite of it, vm/simplify.c, keeps
+     * those bits too). So the buffer gets + 0 first; after that, + grad is + (0 + grad). */
+    if (a->dtype == AD_FLOAT32) {
+        const float z = 0.0f;
+        float *x = ad_tensor_data(a);
+        ad_k_add_f32(x, x, 1, &z, 0, a->numel);
+    } else {
+        const double z = 0.0;
+        double *x = ad_tensor_data(a);
+        ad_k_add_f64(x, x, 1, &z, 0, a->numel);
+    }
     ad_value view = ad_none();
     int rc = ad_bi_index_get(S, a, ni, items, &view);
     if (rc) return rc;
