@@ -150,6 +150,10 @@ static int gemm_batched(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, d
     return ADDSL_OK;
 }
 
+int ad_linalg_gemm2d(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, double beta) {
+    return gemm_batched(S, a, b, c, 1.0, beta);
+}
+
 static int same_device(ad_state *S, const ad_tensor *a, const ad_tensor *b) {
     if (ad_tensor_device(a) == ad_tensor_device(b)) return ADDSL_OK;
     return ad_device_mismatch(S, ad_tensor_device(a), ad_tensor_device(b));

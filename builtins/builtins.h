@@ -61,6 +61,10 @@ int ad_bi_div(ad_state *S, ad_value a, ad_value b, ad_value *out);
 int ad_bi_rem(ad_state *S, ad_value a, ad_value b, ad_value *out);   /* % : torch.remainder */
 int ad_bi_pow(ad_state *S, ad_value a, ad_value b, ad_value *out);
 int ad_bi_matmul(ad_state *S, ad_value a, ad_value b, ad_value *out);
+/* c = a b + beta c for CPU matrices a [M, K], b [K, N] (any strides) and a
+ * contiguous c [M, N], by the calls matmul makes for them (the same bits):
+ * the backward engine's path for a product's gradient (vm/autograd.c). */
+int ad_linalg_gemm2d(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, double beta);
 int ad_bi_neg(ad_state *S, ad_value a, ad_value *out);
 /* Comparisons: AD_CMP_EQ.. give bool tensors. */
 enum { AD_CMP_EQ, AD_CMP_NE, AD_CMP_LT, AD_CMP_LE, AD_CMP_GT, AD_CMP_GE };

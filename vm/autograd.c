@@ -577,6 +577,8 @@ static int formula_args(engine *E, ad_node *n, unsigned uses, ad_value *args, in
 }
 
 static int route_to(engine *E, ad_node *n, int param, ad_edge *e, ad_value arg, ad_value g);
+static int index_grad_into_acc(engine *E, ad_node *n, bool *done);
+static int matmul_grad_direct(engine *E, ad_node *n, bool *done);
 
 static int route(engine *E, ad_node *n, int param, ad_value g) {
     ad_state *S = E->S;
@@ -686,6 +688,10 @@ static int apply_node(engine *E, ad_node *n) {
             (!E->only_inputs || edge_reaches_inputs(E, ad_node_edge(n, i))))
             return ad_error(S, "the derivative of op '%s' for input '%s' is not implemented: %s", op->name,
                             op->pnames[i], op->notimpl[i] ? op->notimpl[i] : "");
+    bool done = false;
+    int rc = index_grad_into_acc(E, n, &done);
+    if (!rc && !done) rc = matmul_grad_direct(E, n, &done);
+    if (rc || done) return rc;
     /* The formulas whose inputs want a gradient, and what they read. */
     bool needed[AD_OP_MAX_PARAMS];
     unsigned uses = 0;
@@ -700,7 +706,7 @@ static int apply_node(engine *E, ad_node *n) {
         reads |= op->vjp[e].reads;
         reads_result |= op->vjp[e].reads_result;
     }
-    int rc = check_versions(S, n, reads, reads_result);
+    rc = check_versions(S, n, reads, reads_result);
     if (rc) return rc;
     ad_value args[AD_OP_MAX_PARAMS + 4 + 3 * AD_OP_MAX_OUTS];
     int na = 0;
@@ -709,7 +715,7 @@ static int apply_node(engine *E, ad_node *n) {
         ad_vjp_entry *v = &op->vjp[e];
         if (!needed[e]) continue;
         ad_value r = ad_none();
-        bool done = false;
+        done = false;
         rc = ad_formula_fast_call(S, &v->fast, v->fn, args, &done, &r);
         if (!rc && !done) rc = ad_vm_call_value(S, v->fn, na, args, &r);
         if (rc) break;
@@ -1449,6 +1455,137 @@ static int add_at_basic(ad_state *S, ad_tensor *res, int n, const ad_value *item
     }
     ad_value_decref(S, view);
     ad_value_decref(S, sum);
+    return rc;
+}
+
+/* Whether the engine may do node n's op's work in C (index_get's and
+ * matmul's gradients below): no graph to build, no trace or anomaly mode,
+ * one output and the op library's own single formula (a script's op of
+ * the same name keeps its own). */
+static bool direct_ok(engine *E, const ad_node *n) {
+    ad_state *S = E->S;
+    const ad_opdef *op = n->op;
+    if (op->nvjp != 1 || n->nout != 1 || E->create_graph || S->anomaly || ad_trace_on(S)) return false;
+    ad_value fn = op->vjp[0].fn;
+    return fn.t == AD_TFUNC && fn.u.fn->p->chunk && fn.u.fn->p->chunk->library;
+}
+
+/* The buffer a gradient sent along e accumulates in when it is a plain
+ * float tensor of dtype dt and the given shape that no one else sees (as
+ * can_add_into asks), else NULL. */
+static ad_tensor *plain_acc(engine *E, const ad_edge *e, ad_dtype dt, int ndim, const int64_t *shape) {
+    ad_value *acc = NULL;
+    if (e->node) acc = &ad_node_gbuf(e->node)[e->nr];
+    else
+        for (int i = 0; i < E->nleaves && !acc; i++)
+            if (E->leaves[i].leaf == e->leaf) acc = &E->leaves[i].g;
+    if (!acc || acc->t != AD_TTENSOR) return NULL;
+    ad_tensor *a = acc->u.tensor;
+    if (a->refcount != 1 || a->storage->refcount != 1 || a->grad_fn || a->requires_grad || a->fw_grad ||
+        a->dtype != dt || a->storage->release || ad_tensor_device(a) != AD_DEV_CPU || !ad_tensor_is_contiguous(a) ||
+        !ad_shape_equal(a->ndim, a->shape, ndim, shape))
+        return NULL;
+    return a;
+}
+
+/* The gradient of t[idx] for a basic index, added straight into the buffer
+ * that accumulates t's gradient, through a view at idx: the formula would
+ * make zeros of t's shape, add the gradient into them and then add those
+ * to the buffer whole (an LSTM's four gate slices per step: a zero fill and
+ * a full-size add each), with the same bits (below). Taken with no
+ * graph to build, no trace or anomaly mode, CPU float tensors, and the
+ * library's formula; *done is false, nothing touched, otherwise. */
+static int index_grad_into_acc(engine *E, ad_node *n, bool *done) {
+    ad_state *S = E->S;
+    *done = false;
+    ad_opdef *op = n->op;
+    if (op != S->op_index || !direct_ok(E, n)) return ADDSL_OK;
+    ad_edge *e = ad_node_edge(n, 0);
+    ad_value self = ad_node_args(n)[0], idx = ad_node_args(n)[1], g = ad_node_gbuf(n)[0];
+    if (e->nsub || (!e->node && !e->leaf) || self.t != AD_TTENSOR || g.t != AD_TTENSOR || !ad_is_seq(idx)) return ADDSL_OK;
+    int ni = (int)idx.u.l->len;
+    const ad_value *items = idx.u.l->items;
+    ad_tensor *st = self.u.tensor, *gt = g.u.tensor;
+    if (!basic_index(ni, items) || gt->dtype != st->dtype || gt->grad_fn || gt->requires_grad ||
+        ad_tensor_device(st) != AD_DEV_CPU)
+        return ADDSL_OK;
+    ad_tensor *a = plain_acc(E, e, gt->dtype, st->ndim, st->shape);
+    if (!a) return ADDSL_OK;
+    /* The formula's sum is buffer + (zeros with 0 + grad at idx): outside idx a -0.0
+     * in the buffer becomes +0.0 (compile()'s rewrite of it, vm/simplify.c, keeps
+     * those bits too). So the buffer gets + 0 first; after that, + grad is + (0 + grad). */
+    if (a->dtype == AD_FLOAT32) {
+        const float z = 0.0f;
+        float *x = ad_tensor_data(a);
+        ad_k_add_f32(x, x, 1, &z, 0, a->numel);
+    } else {
+        const double z = 0.0;
+        double *x = ad_tensor_data(a);
+        ad_k_add_f64(x, x, 1, &z, 0, a->numel);
+    }
+    ad_value view = ad_none();
+    int rc = ad_bi_index_get(S, a, ni, items, &view);
+    if (rc) return rc;
+    *done = add_into_view(view, g);
+    ad_value_decref(S, view);
+    return ADDSL_OK;
+}
+
+static bool float_cpu_matrix(const ad_tensor *t, ad_dtype dt) {
+    return t->ndim == 2 && t->dtype == dt && ad_tensor_device(t) == AD_DEV_CPU && !t->fw_grad;
+}
+
+/* One input's gradient of a product: x y (x or y read transposed), into
+ * the buffer accumulating it when gemm can add it there (beta 1), else as
+ * a new tensor routed as usual. */
+static int matmul_grad_one(engine *E, ad_node *n, int param, ad_edge *e, ad_tensor *x, ad_tensor *y, bool tx) {
+    ad_state *S = E->S;
+    ad_tensor *xv = tx ? ad_tensor_transpose(S, x, 0, 1) : (ad_tensor_incref(x), x);
+    ad_tensor *yv = tx ? (ad_tensor_incref(y), y) : ad_tensor_transpose(S, y, 0, 1);
+    int rc = xv && yv ? ADDSL_OK : ad_fail(S);
+    int64_t shape[2] = {xv ? xv->shape[0] : 0, yv ? yv->shape[1] : 0}, K = xv ? xv->shape[1] : 0;
+    /* Adding inside gemm gives the bits of a product then an add while one
+     * block of the BLAS kernel covers the inner dimension, and not with the
+     * small square kernel (it adds in its accumulator's precision). */
+    ad_tensor *acc = NULL;
+    if (!rc && K > 0 && K <= 64 && !(shape[0] == shape[1] && shape[1] == K))
+        acc = plain_acc(E, e, x->dtype, 2, shape);
+    if (!rc && acc) {
+        rc = ad_linalg_gemm2d(S, xv, yv, acc, 1.0);
+        acc->storage->version++;
+    } else if (!rc) {
+        ad_tensor *c = K > 0 ? ad_tensor_empty(S, x->dtype, 2, shape) : ad_tensor_zeros(S, x->dtype, 2, shape);
+        if (!c) rc = ad_fail(S);
+        if (!rc && K > 0) rc = ad_linalg_gemm2d(S, xv, yv, c, 0.0);
+        if (rc) ad_tensor_decref(S, c);
+        else rc = route_to(E, n, param, e, ad_node_args(n)[param], ad_tensor_value(c));
+    }
+    ad_tensor_decref(S, xv);
+    ad_tensor_decref(S, yv);
+    return rc;
+}
+
+/* matmul's gradient for two float matrices on the CPU, without the
+ * formula's frame, list and mT views: grad other^T and self^T grad, by
+ * the same gemm calls as the formula's products. */
+static int matmul_grad_direct(engine *E, ad_node *n, bool *done) {
+    ad_state *S = E->S;
+    *done = false;
+    if (n->op != S->op_matmul || !direct_ok(E, n)) return ADDSL_OK;
+    ad_value sv = ad_node_args(n)[0], ov = ad_node_args(n)[1], gv = ad_node_gbuf(n)[0];
+    if (sv.t != AD_TTENSOR || ov.t != AD_TTENSOR || gv.t != AD_TTENSOR) return ADDSL_OK;
+    ad_tensor *a = sv.u.tensor, *b = ov.u.tensor, *g = gv.u.tensor;
+    ad_dtype dt = g->dtype;
+    if ((dt != AD_FLOAT32 && dt != AD_FLOAT64) || !float_cpu_matrix(a, dt) || !float_cpu_matrix(b, dt) ||
+        !float_cpu_matrix(g, dt) || g->grad_fn || g->requires_grad)
+        return ADDSL_OK;
+    ad_edge *ea = ad_node_edge(n, 0), *eb = ad_node_edge(n, 1);
+    if (ea->nsub || eb->nsub) return ADDSL_OK;
+    int rc = check_versions(S, n, n->op->vjp[0].reads, n->op->vjp[0].reads_result);
+    if (rc) return rc;
+    *done = true;
+    if (edge_live(ea) && (ea->node || ea->leaf)) rc = matmul_grad_one(E, n, 0, ea, g, b, false);
+    if (!rc && edge_live(eb) && (eb->node || eb->leaf)) rc = matmul_grad_one(E, n, 1, eb, a, g, true);
     return rc;
 }
 

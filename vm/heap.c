@@ -245,7 +245,11 @@ static bool slab_new(ad_state *S, struct ad_heap *h) {
     slab *sl = h->spare;
     size_t bytes;
     if (sl) {
-        ad_prefault_wait(&h->pf);
+        /* Carved at once, even while the helper still maps it: it only faults
+         * pages in (no write), and where the main thread gets ahead of it the
+         * main thread's own faults map the rest. Waiting for it here was most
+         * of a first run's extra time on a loaded machine (row 1c of
+         * bench/run.sh). It is joined at the next spare_start or at close. */
         h->spare = NULL;
         bytes = sl->bytes;
     } else {
