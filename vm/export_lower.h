@@ -23,6 +23,7 @@ int ad_export_lower_conv(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_fft(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_index(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_linalg(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_special(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_traj(ad_xctx *ctx, const ad_xrec *r);
 
 /* The record's name (op or builtin). */
@@ -42,5 +43,9 @@ void ad_xl_use(ad_xctx *ctx, int id);
 void ad_xl_make_buf(ad_xctx *ctx, int id);
 /* The comment line naming the record and its position. */
 void ad_xl_comment(ad_xctx *ctx, const char *what);
+/* An element-wise map (fused with its neighbours) of template 'tmpl' over the
+ * first k parameters ($0.., numbers as literals), computed in 'ct'; 'tmpl' is
+ * kept until the loop is written: a string literal. */
+int ad_xl_emit_map(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct);
 
 #endif
