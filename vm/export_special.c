@@ -6,6 +6,7 @@
  * functions it calls (with those they call), verbatim, each under a guard. */
 #include "export_lower.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,9 +16,9 @@ extern const char ad_special_math_text[];
 /* The header's functions; it has about 40. */
 #define XS_MAX_FNS 96
 #define XS_NAME 64
-/* mvlgamma's p is a loop bound of the helper; torch has no limit, a C
- * literal must fit an int */
-#define XS_MVL_MAX_P 100000
+/* The largest order (polygamma's n, mvlgamma's p) written as a C int
+ * literal; polygamma gives NaN past order 100 at negative x anyway. */
+#define XS_MAX_ORDER 100000
 
 static const char XS_FN_MARK[] = "AD_SPECIAL_FN ";
 
@@ -128,7 +129,18 @@ static void need_fn(ad_xctx *ctx, const xs_fn *fs, int n, int i, unsigned char *
     snprintf(guard, sizeof guard, "XC_SP_%s", fs[i].name);
     if (stack[i] || emitted(ctx->prelude, guard)) return;
     stack[i] = 1;
+    /* the identifiers of its parameters and body, comments skipped */
     for (const char *p = strchr(fs[i].def, '('); p < fs[i].end;) {
+        if (p[0] == '/' && p[1] == '*') {
+            const char *e = strstr(p + 2, "*/");
+            p = e && e < fs[i].end ? e + 2 : fs[i].end;
+            continue;
+        }
+        if (p[0] == '/' && p[1] == '/') {
+            const char *e = strchr(p, '\n');
+            p = e && e < fs[i].end ? e : fs[i].end;
+            continue;
+        }
         if (!is_id(*p) || (p > fs[i].def && is_id(p[-1]))) { p++; continue; }
         const char *s = p;
         while (p < fs[i].end && is_id(*p)) p++;
@@ -177,12 +189,14 @@ static void need_mvlgamma(ad_xctx *ctx, bool f32) {
  * operands as float, the function in double, the result rounded, as the
  * interpreter's kernels do). */
 typedef struct xs_row {
-    const char *op, *fn;
-    const char *f64, *f32;
+    const char *op, *fn;        /* fn: the header's function, NULL for none */
+    int np;                     /* tensor or number parameters, $0.. */
+    int order;                  /* the parameter that must be an int at export time, or -1 */
+    const char *f64, *f32;      /* templates (emit_map keeps them: literals) */
 } xs_row;
 
-#define XS_UN(op, fn) {op, fn, fn "($0)", "(float)" fn "((float)$0)"}
-#define XS_BIN(op, fn) {op, fn, fn "($0, $1)", "(float)" fn "((float)$0, (float)$1)"}
+#define XS_UN(op, fn) {op, fn, 1, -1, fn "($0)", "(float)" fn "((float)$0)"}
+#define XS_BIN(op, fn) {op, fn, 2, -1, fn "($0, $1)", "(float)" fn "((float)$0, (float)$1)"}
 
 static const xs_row xs_rows[] = {
     XS_UN("digamma", "ad_digamma"), XS_UN("psi", "ad_digamma"),
@@ -191,12 +205,12 @@ static const xs_row xs_rows[] = {
     XS_UN("erfcx", "ad_sp_erfcx"), XS_UN("ndtri", "ad_sp_ndtri"), XS_UN("log_ndtr", "ad_sp_log_ndtr"),
     XS_BIN("zeta", "ad_sp_zeta"), XS_BIN("igamma", "ad_sp_igamma"), XS_BIN("igammac", "ad_sp_igammac"),
     /* polygamma(n, self): n an int, a literal of the map */
-    {"polygamma", "ad_polygamma", "ad_polygamma((int)$0, $1)", "(float)ad_polygamma((int)$0, (float)$1)"},
+    {"polygamma", "ad_polygamma", 2, 0, "ad_polygamma((int)$0, $1)", "(float)ad_polygamma((int)$0, (float)$1)"},
     /* entr(x) = -x log x, 0 at 0, -inf below, NaN kept (lib/special.ad's sp_entr) */
-    {"entr", NULL, "($0 != $0 ? $0 : ($0 > 0 ? -$0 * log($0) : ($0 == 0 ? 0 : -HUGE_VAL)))",
+    {"entr", NULL, 1, -1, "($0 != $0 ? $0 : ($0 > 0 ? -$0 * log($0) : ($0 == 0 ? 0 : -HUGE_VAL)))",
      "($0 != $0 ? $0 : ($0 > 0 ? -$0 * logf($0) : ($0 == 0 ? 0 : -HUGE_VALF)))"},
-    {"mvlgamma", NULL, "xc_mvlgamma_f64($0, (int)$1)", "xc_mvlgamma_f32($0, (int)$1)"},
-    {NULL, NULL, NULL, NULL},
+    {"mvlgamma", NULL, 2, 1, "xc_mvlgamma_f64($0, (int)$1)", "xc_mvlgamma_f32($0, (int)$1)"},
+    {NULL, NULL, 0, -1, NULL, NULL},
 };
 
 int ad_export_lower_special(ad_xctx *ctx, const ad_xrec *r) {
@@ -210,18 +224,14 @@ int ad_export_lower_special(ad_xctx *ctx, const ad_xrec *r) {
     if (o < 0) return ad_xl_fail(ctx, "has no tensor output");
     ad_dtype ct = ctx->v[o].dt;
     if (ct != AD_FLOAT32 && ct != AD_FLOAT64) return ad_xl_fail(ctx, "is lowered for float32 and float64 only");
-    int nparams = strstr(row->f64, "$1") ? 2 : 1;
     double x;
-    bool literal_int = !strcmp(row->op, "polygamma") || !strcmp(row->op, "mvlgamma");
-    if (literal_int) {
-        int k = row->op[0] == 'p' ? 0 : 1;
-        if (ad_xl_pref(r, k) >= 0 || !ad_xl_pnum(r, k, &x) || x != (double)(int)x || x < 0 || x > XS_MVL_MAX_P)
-            return ad_xl_fail(ctx, "needs its order (n, p) as an int at export time");
-    }
+    if (row->order >= 0 && (ad_xl_pref(r, row->order) >= 0 || !ad_xl_pnum(r, row->order, &x) || x < 0 ||
+                            x > XS_MAX_ORDER || x != floor(x)))
+        return ad_xl_fail(ctx, "needs its order (n, p) as an int at export time");
     if (row->fn) {
         int rc = need(ctx, row->fn);
         if (rc) return rc;
     }
     if (!strcmp(row->op, "mvlgamma")) need_mvlgamma(ctx, ct == AD_FLOAT32);
-    return ad_xl_emit_map(ctx, r, nparams, ct == AD_FLOAT32 ? row->f32 : row->f64, ct);
+    return ad_xl_emit_map(ctx, r, row->np, ct == AD_FLOAT32 ? row->f32 : row->f64, ct);
 }
