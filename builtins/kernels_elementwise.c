@@ -188,33 +188,6 @@ AD_EW_SLEEF_OPS(AD_EW_SLEEF_DEF)
 AD_EW_ARC_HYP(float, f32, AD_EW_HUGE_F32)
 AD_EW_ARC_HYP(double, f64, AD_EW_HUGE_F64)
 
-/* ---- scalar helpers ---- */
-
-/* Inverse error function: a rational first guess refined by two Newton steps
- * on erf, which brings it to double precision. */
-static double ad_erfinv(double y) {
-    if (isnan(y) || y < -1 || y > 1) return NAN;
-    if (y == 1) return INFINITY;
-    if (y == -1) return -INFINITY;
-    double w = -log((1 - y) * (1 + y)), x;
-    if (w < 5) {
-        w -= 2.5;
-        x = 2.81022636e-08;
-        x = 3.43273939e-07 + x * w; x = -3.5233877e-06 + x * w; x = -4.39150654e-06 + x * w;
-        x = 0.00021858087 + x * w; x = -0.00125372503 + x * w; x = -0.00417768164 + x * w;
-        x = 0.246640727 + x * w; x = 1.50140941 + x * w;
-    } else {
-        w = sqrt(w) - 3;
-        x = -0.000200214257;
-        x = 0.000100950558 + x * w; x = 0.00134934322 + x * w; x = -0.00367342844 + x * w;
-        x = 0.00573950773 + x * w; x = -0.0076224613 + x * w; x = 0.00943887047 + x * w;
-        x = 1.00167406 + x * w; x = 2.83297682 + x * w;
-    }
-    x *= y;
-    for (int k = 0; k < 2; k++) x -= (erf(x) - y) / (2 / sqrt(AD_PI) * exp(-x * x));
-    return x;
-}
-
 /* ---- unary ops from expressions over 'v' of type T ---- */
 
 #define AD_EW_MAP(name, T, sfx, OT, EXPR) \

@@ -1,18 +1,31 @@
-/* special_math.h: the special functions of lib/special.ad (modified Bessel I0/I1,
- * erfcx, ndtri, log_ndtr, Hurwitz zeta, regularized incomplete gamma, frexp), one
- * definition for the CPU kernels and the CUDA module so both devices agree.
+/* special_math.h: the special functions of lib/special.ad and lib/math.ad
+ * (digamma, polygamma, erfinv, modified Bessel I0/I1, erfcx, ndtri, log_ndtr,
+ * Hurwitz zeta, regularized incomplete gamma, frexp), one definition for the CPU
+ * kernels, the CUDA module and the C that export_c writes, so all three agree.
  *
  * Every function works in double; float32 kernels round the double result, which
  * is what the CUDA twins do as well. The methods are the textbook ones: power
  * series where their terms are all positive, asymptotic expansions past the point
  * where their smallest term is below double precision, Newton/Halley refinement
- * for the inverse. */
+ * for the inverses.
+ *
+ * export_c copies this text into the files it writes (vm/export_special.c), the
+ * functions an exported program calls and those they call, each under a guard
+ * of its own; so keep it plain C99 over <math.h> (no other include, no
+ * file-scope objects), every function 'AD_SPECIAL_FN type name(...) {' up to
+ * its matching '}', and every macro a '#define' line (or lines ending in '\\'). */
 #ifndef AD_SPECIAL_MATH_H
 #define AD_SPECIAL_MATH_H
 
 #include <math.h>
 
-#include "scalar_math.h"
+#ifndef AD_SPECIAL_FN
+#ifdef __CUDACC__
+#define AD_SPECIAL_FN static __host__ __device__ inline
+#else
+#define AD_SPECIAL_FN static inline
+#endif
+#endif
 
 #define AD_SP_PI 3.14159265358979323846
 #define AD_SP_SQRT2 1.41421356237309504880
@@ -37,6 +50,10 @@
 #define AD_SP_IGAMMA_TEMME 1e8
 /* zeta at negative q sums its first terms up to this many, then reflects. */
 #define AD_SP_ZETA_MAX_SHIFT 1e5
+
+/* The highest order the reflection for negative x handles (its cotangent
+ * derivative polynomial has AD_POLYGAMMA_MAX_REFLECT + 2 coefficients). */
+#define AD_POLYGAMMA_MAX_REFLECT 100
 
 /* ---- modified Bessel functions of the first kind, orders 0 and 1 ---- */
 
@@ -88,6 +105,112 @@ AD_SPECIAL_FN double ad_sp_i0(double x) { return ad_sp_bessel_i(x, 0, 0); }
 AD_SPECIAL_FN double ad_sp_i0e(double x) { return ad_sp_bessel_i(x, 0, 1); }
 AD_SPECIAL_FN double ad_sp_i1(double x) { double v = ad_sp_bessel_i(x, 1, 0); return x < 0 ? -v : v; }
 AD_SPECIAL_FN double ad_sp_i1e(double x) { double v = ad_sp_bessel_i(x, 1, 1); return x < 0 ? -v : v; }
+
+/* ---- digamma, polygamma, the inverse error function ---- */
+
+/* Digamma by reflection (x < 0), upward recurrence to x >= 10, then the
+ * asymptotic series; poles give -inf at 0 (signed like torch) and nan below. */
+AD_SPECIAL_FN double ad_digamma(double x) {
+    if (x == 0) return signbit(x) ? INFINITY : -INFINITY;
+    double refl = 0;
+    if (x < 0) {
+        if (x == floor(x)) return NAN;
+        refl = AD_SP_PI / tan(AD_SP_PI * x);
+        x = 1 - x;
+    }
+    double acc = 0;
+    while (x < 10) { acc -= 1 / x; x += 1; }
+    double f = 1 / (x * x);
+    double series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132 - f * (691.0 / 32760))))));
+    return acc + log(x) - 0.5 / x - series - refl;
+}
+
+/* Hurwitz zeta(s, x) for x > 0 and s = n + 1 >= 2: the first terms summed
+ * until x >= 10 + s (or until they no longer count), then the Euler-Maclaurin
+ * tail, whose Bernoulli terms shrink like ((s + 2j) / (2 pi x))^2 there. */
+AD_SPECIAL_FN double ad_zeta_tail(double s, double x) {
+    /* B_2j / (2j)! for j = 1..8 */
+    const double b[8] = {1.0 / 12, -1.0 / 720, 1.0 / 30240, -1.0 / 1209600, 1.0 / 47900160,
+                         -691.0 / 1307674368000.0, 1.0 / 74724249600.0, -3617.0 / 10670622842880000.0};
+    double sum = 0;
+    while (x < 10 + s) {
+        double t = pow(x, -s);
+        sum += t;
+        x += 1;
+        /* For large s the terms fall off geometrically: stop once neither the
+         * next terms nor the tail (below x^(1-s)/(s-1) + ...) can change sum. */
+        if (t <= sum * 1e-18 && x * pow(x, -s) / (s - 1) <= sum * 1e-18) return sum;
+    }
+    double xs = pow(x, -s);
+    double tail = x * xs / (s - 1) + 0.5 * xs;
+    double r = s * xs / x;
+    for (int j = 1; j <= 8; j++) {
+        tail += b[j - 1] * r;
+        r *= (s + 2 * j - 1) * (s + 2 * j) / (x * x);
+    }
+    return sum + tail;
+}
+
+/* polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1, digamma for
+ * n = 0. Negative x uses the reflection
+ *   psi_n(x) = (-1)^n psi_n(1 - x) - pi d^n/dx^n cot(pi x),
+ * the derivative being pi^n P_n(cot(pi x)) with P_0(c) = c and
+ * P_{k+1}(c) = -(1 + c^2) P_k'(c). Poles (x = 0, -1, ...) give the sign of
+ * the limit from the right times inf; +inf gives 0, -inf and nan give nan;
+ * n above AD_POLYGAMMA_MAX_REFLECT at negative x gives nan. */
+AD_SPECIAL_FN double ad_polygamma(int n, double x) {
+    if (n <= 0) return ad_digamma(x);
+    double sign = (n & 1) ? 1.0 : -1.0;
+    if (isnan(x) || x == -INFINITY) return NAN;
+    if (x <= 0 && x == floor(x)) return sign * INFINITY;
+    if (x == INFINITY) return 0.0;
+    double fact = 1;
+    for (int k = 2; k <= n && !isinf(fact); k++) fact *= k;
+    if (x > 0) return sign * fact * ad_zeta_tail(n + 1.0, x);
+    if (n > AD_POLYGAMMA_MAX_REFLECT) return NAN;
+    double p[AD_POLYGAMMA_MAX_REFLECT + 2] = {0};
+    int deg = 1;
+    p[1] = 1; /* P_0(c) = c, coefficients by power of c */
+    for (int k = 0; k < n; k++) {
+        /* P' then times -(1 + c^2): degree deg - 1 + 2 */
+        double d[AD_POLYGAMMA_MAX_REFLECT + 2] = {0};
+        for (int i = 1; i <= deg; i++) d[i - 1] = i * p[i];
+        for (int i = 0; i <= deg + 1; i++) p[i] = 0;
+        for (int i = 0; i < deg; i++) { p[i] -= d[i]; p[i + 2] -= d[i]; }
+        deg += 1;
+    }
+    /* cot has period 1: reducing x first (exactly) keeps pi x from losing
+     * the fraction when x is large */
+    double c = 1 / tan(AD_SP_PI * (x - floor(x))), v = 0;
+    for (int i = deg; i >= 0; i--) v = v * c + p[i];
+    double reflected = sign * fact * ad_zeta_tail(n + 1.0, 1 - x);
+    return ((n & 1) ? -reflected : reflected) - pow(AD_SP_PI, n + 1) * v;
+}
+
+/* Inverse error function: a rational first guess refined by two Newton steps
+ * on erf, which brings it to double precision. */
+AD_SPECIAL_FN double ad_erfinv(double y) {
+    if (isnan(y) || y < -1 || y > 1) return NAN;
+    if (y == 1) return INFINITY;
+    if (y == -1) return -INFINITY;
+    double w = -log((1 - y) * (1 + y)), x;
+    if (w < 5) {
+        w -= 2.5;
+        x = 2.81022636e-08;
+        x = 3.43273939e-07 + x * w; x = -3.5233877e-06 + x * w; x = -4.39150654e-06 + x * w;
+        x = 0.00021858087 + x * w; x = -0.00125372503 + x * w; x = -0.00417768164 + x * w;
+        x = 0.246640727 + x * w; x = 1.50140941 + x * w;
+    } else {
+        w = sqrt(w) - 3;
+        x = -0.000200214257;
+        x = 0.000100950558 + x * w; x = 0.00134934322 + x * w; x = -0.00367342844 + x * w;
+        x = 0.00573950773 + x * w; x = -0.0076224613 + x * w; x = 0.00943887047 + x * w;
+        x = 1.00167406 + x * w; x = 2.83297682 + x * w;
+    }
+    x *= y;
+    for (int k = 0; k < 2; k++) x -= (erf(x) - y) / (2 / sqrt(AD_SP_PI) * exp(-x * x));
+    return x;
+}
 
 /* ---- scaled complementary error function and the normal distribution ---- */
 
@@ -172,7 +295,7 @@ AD_SPECIAL_FN double ad_sp_ndtri(double p) {
 /* zeta(s, q) = sum_{k >= 0} (q + k)^-s, as torch.special.zeta: s == 1 and the
  * poles q = 0, -1, ... give inf, s < 1 gives nan, and so does q < 0 with a
  * non-integer s (the powers of negative bases are not real). Negative q is
- * shifted past 0 by its first terms; the rest is scalar_math.h's
+ * shifted past 0 by its first terms; the rest is the
  * Euler-Maclaurin sum (ad_zeta_tail, exact for any real s > 1). */
 AD_SPECIAL_FN double ad_sp_zeta(double s, double q) {
     if (isnan(s) || isnan(q)) return NAN;

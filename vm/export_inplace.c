@@ -48,8 +48,8 @@ static int lower_fill_copy(ad_xctx *ctx, const ad_xrec *r, const char *nm) {
     if (v >= 0 && strcmp(nm, "inplace_copy") && ctx->v[v].ndim != 0) return ad_xl_fail(ctx, "needs a 0-d tensor value");
     ad_dtype dt = ctx->v[o].dt;
     /* a bool target keeps whether the value is nonzero, compared in the value's type */
-    if (dt == AD_BOOL && (v < 0 || ctx->v[v].dt != AD_BOOL)) return ad_xl_map(ctx, r, 2, "$1 != 0", v < 0 ? AD_FLOAT64 : ctx->v[v].dt);
-    return ad_xl_map(ctx, r, 2, "$1", dt);
+    if (dt == AD_BOOL && (v < 0 || ctx->v[v].dt != AD_BOOL)) return ad_xl_emit_map(ctx, r, 2, "$1 != 0", v < 0 ? AD_FLOAT64 : ctx->v[v].dt);
+    return ad_xl_emit_map(ctx, r, 2, "$1", dt);
 }
 
 /* as_strided(self, size, stride, storage_offset): the geometry counts in the

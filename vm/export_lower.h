@@ -23,6 +23,7 @@ int ad_export_lower_conv(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_fft(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_index(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_linalg(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_special(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_traj(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_inplace(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_inplace_write(ad_xctx *ctx, const ad_xrec *r);
@@ -47,8 +48,11 @@ void ad_xl_use(ad_xctx *ctx, int id);
 void ad_xl_make_buf(ad_xctx *ctx, int id);
 /* An element-wise map of parameters 0..k-1 (tensors broadcast, or numbers)
  * into the record's output: template 'tmpl' ($0.. the operands) in type ct. */
-int ad_xl_map(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct);
 /* The comment line naming the record and its position. */
 void ad_xl_comment(ad_xctx *ctx, const char *what);
+/* An element-wise map (fused with its neighbours) of template 'tmpl' over the
+ * first k parameters ($0.., numbers as literals), computed in 'ct'; 'tmpl' is
+ * kept until the loop is written: a string literal. */
+int ad_xl_emit_map(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct);
 
 #endif
