@@ -1609,6 +1609,8 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (xl == AD_XL_PASS) xl = ad_export_lower_linalg(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_conv(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_fft(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_lower_scatter(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_lower_loss(ctx, r);
     if (xl != AD_XL_PASS) return xl;
     if (n->kind == AD_TN_COMPARE) return lower_compare(ctx, r);
     if (n->kind == AD_TN_GETATTR) {
@@ -1771,3 +1773,6 @@ bool ad_xl_pints(const ad_xrec *r, int i, int64_t *out, int *n) { return pints(r
 void ad_xl_use(ad_xctx *ctx, int id) { use(ctx, id); }
 void ad_xl_make_buf(ad_xctx *ctx, int id) { make_buf(ctx, id); }
 void ad_xl_comment(ad_xctx *ctx, const char *what) { comment(ctx, what); }
+int ad_xl_emit_map(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct) {
+    return emit_map(ctx, r, k, tmpl, ct, 0);
+}

@@ -24,6 +24,8 @@ int ad_export_lower_fft(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_index(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_linalg(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_traj(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_scatter(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_loss(ad_xctx *ctx, const ad_xrec *r);
 
 /* The record's name (op or builtin). */
 const char *ad_xl_name(const ad_tnode *n);
@@ -42,5 +44,27 @@ void ad_xl_use(ad_xctx *ctx, int id);
 void ad_xl_make_buf(ad_xctx *ctx, int id);
 /* The comment line naming the record and its position. */
 void ad_xl_comment(ad_xctx *ctx, const char *what);
+
+
+/* export_index.c's index arithmetic, for export_scatter.c and export_loss.c. */
+/* " + (q / P % S)*st" over the dims of 'shape' with a stride (skip: a dim left out, or -1). */
+void ad_xl_offset_terms(ad_buf *b, const char *q, const int64_t *shape, int nd, const int64_t *st, int skip);
+/* Statements that wrap a negative index 'var' once, then clamp it into [0, size). */
+void ad_xl_clamp_index(ad_buf *b, const char *var, int64_t size);
+/* The statement for an output with no elements. */
+int ad_xl_empty(ad_xctx *ctx, int o);
+/* The C name of a value the statements being written read (marked read). */
+void ad_xl_read_name(ad_xctx *ctx, int id, char *out, size_t n);
+/* A copy of 'self' into the contiguous 'o' (in self's block when it dies there). */
+void ad_xl_copy_self(ad_xctx *ctx, const ad_xrec *r, int self, int o);
+/* A tensor's shape and strides with at least one dim (a 0-d one as [1]). */
+void ad_xl_dims1(const ad_xval *x, int *nd, int64_t *sh, int64_t *st);
+/* Parameter i as a dim of a tensor of nd dims. */
+int ad_xl_dim_of(ad_xctx *ctx, const ad_xrec *r, int i, int nd, int *d);
+/* The tensor an argument holds at export time (a constant), or NULL. */
+const ad_tensor *ad_xl_known(const ad_xctx *ctx, const ad_targ *a);
+/* export_lower.c's element-wise map of parameters 0..k-1 (tensors broadcast,
+ * numbers as literals) with template 'tmpl' computed in 'ct' (fused when it can be). */
+int ad_xl_emit_map(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct);
 
 #endif
