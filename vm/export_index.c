@@ -777,7 +777,7 @@ int ad_export_lower_index(ad_xctx *ctx, const ad_xrec *r) {
 void ad_xl_offset_terms(ad_buf *b, const char *q, const int64_t *shape, int nd, const int64_t *st, int skip) {
     offset_terms(b, q, shape, nd, st, skip);
 }
-void ad_xl_clamp_index(ad_buf *b, const char *var, int64_t size) { clamp_index(b, "", var, size); }
+void ad_xl_clamp_index(ad_buf *b, const char *ind, const char *var, int64_t size) { clamp_index(b, ind, var, size); }
 int ad_xl_empty(ad_xctx *ctx, int o) { return empty(ctx, o); }
 void ad_xl_read_name(ad_xctx *ctx, int id, char *out, size_t n) { read_name(ctx, id, out, n); }
 void ad_xl_copy_self(ad_xctx *ctx, const ad_xrec *r, int self, int o) {

@@ -60,6 +60,7 @@ static int lower_bce(ad_xctx *ctx, const ad_xrec *r, bool logits) {
     if (mode == RED_NONE) {
         /* absent weights as the literal 1: exact */
         ad_xrec q = *r;
+        if (ops[3] >= 0) q.p[3] = r->p[4];
         for (int i = 2; i < 4; i++) {
             if (ops[i] >= 0) continue;
             q.p[i].a = NULL;
@@ -76,6 +77,10 @@ static int lower_bce(ad_xctx *ctx, const ad_xrec *r, bool logits) {
     const char *ct = ad_export_ctype(Y->dt);
     ad_buf *b = ctx->body;
     if (!X->numel) {
+        char xn[32];
+        ad_xl_read_name(ctx, x, xn, sizeof xn);
+        /* an empty input may be a block no other statement names */
+        ad_buf_printf(b, "    (void)%s;\n", xn);
         ad_buf_printf(b, "    %s[0] = (%s)%s;\n", on, ct, mode == RED_SUM ? "0" : "NAN");
         return ADDSL_OK;
     }
@@ -90,7 +95,8 @@ static int lower_bce(ad_xctx *ctx, const ad_xrec *r, bool logits) {
         ad_xl_offset_terms(b, "q", X->shape, X->ndim, st, -1);
         ad_buf_puts(b, "];\n");
     }
-    ad_buf_printf(b, "            acc += (double)(%s)", ct);
+    /* each element rounded to the dtype first, as the kernel stores it */
+    ad_buf_printf(b, "            acc += %s", Y->dt == AD_FLOAT64 ? "" : "(double)(float)");
     expand_elem(b, elem);
     ad_buf_puts(b, ";\n        }\n");
     if (mode == RED_SUM) ad_buf_printf(b, "        %s[0] = (%s)acc;\n    }\n", on, ct);
@@ -125,12 +131,14 @@ static int lower_nll(ad_xctx *ctx, const ad_xrec *r) {
     ad_export_vname(ctx, o, on, sizeof on);
     const char *ct = ad_export_ctype(Y->dt);
     ad_buf *b = ctx->body;
+    ad_xl_read_name(ctx, x, xn, sizeof xn);
     if (!T->numel) {
+        /* an empty input may be a block no other statement names */
+        ad_buf_printf(b, "    (void)%s;\n", xn);
         if (mode == RED_NONE) return ad_xl_empty(ctx, o);
         ad_buf_printf(b, "    %s[0] = (%s)%s;\n", on, ct, mode == RED_SUM ? "0" : "NAN");
         return ADDSL_OK;
     }
-    ad_xl_read_name(ctx, x, xn, sizeof xn);
     ad_xl_read_name(ctx, t, tn, sizeof tn);
     if (w >= 0) ad_xl_read_name(ctx, w, wn, sizeof wn);
     ad_buf_puts(b, mode == RED_NONE ? "    {\n" : mode == RED_SUM ? "    {\n        double acc = 0;\n" : "    {\n        double acc = 0, wsum = 0;\n");
@@ -139,13 +147,16 @@ static int lower_nll(ad_xctx *ctx, const ad_xrec *r) {
     ad_xl_offset_terms(b, "q", T->shape, T->ndim, T->st, -1);
     ad_buf_puts(b, "];\n            double l = 0, wc = 0;\n");
     ad_buf_printf(b, "            if (k != %lld) {\n", (long long)ign);
-    ad_xl_clamp_index(b, "k", C);
+    ad_xl_clamp_index(b, "        ", "k", C);
     if (w >= 0) ad_buf_printf(b, "                wc = (double)%s[%lld + k*%lld];\n", wn, (long long)ctx->v[w].off,
                               (long long)(ctx->v[w].ndim ? ctx->v[w].st[0] : 0));
     else ad_buf_puts(b, "                wc = 1;\n");
-    ad_buf_printf(b, "                l = (double)(%s)(-wc * (double)%s[%lld + k*%lld", ct, xn, (long long)X->off, (long long)X->st[cd]);
+    const char *rnd = Y->dt == AD_FLOAT64 ? "" : "(double)(float)";
+    ad_buf_printf(b, "                l = %s(-wc * (double)%s[%lld + k*%lld", rnd, xn, (long long)X->off, (long long)X->st[cd]);
     ad_xl_offset_terms(b, "q", T->shape, T->ndim, xst, -1);
-    ad_buf_printf(b, "]);\n                wc = (double)(%s)wc;\n            }\n", ct);
+    ad_buf_printf(b, "]);\n");
+    if (*rnd) ad_buf_printf(b, "                wc = %swc;\n", rnd);
+    ad_buf_puts(b, "            }\n");
     if (mode == RED_NONE) ad_buf_printf(b, "            %s[q] = (%s)l;\n", on, ct);
     else ad_buf_puts(b, mode == RED_SUM ? "            acc += l;\n" : "            acc += l;\n            wsum += wc;\n");
     ad_buf_puts(b, "        }\n");

@@ -49,8 +49,9 @@ void ad_xl_comment(ad_xctx *ctx, const char *what);
 /* export_index.c's index arithmetic, for export_scatter.c and export_loss.c. */
 /* " + (q / P % S)*st" over the dims of 'shape' with a stride (skip: a dim left out, or -1). */
 void ad_xl_offset_terms(ad_buf *b, const char *q, const int64_t *shape, int nd, const int64_t *st, int skip);
-/* Statements that wrap a negative index 'var' once, then clamp it into [0, size). */
-void ad_xl_clamp_index(ad_buf *b, const char *var, int64_t size);
+/* Statements that wrap a negative index 'var' once, then clamp it into [0, size)
+ * (indented by 8 spaces more than 'ind'). */
+void ad_xl_clamp_index(ad_buf *b, const char *ind, const char *var, int64_t size);
 /* The statement for an output with no elements. */
 int ad_xl_empty(ad_xctx *ctx, int o);
 /* The C name of a value the statements being written read (marked read). */

@@ -53,38 +53,41 @@ static int lower_scatter_reduce(ad_xctx *ctx, const ad_xrec *r) {
     bool counts = !incl || red == RED_MEAN;
     ad_xl_comment(ctx, "a copy, then src reduced in at the indices (clamped into range)");
     ad_xl_copy_self(ctx, r, self, o);
-    if (!y->numel) return ad_xl_empty(ctx, o);
-    if (!I->numel) return ADDSL_OK;
     char on[32], iname[32], sname[32];
     ad_export_vname(ctx, o, on, sizeof on);
     ad_xl_read_name(ctx, ix, iname, sizeof iname);
     ad_xl_read_name(ctx, src, sname, sizeof sname);
+    if (!y->numel || !I->numel) {
+        /* nothing reduced: index and src may be blocks no other statement names */
+        ad_buf_printf(ctx->body, "    (void)%s; (void)%s;\n", iname, sname);
+        return y->numel ? ADDSL_OK : ad_xl_empty(ctx, o);
+    }
     const char *ct = ad_export_ctype(y->dt);
     ad_buf *b = ctx->body;
     ad_buf_puts(b, "    {\n");
     if (counts) {
         int64_t bytes = y->numel * (int64_t)sizeof(long);
         if (bytes > ctx->scratch) ctx->scratch = bytes;
-        ad_buf_printf(b, "    long *cnt = (long *)(void *)scratch;\n");
-        ad_buf_printf(b, "    for (long i = 0; i < %lld; i++) cnt[i] = %d;\n", (long long)y->numel, incl ? 1 : 0);
+        ad_buf_printf(b, "        long *cnt = (long *)(void *)scratch;\n");
+        ad_buf_printf(b, "        for (long i = 0; i < %lld; i++) cnt[i] = %d;\n", (long long)y->numel, incl ? 1 : 0);
     }
-    ad_buf_printf(b, "    for (long q = 0; q < %lld; q++) {\n        long k = (long)%s[%lld", (long long)I->numel, iname,
+    ad_buf_printf(b, "        for (long q = 0; q < %lld; q++) {\n            long k = (long)%s[%lld", (long long)I->numel, iname,
                   (long long)I->off);
     ad_xl_offset_terms(b, "q", ish, ind, ist, -1);
     ad_buf_puts(b, "];\n");
-    ad_xl_clamp_index(b, "k", sh[d]);
-    ad_buf_printf(b, "        long p = k*%lld", (long long)st[d]);
+    ad_xl_clamp_index(b, "    ", "k", sh[d]);
+    ad_buf_printf(b, "            long p = k*%lld", (long long)st[d]);
     ad_xl_offset_terms(b, "q", ish, ind, st, d);
-    ad_buf_printf(b, ";\n        double x = (double)%s[%lld", sname, (long long)ctx->v[src].off);
+    ad_buf_printf(b, ";\n            double x = (double)%s[%lld", sname, (long long)ctx->v[src].off);
     ad_xl_offset_terms(b, "q", ish, ind, sst, -1);
-    ad_buf_printf(b, "];\n        double acc = (double)%s[p];\n", on);
-    if (incl) ad_buf_printf(b, "        %s[p] = (%s)(%s);\n", on, ct, combine_text[red]);
-    else ad_buf_printf(b, "        %s[p] = (%s)(cnt[p] == 0 ? x : %s);\n", on, ct, combine_text[red]);
-    if (counts) ad_buf_puts(b, "        cnt[p] += 1;\n");
-    ad_buf_puts(b, "    }\n");
+    ad_buf_printf(b, "];\n            double acc = (double)%s[p];\n", on);
+    if (incl) ad_buf_printf(b, "            %s[p] = (%s)(%s);\n", on, ct, combine_text[red]);
+    else ad_buf_printf(b, "            %s[p] = (%s)(cnt[p] == 0 ? x : %s);\n", on, ct, combine_text[red]);
+    if (counts) ad_buf_puts(b, "            cnt[p] += 1;\n");
+    ad_buf_puts(b, "        }\n");
     if (red == RED_MEAN) {
         bool integral = y->dt != AD_FLOAT32 && y->dt != AD_FLOAT64;
-        ad_buf_printf(b, "    for (long i = 0; i < %lld; i++)\n        if (cnt[i] > 1) %s[i] = (%s)(%s((double)%s[i] / (double)cnt[i]));\n",
+        ad_buf_printf(b, "        for (long i = 0; i < %lld; i++)\n            if (cnt[i] > 1) %s[i] = (%s)(%s((double)%s[i] / (double)cnt[i]));\n",
                       (long long)y->numel, on, ct, integral ? "floor" : "", on);
     }
     ad_buf_puts(b, "    }\n");
@@ -133,8 +136,13 @@ static int lower_repeat_interleave(ad_xctx *ctx, const ad_xrec *r) {
     if (y->numel != total * (flat || !size ? 1 : x->numel / size)) return ad_xl_fail(ctx, "has a result shape the exporter does not derive");
     ad_xl_make_buf(ctx, o);
     ad_xl_comment(ctx, "the positions repeated, a table written at export time");
-    if (!y->numel) return ad_xl_empty(ctx, o);
     char tab[64], in[32], on[32];
+    if (!y->numel) {
+        /* self may be a block no other statement names */
+        ad_xl_read_name(ctx, self, in, sizeof in);
+        ad_buf_printf(ctx->body, "    (void)%s;\n", in);
+        return ad_xl_empty(ctx, o);
+    }
     snprintf(tab, sizeof tab, "%s_ri%d", ctx->name, ctx->node);
     ad_buf *dcl = ctx->decls;
     /* one element repeated needs no positions */
