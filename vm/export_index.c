@@ -787,3 +787,4 @@ void ad_xl_copy_self(ad_xctx *ctx, const ad_xrec *r, int self, int o) {
 void ad_xl_dims1(const ad_xval *x, int *nd, int64_t *sh, int64_t *st) { dims1(x, nd, sh, st); }
 int ad_xl_dim_of(ad_xctx *ctx, const ad_xrec *r, int i, int nd, int *d) { return dim_of(ctx, r, i, nd, d); }
 const ad_tensor *ad_xl_known(const ad_xctx *ctx, const ad_targ *a) { return known_tensor(ctx, a); }
+void ad_xl_bcast_st(const ad_xval *v, const int64_t *shape, int nd, int64_t *st) { bcast_st(v, shape, nd, st); }

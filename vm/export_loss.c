@@ -1,6 +1,5 @@
-/* export_loss.c: export_c's lowering of the loss builtins that have no
- * formula in the op library: binary_cross_entropy, its logits form and
- * nll_loss, each element as builtins/kernels_reduce.c computes it (in double,
+/* export_loss.c: export_c's lowering of the loss ops whose forwards are
+ * kernels: binary_cross_entropy, its logits form and nll_loss, each element as builtins/kernels_reduce.c computes it (in double,
  * rounded to the dtype), then reduced in element order. */
 #include "export_lower.h"
 
@@ -36,14 +35,6 @@ static void expand_elem(ad_buf *b, const char *tmpl) {
         if (c[0] == '$' && c[1] == 'F') { c++; continue; }
         if (c[0] == '$' && c[1] >= '0' && c[1] <= '9') { ad_buf_printf(b, "x%c", c[1]); c++; continue; }
         ad_buf_printf(b, "%c", *c);
-    }
-}
-
-/* Strides of value 'v' broadcast against 'shape' of nd dims (numpy alignment). */
-static void bcast_st(const ad_xval *v, int nd, int64_t *st) {
-    for (int j = 0; j < nd; j++) {
-        int k = j - (nd - v->ndim);
-        st[j] = k >= 0 && v->shape[k] != 1 ? v->st[k] : 0;
     }
 }
 
@@ -89,7 +80,7 @@ static int lower_bce(ad_xctx *ctx, const ad_xrec *r, bool logits) {
         if (ops[i] < 0) { ad_buf_printf(b, "            double x%d = 1;\n", i); continue; }
         char nm[32];
         int64_t st[AD_MAX_DIMS];
-        bcast_st(&ctx->v[ops[i]], X->ndim, st);
+        ad_xl_bcast_st(&ctx->v[ops[i]], X->shape, X->ndim, st);
         ad_xl_read_name(ctx, ops[i], nm, sizeof nm);
         ad_buf_printf(b, "            double x%d = (double)%s[%lld", i, nm, (long long)ctx->v[ops[i]].off);
         ad_xl_offset_terms(b, "q", X->shape, X->ndim, st, -1);

@@ -62,6 +62,8 @@ void ad_xl_copy_self(ad_xctx *ctx, const ad_xrec *r, int self, int o);
 void ad_xl_dims1(const ad_xval *x, int *nd, int64_t *sh, int64_t *st);
 /* Parameter i as a dim of a tensor of nd dims. */
 int ad_xl_dim_of(ad_xctx *ctx, const ad_xrec *r, int i, int nd, int *d);
+/* Strides of value 'v' broadcast against 'shape' of nd dims (numpy alignment). */
+void ad_xl_bcast_st(const ad_xval *v, const int64_t *shape, int nd, int64_t *st);
 /* The tensor an argument holds at export time (a constant), or NULL. */
 const ad_tensor *ad_xl_known(const ad_xctx *ctx, const ad_targ *a);
 /* export_lower.c's element-wise map of parameters 0..k-1 (tensors broadcast,
