@@ -1,6 +1,6 @@
-/* export_scatter.c: export_c's lowering of the builtins that reduce values
- * into positions held in int64 tensors, scatter_reduce (so index_reduce),
- * and of repeat_interleave, whose repeats must be known at export time. */
+/* export_scatter.c: export_c's lowering of scatter_reduce (so index_reduce),
+ * whose kernel reduces values into positions held in an int64 tensor, and of
+ * repeat_interleave, whose repeats must be known at export time. */
 #include "export_lower.h"
 
 #include <stdio.h>
