@@ -771,3 +771,20 @@ int ad_export_lower_index(ad_xctx *ctx, const ad_xrec *r) {
     int rc = plan_index(ctx, &ctx->v[src], r->p[1].a, &p);
     return rc ? rc : lower_index_get(ctx, r, &p, src);
 }
+
+/* ---- for the lowerings of other files (export_lower.h) ---- */
+
+void ad_xl_offset_terms(ad_buf *b, const char *q, const int64_t *shape, int nd, const int64_t *st, int skip) {
+    offset_terms(b, q, shape, nd, st, skip);
+}
+void ad_xl_clamp_index(ad_buf *b, const char *ind, const char *var, int64_t size) { clamp_index(b, ind, var, size); }
+int ad_xl_empty(ad_xctx *ctx, int o) { return empty(ctx, o); }
+void ad_xl_read_name(ad_xctx *ctx, int id, char *out, size_t n) { read_name(ctx, id, out, n); }
+void ad_xl_copy_self(ad_xctx *ctx, const ad_xrec *r, int self, int o) {
+    share_self(ctx, r, self, o);
+    copy_into(ctx, self, o);
+}
+void ad_xl_dims1(const ad_xval *x, int *nd, int64_t *sh, int64_t *st) { dims1(x, nd, sh, st); }
+int ad_xl_dim_of(ad_xctx *ctx, const ad_xrec *r, int i, int nd, int *d) { return dim_of(ctx, r, i, nd, d); }
+const ad_tensor *ad_xl_known(const ad_xctx *ctx, const ad_targ *a) { return known_tensor(ctx, a); }
+void ad_xl_bcast_st(const ad_xval *v, const int64_t *shape, int nd, int64_t *st) { bcast_st(v, shape, nd, st); }

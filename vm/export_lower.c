@@ -1611,6 +1611,8 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (xl == AD_XL_PASS) xl = ad_export_lower_fft(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_inplace(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_special(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_lower_scatter(ctx, r);
+    if (xl == AD_XL_PASS) xl = ad_export_lower_loss(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_refuse(ctx, r);
     if (xl != AD_XL_PASS) return xl;
     if (n->kind == AD_TN_COMPARE) return lower_compare(ctx, r);

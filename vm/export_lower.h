@@ -30,6 +30,8 @@ int ad_export_lower_inplace_write(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_eig(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_split(ad_xctx *ctx, const ad_tnode *n);
 int ad_export_refuse(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_scatter(ad_xctx *ctx, const ad_xrec *r);
+int ad_export_lower_loss(ad_xctx *ctx, const ad_xrec *r);
 
 /* The record's name (op or builtin). */
 const char *ad_xl_name(const ad_tnode *n);
@@ -46,13 +48,33 @@ bool ad_xl_pints(const ad_xrec *r, int i, int64_t *out, int *n);
 void ad_xl_use(ad_xctx *ctx, int id);
 /* Value 'id' is a contiguous block made by the current record. */
 void ad_xl_make_buf(ad_xctx *ctx, int id);
-/* An element-wise map of parameters 0..k-1 (tensors broadcast, or numbers)
- * into the record's output: template 'tmpl' ($0.. the operands) in type ct. */
 /* The comment line naming the record and its position. */
 void ad_xl_comment(ad_xctx *ctx, const char *what);
 /* An element-wise map (fused with its neighbours) of template 'tmpl' over the
  * first k parameters ($0.., numbers as literals), computed in 'ct'; 'tmpl' is
  * kept until the loop is written: a string literal. */
 int ad_xl_emit_map(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct);
+
+
+/* export_index.c's index arithmetic, for export_scatter.c and export_loss.c. */
+/* " + (q / P % S)*st" over the dims of 'shape' with a stride (skip: a dim left out, or -1). */
+void ad_xl_offset_terms(ad_buf *b, const char *q, const int64_t *shape, int nd, const int64_t *st, int skip);
+/* Statements that wrap a negative index 'var' once, then clamp it into [0, size)
+ * (indented by 8 spaces more than 'ind'). */
+void ad_xl_clamp_index(ad_buf *b, const char *ind, const char *var, int64_t size);
+/* The statement for an output with no elements. */
+int ad_xl_empty(ad_xctx *ctx, int o);
+/* The C name of a value the statements being written read (marked read). */
+void ad_xl_read_name(ad_xctx *ctx, int id, char *out, size_t n);
+/* A copy of 'self' into the contiguous 'o' (in self's block when it dies there). */
+void ad_xl_copy_self(ad_xctx *ctx, const ad_xrec *r, int self, int o);
+/* A tensor's shape and strides with at least one dim (a 0-d one as [1]). */
+void ad_xl_dims1(const ad_xval *x, int *nd, int64_t *sh, int64_t *st);
+/* Parameter i as a dim of a tensor of nd dims. */
+int ad_xl_dim_of(ad_xctx *ctx, const ad_xrec *r, int i, int nd, int *d);
+/* Strides of value 'v' broadcast against 'shape' of nd dims (numpy alignment). */
+void ad_xl_bcast_st(const ad_xval *v, const int64_t *shape, int nd, int64_t *st);
+/* The tensor an argument holds at export time (a constant), or NULL. */
+const ad_tensor *ad_xl_known(const ad_xctx *ctx, const ad_targ *a);
 
 #endif

@@ -401,7 +401,7 @@ static bool pure_builtin(const char *name) {
     static const char *const pure[] = {
         "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange",
         "linspace", "logspace", "eye", "tensor", "as_tensor", "clone", "contiguous", "to", "double",
-        "float", "long", "type_as", "detach", "_index_check",
+        "float", "long", "type_as", "detach", "_index_check", "repeat_interleave",
     };
     for (size_t i = 0; i < sizeof pure / sizeof pure[0]; i++) if (strcmp(name, pure[i]) == 0) return true;
     return false;
