@@ -1,4 +1,5 @@
-# check_c.sh: sourced by the export tests. export_check DIR PREFIX VALGRIND
+# check_c.sh: sourced by the export tests (export_cases, at the end, runs a
+# cases script and this). export_check DIR PREFIX VALGRIND
 # builds the exported files DIR/PREFIX[0-9]*.c as one translation unit (one
 # compiler run instead of thousands) with the first of gcc and clang, at -O2
 # under -std=c99 -Wall -Wextra -Werror -pedantic, and has the other accept it
@@ -34,4 +35,15 @@ export_check() {
     done
     [ -n "$_ran" ] || { echo "SKIP: no C compiler"; return 77; }
     return 0
+}
+
+# export_cases CASES PREFIX VALGRIND: runs tests/export/CASES, which writes the
+# exported files and their driver into a fresh $dir (removed at exit; the
+# caller may look at it afterwards), then export_check's them. Exits the test
+# on failure.
+export_cases() {
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/addsl-export.XXXXXX") || exit 1
+    trap 'rm -rf "$dir"' EXIT INT TERM
+    "$addsl" "$src/tests/export/$1" "$dir" > "$dir/main.c" || { echo "FAIL: $1"; exit 1; }
+    export_check "$dir" "$2" "$3" || exit $?
 }

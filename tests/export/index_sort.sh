@@ -7,11 +7,8 @@
 # interpreter (under valgrind when it is installed).
 addsl=${1:-${ADDSL_BIN:?usage: $0 PATH-TO-ADDSL}}
 src=${srcdir:-.}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/addsl-xindex.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT INT TERM
-"$addsl" "$src/tests/export/index_sort_cases.ad" "$dir" > "$dir/main.c" || { echo "FAIL: index_sort_cases.ad"; exit 1; }
 . "$src/tests/export/check_c.sh"
-export_check "$dir" t 1 || exit $?
+export_cases index_sort_cases.ad t 1
 # the long rows go through the merge sort, the short ones still count
 grep -q 'xc_msort_f64(' "$dir"/t*.c || { echo "FAIL: no exported file calls the merge sort"; exit 1; }
 grep -q 'ranks by counting' "$dir"/t*.c && { echo "FAIL: a row longer than 32 was lowered by counting"; exit 1; }

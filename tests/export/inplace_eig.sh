@@ -7,9 +7,6 @@
 # (under valgrind when it is installed).
 addsl=${1:-${ADDSL_BIN:?usage: $0 PATH-TO-ADDSL}}
 src=${srcdir:-.}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/addsl-inplace-eig.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT INT TERM
-"$addsl" "$src/tests/export/inplace_eig_cases.ad" "$dir" > "$dir/main.c" || { echo "FAIL: inplace_eig_cases.ad"; exit 1; }
 . "$src/tests/export/check_c.sh"
-export_check "$dir" t 1 || exit $?
+export_cases inplace_eig_cases.ad t 1
 echo "export inplace_eig: ok"

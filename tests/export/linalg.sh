@@ -6,9 +6,6 @@
 # installed).
 addsl=${1:-${ADDSL_BIN:?usage: $0 PATH-TO-ADDSL}}
 src=${srcdir:-.}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/addsl-linalg.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT INT TERM
-"$addsl" "$src/tests/export/linalg_cases.ad" "$dir" > "$dir/main.c" || { echo "FAIL: linalg_cases.ad"; exit 1; }
 . "$src/tests/export/check_c.sh"
-export_check "$dir" t 1 || exit $?
+export_cases linalg_cases.ad t 1
 echo "export linalg: ok"

@@ -8,11 +8,8 @@
 # compiled function's replay.
 addsl=${1:-${ADDSL_BIN:?usage: $0 PATH-TO-ADDSL}}
 src=${srcdir:-.}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/addsl-xloss.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT INT TERM
-"$addsl" "$src/tests/export/loss_scatter_cases.ad" "$dir" > "$dir/main.c" || { echo "FAIL: loss_scatter_cases.ad"; exit 1; }
 . "$src/tests/export/check_c.sh"
-export_check "$dir" t 1 || exit $?
+export_cases loss_scatter_cases.ad t 1
 
 # expect_error SCRIPT TEXT: the script fails with TEXT in its message
 expect_error() {

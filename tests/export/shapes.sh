@@ -7,11 +7,8 @@
 # verbatim.
 addsl=${1:-${ADDSL_BIN:?usage: $0 PATH-TO-ADDSL}}
 src=${srcdir:-.}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/addsl-shapes.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT INT TERM
-"$addsl" "$src/tests/export/shape_cases.ad" "$dir" > "$dir/main.c" || { echo "FAIL: shape_cases.ad"; exit 1; }
 . "$src/tests/export/check_c.sh"
-export_check "$dir" t 1 || exit $?
+export_cases shape_cases.ad t 1
 # the trajectory kernels in an exported file are the library's header, verbatim
 f=$(grep -l 'XC_TRAJ_KERNELS_f64' "$dir"/t[0-9]*.c | head -1)
 [ -n "$f" ] || { echo "FAIL: no exported file holds the trajectory kernels"; exit 1; }
