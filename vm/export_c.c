@@ -581,7 +581,7 @@ static int bi_export_c_error(ad_state *S, ad_value *argv, int argc, ad_value *ou
     if (!rc || rc == ADDSL_ENOMEM) return rc;
     char msg[AD_ERRMSG_MAX];
     snprintf(msg, sizeof msg, "%s", S->errmsg);
-    ad_clear_error(S);
+    ad_vm_error_handled(S);
     return ad_string_value(S, msg, strlen(msg), out);
 }
 

@@ -237,6 +237,15 @@ void ad_vm_set_errmsg(ad_state *S, int code, const char *msg) {
     if (vm->errbuf) memcpy(vm->errbuf, msg, n + 1);
 }
 
+void ad_vm_error_handled(ad_state *S) {
+    ad_clear_error(S);
+    struct ad_vm *vm = S->vm;
+    if (!vm) return;
+    ad_free(S, vm->errbuf);
+    vm->errbuf = NULL;
+    vm->err_located = false;
+}
+
 static int ensure_stack(ad_state *S, int need) {
     struct ad_vm *vm = S->vm;
     if (need <= vm->stacksize) return ADDSL_OK;

@@ -156,6 +156,10 @@ int ad_vm_disasm(ad_state *S, const ad_proto *p, struct ad_buf *b);
 const char *ad_vm_errmsg(ad_state *S);
 /* Sets a fully formatted error message (any length). */
 void ad_vm_set_errmsg(ad_state *S, int code, const char *msg);
+/* Ends an error a builtin has caught and turned into a value (export_c_error):
+ * clears it and forgets its location and traceback, so the next error inside
+ * the same run is located afresh instead of reusing this one's text. */
+void ad_vm_error_handled(ad_state *S);
 
 /* The length and items of what a for loop walks (list, tuple, string, tensor
  * rows, an iterator wrapper's source); a tensor on a graph yields t[i] through
