@@ -28,12 +28,14 @@ typedef double rs_v4d __attribute__((vector_size(32)));
 #define RS_COL_ROWS 64
 
 /* Macros, not functions: a function returning a vector changes ABI between the clones. */
-#define RS_ADD4_f64(acc, p)                                                        \
+/* One vector of acc's type loaded from p (unaligned) and added to acc. */
+#define RS_ADD_LOAD(acc, p)                                                        \
     do {                                                                           \
-        rs_v4d v_;                                                                 \
+        __typeof__(acc) v_;                                                        \
         memcpy(&v_, (p), sizeof v_);                                               \
         (acc) += v_;                                                               \
     } while (0)
+#define RS_ADD4_f64 RS_ADD_LOAD
 #define RS_ADD4_f32(acc, p)                                                        \
     do {                                                                           \
         const float *p_ = (p);                                                     \
@@ -120,13 +122,6 @@ typedef double rs_v4d __attribute__((vector_size(32)));
 typedef float rs_v8f __attribute__((vector_size(32)));
 #define RS_F32_CHUNK 256
 
-#define RS_ADD8(acc, p)                                                            \
-    do {                                                                           \
-        rs_v8f v_;                                                                 \
-        memcpy(&v_, (p), sizeof v_);                                               \
-        (acc) += v_;                                                               \
-    } while (0)
-
 /* The order (tests/unit/test_ew_simd.c repeats it): chunks of 256 elements,
  * the last one shorter. In a chunk, float lane l < 32 adds x[c + 32 r + l]
  * for each whole row r of 32; in the last chunk, whole rows of 8 after those
@@ -141,12 +136,12 @@ static inline __attribute__((always_inline)) double blockbody_f32(const float *x
         const int64_t end = n - k > RS_F32_CHUNK ? k + RS_F32_CHUNK : n;
         rs_v8f a0 = {0, 0, 0, 0, 0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
         for (; k + 32 <= end; k += 32) {
-            RS_ADD8(a0, x + k);
-            RS_ADD8(a1, x + k + 8);
-            RS_ADD8(a2, x + k + 16);
-            RS_ADD8(a3, x + k + 24);
+            RS_ADD_LOAD(a0, x + k);
+            RS_ADD_LOAD(a1, x + k + 8);
+            RS_ADD_LOAD(a2, x + k + 16);
+            RS_ADD_LOAD(a3, x + k + 24);
         }
-        for (; k + 8 <= end; k += 8) RS_ADD8(a0, x + k);
+        for (; k + 8 <= end; k += 8) RS_ADD_LOAD(a0, x + k);
         const rs_v8f g = (a0 + a1) + (a2 + a3);
         d0 += (rs_v4d){g[0], g[1], g[2], g[3]};
         d1 += (rs_v4d){g[4], g[5], g[6], g[7]};

@@ -23,26 +23,20 @@ static double val(int64_t i, int salt) {
 typedef void (*bin_f32)(float *, const float *, int64_t, const float *, int64_t, int64_t);
 typedef void (*bin_f64)(double *, const double *, int64_t, const double *, int64_t, int64_t);
 
-static float ref_f32(int op, float a, float b) {
-    switch (op) {
-    case 0: return a + b;
-    case 1: return a - b;
-    case 2: return a * b;
-    case 3: return a / b;
-    case 4: return a > b ? a : b;
-    default: return a < b ? a : b;
+/* The scalar reference of op 0..5 (add sub mul div max min), per dtype. */
+#define REF_FN(name, T)                                                            \
+    static T name(int op, T a, T b) {                                              \
+        switch (op) {                                                              \
+        case 0: return a + b;                                                      \
+        case 1: return a - b;                                                      \
+        case 2: return a * b;                                                      \
+        case 3: return a / b;                                                      \
+        case 4: return a > b ? a : b;                                              \
+        default: return a < b ? a : b;                                             \
+        }                                                                          \
     }
-}
-static double ref_f64(int op, double a, double b) {
-    switch (op) {
-    case 0: return a + b;
-    case 1: return a - b;
-    case 2: return a * b;
-    case 3: return a / b;
-    case 4: return a > b ? a : b;
-    default: return a < b ? a : b;
-    }
-}
+REF_FN(ref_f32, float)
+REF_FN(ref_f64, double)
 
 static const char *const op_names[] = {"add", "sub", "mul", "div", "maximum", "minimum"};
 
