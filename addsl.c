@@ -17,10 +17,6 @@
 #include <unistd.h>
 #include <wchar.h>
 
-#ifdef HAVE_MPI
-#include <mpi.h>
-#endif
-
 #define EXIT_USAGE 2
 #define HISTORY_SIZE 1000
 #define HISTORY_FILE ".addsl_history"
@@ -953,23 +949,13 @@ static void setup_stdout(const options *o, output *out)
  * and mpirun then stops every rank with a message. */
 static void stop_other_ranks(addsl_state *S, int status)
 {
-#ifdef HAVE_MPI
-    int inited = 0, finalized = 0;
     if (status == 0 || addsl_mpi_size(S) < 2)
-        return;
-    MPI_Initialized(&inited);
-    MPI_Finalized(&finalized);
-    if (!inited || finalized)
         return;
     fflush(stdout);
     fprintf(stderr, "addsl: rank %d of %d failed (exit status %d): stopping the other ranks\n",
             addsl_mpi_rank(S), addsl_mpi_size(S), status);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, status);
-#else
-    (void)S;
-    (void)status;
-#endif
+    addsl_mpi_abort(S, status);
 }
 
 static int run_main(addsl_state *S, const options *o, output *out)

@@ -3,8 +3,10 @@
  * The communicator hangs off the state: the host's (addsl_config.mpi_comm,
  * never initialised nor finalised here), MPI_COMM_WORLD when the process was
  * started by an MPI launcher (MPI is then initialised at addsl_open and
- * finalised at addsl_close), else none: one rank. Built without MPI, every
- * state is one rank and the collectives copy their input.
+ * finalised at addsl_close), else none: one rank. MPI itself lives in a
+ * module (mpi/mpi_api.h) loaded only in the first two cases, so a plain
+ * process never loads libmpi. Built without MPI, every state is one rank and
+ * the collectives copy their input.
  *
  * The raw builtins here are out of place and not differentiable; lib/mpi.ad
  * wraps them in ops with gradients and in the in-place allreduce/broadcast.
@@ -15,24 +17,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef HAVE_MPI
-#include <mpi.h>
-#endif
-
 #include "builtins.h"
 #include "device.h"
+#include "mpi_lazy.h"
 #include "state.h"
 
 #define FN_ARGS ad_state *S, ad_value *argv, int argc, ad_value *out
 
+#ifdef HAVE_MPI
+#define BUILT_WITH_MPI true
+#else
+#define BUILT_WITH_MPI false
+#endif
+
 struct ad_mpi {
     int rank, size;
-    bool owns_init; /* this state called MPI_Init: it calls MPI_Finalize */
-    const char *broken; /* why the communicator is unusable: every MPI builtin fails with it */
-#ifdef HAVE_MPI
-    bool active;    /* comm is usable */
-    MPI_Comm comm;
-#endif
+    bool owns_init;     /* this state called MPI_Init: it calls MPI_Finalize */
+    bool broken;        /* the communicator is unusable: every MPI builtin fails with 'why' */
+    bool tried;         /* the module was looked for (api is NULL when it did not load) */
+    const addsl_mpi_api *api;
+    addsl_mpi_comm *comm; /* NULL: one rank */
+    char why[512];
 };
 
 enum { RED_SUM, RED_MAX, RED_MIN, RED_MEAN };
@@ -43,7 +48,6 @@ int ad_mpi_size(const ad_state *S) { return S->mpi ? S->mpi->size : 1; }
 int addsl_mpi_rank(addsl_state *S) { return S ? ad_mpi_rank(S) : 0; }
 int addsl_mpi_size(addsl_state *S) { return S ? ad_mpi_size(S) : 1; }
 
-#ifdef HAVE_MPI
 /* Launchers export these to their ranks (Open MPI, MPICH/Hydra, PMIx/Slurm). */
 static bool under_launcher(void) {
     static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"};
@@ -52,13 +56,24 @@ static bool under_launcher(void) {
     return false;
 }
 
+static const addsl_mpi_api *module(struct ad_mpi *m) {
+    if (!m->tried) {
+        m->tried = true;
+        m->api = BUILT_WITH_MPI ? ad_mpi_module_load(m->why, sizeof m->why) : NULL;
+    }
+    return m->api;
+}
+
+static void set_broken(struct ad_mpi *m, const char *why) {
+    m->broken = true;
+    snprintf(m->why, sizeof m->why, "%s", why);
+}
+
 static int mpi_fail(ad_state *S, int rc, const char *what) {
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "MPI error %d", rc);
+    char msg[512];
+    S->mpi->api->error_string(rc, msg, sizeof msg);
     return ad_error(S, "%s: MPI failed on rank %d: %s", what, ad_mpi_rank(S), msg);
 }
-#endif
 
 int ad_mpi_open(ad_state *S) {
     struct ad_mpi *m = ad_calloc(S, 1, sizeof *m);
@@ -66,57 +81,63 @@ int ad_mpi_open(ad_state *S) {
     m->rank = 0;
     m->size = 1;
     S->mpi = m;
-#ifdef HAVE_MPI
+    /* Only a host's communicator or a launcher's ranks need MPI now. */
+    if (!BUILT_WITH_MPI || (!S->cfg.mpi_comm && !under_launcher())) return ADDSL_OK;
+    const addsl_mpi_api *api = module(m);
+    if (!api) { m->broken = true; return ADDSL_OK; }
     int inited = 0, finalized = 0;
-    MPI_Initialized(&inited);
-    MPI_Finalized(&finalized);
+    api->status(&inited, &finalized);
     if (S->cfg.mpi_comm) {
         if (!inited || finalized) {
-            m->broken = "addsl_config.mpi_comm is set but MPI is not initialised (the host calls MPI_Init first)";
+            set_broken(m, "addsl_config.mpi_comm is set but MPI is not initialised (the host calls MPI_Init first)");
             return ADDSL_OK;
         }
-        m->comm = *(const MPI_Comm *)S->cfg.mpi_comm;
-    } else if (!inited && !finalized && under_launcher()) {
-        int provided;
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
-            m->broken = "MPI_Init failed: the ranks cannot talk to each other";
-            return ADDSL_OK;
-        }
-        m->owns_init = true;
-        m->comm = MPI_COMM_WORLD;
-        /* Our own world: failures come back as codes, reported as script errors. */
-        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    } else {
+    } else if (inited || finalized) {
+        return ADDSL_OK; /* the host runs MPI itself but gave no communicator: one rank */
+    } else if (api->init() != 0) {
+        set_broken(m, "MPI_Init failed: the ranks cannot talk to each other");
         return ADDSL_OK;
+    } else {
+        m->owns_init = true;
     }
-    if (MPI_Comm_rank(m->comm, &m->rank) != MPI_SUCCESS || MPI_Comm_size(m->comm, &m->size) != MPI_SUCCESS) {
+    m->comm = api->comm_new(S->cfg.mpi_comm);
+    if (!m->comm) return ADDSL_ENOMEM;
+    if (api->rank(m->comm, &m->rank) != 0 || api->size(m->comm, &m->size) != 0) {
         m->rank = 0;
         m->size = 1;
-        m->broken = "addsl_config.mpi_comm is not a valid communicator";
-        return ADDSL_OK;
+        api->comm_free(m->comm);
+        m->comm = NULL;
+        set_broken(m, "addsl_config.mpi_comm is not a valid communicator");
     }
-    m->active = true;
-#endif
     return ADDSL_OK;
 }
 
 void ad_mpi_close(ad_state *S) {
     struct ad_mpi *m = S->mpi;
     if (!m) return;
-#ifdef HAVE_MPI
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (m->owns_init && !finalized) MPI_Finalize();
-#endif
+    if (m->api) {
+        int inited = 0, finalized = 0;
+        m->api->status(&inited, &finalized);
+        if (m->owns_init && !finalized) m->api->finalize();
+        if (m->comm) m->api->comm_free(m->comm);
+    }
     ad_free(S, m);
     S->mpi = NULL;
 }
 
-#ifdef HAVE_MPI
-static bool active(const ad_state *S) { return S->mpi && S->mpi->active; }
+int addsl_mpi_abort(addsl_state *S, int status) {
+    struct ad_mpi *m = S ? S->mpi : NULL;
+    if (!m || !m->comm || m->size < 2) return ADDSL_OK;
+    int inited = 0, finalized = 0;
+    m->api->status(&inited, &finalized);
+    if (inited && !finalized) m->api->abort_world(status);
+    return ADDSL_OK;
+}
 
-static MPI_Datatype mpi_type(ad_dtype dt) {
-    return dt == AD_FLOAT32 ? MPI_FLOAT : dt == AD_FLOAT64 ? MPI_DOUBLE : MPI_INT64_T;
+static bool active(const ad_state *S) { return S->mpi && S->mpi->comm; }
+
+static int mpi_type(ad_dtype dt) {
+    return dt == AD_FLOAT32 ? ADDSL_MPI_F32 : dt == AD_FLOAT64 ? ADDSL_MPI_F64 : ADDSL_MPI_I64;
 }
 
 enum { KIND_ALLREDUCE = 1, KIND_BROADCAST, KIND_ALL_GATHER, KIND_BARRIER, KIND_OFFSET };
@@ -129,8 +150,8 @@ static const char *const kind_names[] = {"?", "allreduce", "broadcast", "all_gat
 static int agree(ad_state *S, int kind, int64_t a, int64_t b, int64_t c, bool *same) {
     int64_t buf[8] = {kind, a, b, c, -kind, -a, -b, -c};
     const char *fn = kind_names[kind];
-    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, 8, MPI_INT64_T, MPI_MAX, S->mpi->comm);
-    if (rc != MPI_SUCCESS) return mpi_fail(S, rc, fn);
+    int rc = S->mpi->api->allreduce(S->mpi->comm, buf, 8, ADDSL_MPI_I64, ADDSL_MPI_MAX);
+    if (rc) return mpi_fail(S, rc, fn);
     if (buf[0] != -buf[4]) {
         int hi = (int)buf[0], lo = (int)-buf[4];
         if (lo < 1 || hi > KIND_OFFSET) return ad_error(S, "%s: the ranks are not all in the same collective", fn);
@@ -141,7 +162,6 @@ static int agree(ad_state *S, int kind, int64_t a, int64_t b, int64_t c, bool *s
     for (int i = 1; i < 4; i++) if (buf[i] != -buf[4 + i]) *same = false;
     return ADDSL_OK;
 }
-#endif
 
 /* A contiguous CPU copy of t that the collective may overwrite. */
 static ad_tensor *host_copy(ad_state *S, ad_tensor *t) {
@@ -173,7 +193,7 @@ static int collective_tensor(ad_state *S, ad_value v, const char *fn, ad_tensor 
     return ADDSL_OK;
 }
 
-#define CHECK_BROKEN() do { if (S->mpi && S->mpi->broken) return ad_error(S, "%s", S->mpi->broken); } while (0)
+#define CHECK_BROKEN() do { if (S->mpi && S->mpi->broken) return ad_error(S, "%s", S->mpi->why); } while (0)
 
 static int bi_mpi_rank(FN_ARGS) { (void)argv; (void)argc; CHECK_BROKEN(); *out = ad_int(ad_mpi_rank(S)); return ADDSL_OK; }
 static int bi_mpi_size(FN_ARGS) { (void)argv; (void)argc; CHECK_BROKEN(); *out = ad_int(ad_mpi_size(S)); return ADDSL_OK; }
@@ -181,14 +201,12 @@ static int bi_mpi_size(FN_ARGS) { (void)argv; (void)argc; CHECK_BROKEN(); *out =
 static int bi_barrier(FN_ARGS) {
     (void)argv; (void)argc;
     CHECK_BROKEN();
-#ifdef HAVE_MPI
     if (active(S)) {
         /* An allreduce lets no rank out before every rank is in: a barrier. */
         bool same;
         int rc = agree(S, KIND_BARRIER, 0, 0, 0, &same);
         if (rc) return rc;
     }
-#endif
     *out = ad_none();
     return ADDSL_OK;
 }
@@ -210,19 +228,19 @@ static int bi_allreduce_raw(FN_ARGS) {
         return ad_error(S, "allreduce: op=\"mean\" needs a floating point tensor, got %s", ad_dtype_name(t->dtype));
     }
     ad_tensor *r = host_copy(S, t);
-#ifdef HAVE_MPI
     if (r && active(S)) {
         bool same;
         rc = agree(S, KIND_ALLREDUCE, r->numel, r->dtype, red, &same);
         if (!rc && !same)
             rc = ad_error(S, "allreduce: the ranks passed tensors of different sizes or dtypes, or different ops");
-        static const MPI_Op ops[] = {[RED_SUM] = MPI_SUM, [RED_MAX] = MPI_MAX, [RED_MIN] = MPI_MIN, [RED_MEAN] = MPI_SUM};
+        static const int ops[] = {[RED_SUM] = ADDSL_MPI_SUM, [RED_MAX] = ADDSL_MPI_MAX, [RED_MIN] = ADDSL_MPI_MIN,
+                                  [RED_MEAN] = ADDSL_MPI_SUM};
         char *p = ad_tensor_data(r);
         size_t esz = ad_dtype_size(r->dtype);
         for (int64_t done = 0; !rc && done < r->numel;) {
             int n = r->numel - done > INT_MAX ? INT_MAX : (int)(r->numel - done);
-            int e = MPI_Allreduce(MPI_IN_PLACE, p + (size_t)done * esz, n, mpi_type(r->dtype), ops[red], S->mpi->comm);
-            if (e != MPI_SUCCESS) rc = mpi_fail(S, e, "allreduce");
+            int e = S->mpi->api->allreduce(S->mpi->comm, p + (size_t)done * esz, n, mpi_type(r->dtype), ops[red]);
+            if (e) rc = mpi_fail(S, e, "allreduce");
             done += n;
         }
         if (!rc && red == RED_MEAN) {
@@ -233,7 +251,6 @@ static int bi_allreduce_raw(FN_ARGS) {
         }
         if (rc) { ad_tensor_decref(S, r); r = NULL; }
     }
-#endif
     rc = ret_on_device(S, r, t, out);
     ad_tensor_decref(S, t);
     return rc;
@@ -251,7 +268,6 @@ static int bi_broadcast_raw(FN_ARGS) {
     ad_tensor *t;
     if ((rc = collective_tensor(S, argv[0], "broadcast", &t))) return rc;
     ad_tensor *r = host_copy(S, t);
-#ifdef HAVE_MPI
     if (r && active(S)) {
         bool same;
         rc = agree(S, KIND_BROADCAST, r->numel, r->dtype, root, &same);
@@ -261,13 +277,12 @@ static int bi_broadcast_raw(FN_ARGS) {
         size_t esz = ad_dtype_size(r->dtype);
         for (int64_t done = 0; !rc && done < r->numel;) {
             int n = r->numel - done > INT_MAX ? INT_MAX : (int)(r->numel - done);
-            int e = MPI_Bcast(p + (size_t)done * esz, n, mpi_type(r->dtype), (int)root, S->mpi->comm);
-            if (e != MPI_SUCCESS) rc = mpi_fail(S, e, "broadcast");
+            int e = S->mpi->api->bcast(S->mpi->comm, p + (size_t)done * esz, n, mpi_type(r->dtype), (int)root);
+            if (e) rc = mpi_fail(S, e, "broadcast");
             done += n;
         }
         if (rc) { ad_tensor_decref(S, r); r = NULL; }
     }
-#endif
     rc = ret_on_device(S, r, t, out);
     ad_tensor_decref(S, t);
     return rc;
@@ -282,7 +297,6 @@ static int norm_dim(ad_state *S, const char *fn, int64_t dim, int ndim, int64_t 
     return ADDSL_OK;
 }
 
-#ifdef HAVE_MPI
 /* The concatenation along dim 0 of every rank's contiguous 'h' (same trailing shape). */
 static ad_tensor *allgather_rows(ad_state *S, ad_tensor *h) {
     int size = S->mpi->size;
@@ -293,8 +307,8 @@ static ad_tensor *allgather_rows(ad_state *S, ad_tensor *h) {
     int *counts = ad_malloc(S, sizeof(int) * 2 * (size_t)size);
     ad_tensor *r = NULL;
     if (!all || !counts) goto done;
-    int e = MPI_Allgather(head, 2 + AD_MAX_DIMS, MPI_INT64_T, all, 2 + AD_MAX_DIMS, MPI_INT64_T, S->mpi->comm);
-    if (e != MPI_SUCCESS) { mpi_fail(S, e, "all_gather"); goto done; }
+    int e = S->mpi->api->allgather_i64(S->mpi->comm, head, 2 + AD_MAX_DIMS, all);
+    if (e) { mpi_fail(S, e, "all_gather"); goto done; }
     int64_t rows = 0;
     for (int q = 0; q < size; q++) {
         const int64_t *o = all + (size_t)q * (2 + AD_MAX_DIMS);
@@ -318,23 +332,19 @@ static ad_tensor *allgather_rows(ad_state *S, ad_tensor *h) {
     for (int i = 1; i < h->ndim; i++) row_elems *= h->shape[i];
     if (row_elems == 0 || rows == 0) goto done;
     size_t row_bytes = (size_t)row_elems * ad_dtype_size(h->dtype);
-    MPI_Datatype row;
-    if (row_bytes > INT_MAX || (e = MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &row)) != MPI_SUCCESS ||
-        (e = MPI_Type_commit(&row)) != MPI_SUCCESS) {
+    if (row_bytes > INT_MAX) {
         ad_error(S, "all_gather: a row of %zu bytes is too large for one MPI message", row_bytes);
         ad_tensor_decref(S, r); r = NULL;
         goto done;
     }
-    e = MPI_Allgatherv(ad_tensor_data(h), (int)h->shape[0], row, ad_tensor_data(r), counts, counts + size, row,
-                       S->mpi->comm);
-    MPI_Type_free(&row);
-    if (e != MPI_SUCCESS) { mpi_fail(S, e, "all_gather"); ad_tensor_decref(S, r); r = NULL; }
+    e = S->mpi->api->allgatherv_rows(S->mpi->comm, ad_tensor_data(h), (int)h->shape[0], row_bytes, ad_tensor_data(r),
+                                     counts, counts + size);
+    if (e) { mpi_fail(S, e, "all_gather"); ad_tensor_decref(S, r); r = NULL; }
 done:
     ad_free(S, all);
     ad_free(S, counts);
     return r;
 }
-#endif
 
 /* all_gather(tensor, dim), raw: every rank's tensor joined along dim, on every rank. */
 static int bi_all_gather_raw(FN_ARGS) {
@@ -346,7 +356,6 @@ static int bi_all_gather_raw(FN_ARGS) {
     if (rc || (rc = collective_tensor(S, argv[0], "all_gather", &t))) return rc;
     if ((rc = norm_dim(S, "all_gather", dim, t->ndim, &dim))) { ad_tensor_decref(S, t); return rc; }
     ad_tensor *r = NULL;
-#ifdef HAVE_MPI
     bool same = true;
     if (active(S) && !(rc = agree(S, KIND_ALL_GATHER, t->ndim, t->dtype, dim, &same)) && !same)
         rc = ad_error(S, "all_gather: the ranks passed tensors of different dtypes or numbers of dimensions, or different dims");
@@ -362,7 +371,6 @@ static int bi_all_gather_raw(FN_ARGS) {
         ad_tensor_decref(S, h); ad_tensor_decref(S, moved); ad_tensor_decref(S, hc);
         ad_tensor_decref(S, g); ad_tensor_decref(S, back);
     } else
-#endif
         r = host_copy(S, t);
     rc = ret_on_device(S, r, t, out);
     ad_tensor_decref(S, t);
@@ -376,27 +384,22 @@ static int bi_mpi_offset(FN_ARGS) {
     int64_t n, before = 0;
     int rc = ad_arg_int(S, argv[0], "mpi_offset", "n", &n);
     if (rc) return rc;
-#ifdef HAVE_MPI
     if (active(S)) {
         bool same;
         if ((rc = agree(S, KIND_OFFSET, 0, 0, 0, &same))) return rc;
-        int e = MPI_Exscan(&n, &before, 1, MPI_INT64_T, MPI_SUM, S->mpi->comm);
-        if (e != MPI_SUCCESS) return mpi_fail(S, e, "mpi_offset");
+        int e = S->mpi->api->exscan_i64(S->mpi->comm, &n, &before);
+        if (e) return mpi_fail(S, e, "mpi_offset");
         if (S->mpi->rank == 0) before = 0; /* MPI leaves rank 0's result undefined */
     }
-#endif
     *out = ad_int((double)before);
     return ADDSL_OK;
 }
 
-/* mpi_is_available(): whether this build has MPI (a script may still run as one rank). */
+/* mpi_is_available(): whether this build has MPI and its module loads (a
+ * script may still run as one rank). Loading does not initialise MPI. */
 static int bi_mpi_is_available(FN_ARGS) {
-    (void)argv; (void)argc; (void)S;
-#ifdef HAVE_MPI
-    *out = ad_bool(true);
-#else
-    *out = ad_bool(false);
-#endif
+    (void)argv; (void)argc;
+    *out = ad_bool(S->mpi && module(S->mpi) != NULL);
     return ADDSL_OK;
 }
 

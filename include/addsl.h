@@ -88,6 +88,10 @@ ADDSL_API void addsl_close(addsl_state *S);
 /* This process's rank and the number of ranks of the state's communicator (0 and 1 without MPI). */
 ADDSL_API int addsl_mpi_rank(addsl_state *S);
 ADDSL_API int addsl_mpi_size(addsl_state *S);
+/* Ends every rank of the job (MPI_Abort of MPI_COMM_WORLD with 'status') when S
+ * runs on several ranks and MPI is initialised: for a host whose rank failed
+ * while the others may wait in a collective. Otherwise returns ADDSL_OK. */
+ADDSL_API int addsl_mpi_abort(addsl_state *S, int status);
 
 /* Compiles then runs; 'name' labels errors ("<string>", a file name). */
 ADDSL_API int addsl_dostring(addsl_state *S, const char *code, const char *name);

@@ -13,12 +13,8 @@
 #include "buf.h"
 #include "device.h"
 #include "device_impl.h"
+#include "dlmodule.h"
 #include "state.h"
-
-/* Where 'make install' puts the module (set by Makefile.am). */
-#ifndef ADDSL_PKGLIBDIR
-#define ADDSL_PKGLIBDIR "/usr/local/lib/addsl"
-#endif
 
 const char *ad_device_name(int device) { return device == AD_DEV_CUDA ? "cuda:0" : "cpu"; }
 
@@ -39,37 +35,10 @@ static struct ad_device *dev_state(ad_state *S) {
     return S->device;
 }
 
-/* The module next to the library or executable that holds this code: the
- * installed pkglibdir, or .libs/ of a build tree. */
-static void *open_beside_me(void) {
-    Dl_info info;
-    if (!dladdr((void *)ad_cuda_available, &info) || !info.dli_fname) return NULL;
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s", info.dli_fname);
-    char *slash = strrchr(dir, '/');
-    if (!slash) return NULL;
-    *slash = '\0';
-    static const char *const tails[] = {"/addsl_cuda.so", "/.libs/addsl_cuda.so", "/addsl/addsl_cuda.so"};
-    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
-        char path[1100];
-        snprintf(path, sizeof path, "%s%s", dir, tails[i]);
-        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (h) return h;
-    }
-    return NULL;
-}
-
 static void *open_module(struct ad_device *d) {
-    const char *env = getenv("ADDSL_CUDA_MODULE");
-    if (env && *env) {
-        void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
-        if (!h) snprintf(d->why, sizeof d->why, "cannot load ADDSL_CUDA_MODULE=%s: %s", env, dlerror());
-        return h;
-    }
-    void *h = dlopen(ADDSL_PKGLIBDIR "/addsl_cuda.so", RTLD_NOW | RTLD_LOCAL);
-    if (!h) h = open_beside_me();
-    if (!h) h = dlopen("addsl_cuda.so", RTLD_NOW | RTLD_LOCAL);
-    if (!h) snprintf(d->why, sizeof d->why, "addsl was built without its CUDA module (addsl_cuda.so not found)");
+    void *h = ad_dlmodule_open("addsl_cuda.so", "ADDSL_CUDA_MODULE", RTLD_NOW | RTLD_LOCAL, d->why, sizeof d->why);
+    if (!h && !d->why[0])
+        snprintf(d->why, sizeof d->why, "addsl was built without its CUDA module (addsl_cuda.so not found)");
     return h;
 }
 
