@@ -1202,6 +1202,8 @@ static int bi_op_test_inputs(ad_state *S, ad_value *argv, int argc, ad_value *ou
     ad_opdef *op = NULL;
     int rc = arg_op(S, argv[0], "op_test_inputs", &op);
     if (rc) return rc;
+    rc = ad_library_load_tests(S);
+    if (rc) return rc;
     *out = op->test_inputs;
     ad_value_incref(*out);
     return ADDSL_OK;

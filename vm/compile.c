@@ -30,6 +30,12 @@ typedef struct resolver {
     bool failed;
 } resolver;
 
+/* Name lookups walk every binding in scope, mostly to miss (a global's
+ * name); the first byte settles most misses without a call. */
+static inline bool same_name(const char *a, const char *b) {
+    return a[0] == b[0] && strcmp(a, b) == 0;
+}
+
 static void r_declare(resolver *R, ad_node *decl, const char *name) {
     if (R->level == 0 && R->depth == 0) return; /* a global */
     if (R->n == R->cap) {
@@ -44,7 +50,7 @@ static void r_declare(resolver *R, ad_node *decl, const char *name) {
 
 static void r_use(resolver *R, const char *name) {
     for (int i = R->n - 1; i >= 0; i--) {
-        if (strcmp(R->b[i].name, name) == 0) {
+        if (same_name(R->b[i].name, name)) {
             if (R->b[i].level < R->level) {
                 /* A function's reference to its own name is compiled as SELF, not a capture. */
                 if (!(R->b[i].decl->kind == N_FNDEF && R->b[i].level == R->level - 1 && R->b[i].decl->captured == false && R->b[i].decl->slot == -2))
@@ -316,7 +322,7 @@ static void setpos(fstate *fs, const ad_node *n) {
 /* Variables. */
 static int find_local(fstate *fs, const char *name) {
     for (int i = fs->nvars - 1; i >= 0; i--)
-        if (strcmp(fs->vars[i].name, name) == 0) return i;
+        if (same_name(fs->vars[i].name, name)) return i;
     return -1;
 }
 
@@ -333,7 +339,7 @@ static int find_upval(fstate *fs, const char *name);
 static int add_upval(fstate *fs, const char *name, bool instack, int index) {
     ad_proto *p = fs->p;
     for (int i = 0; i < p->nupvals; i++)
-        if (strcmp(fs->upnames[i].name, name) == 0) return i;
+        if (same_name(fs->upnames[i].name, name)) return i;
     if (p->nupvals >= 255) { cerror(fs, fs->line, fs->col, "too many captured variables"); return 0; }
     int cap = fs->capupvals;
     if (!grow(fs, (void **)&p->upvals, &cap, p->nupvals, sizeof(ad_upvaldesc))) return 0;
@@ -355,7 +361,7 @@ static int find_upval(fstate *fs, const char *name) {
     fstate *up = fs->parent;
     if (!up) return -1;
     for (int i = 0; i < fs->p->nupvals; i++)
-        if (strcmp(fs->upnames[i].name, name) == 0) return i;
+        if (same_name(fs->upnames[i].name, name)) return i;
     int li = find_local(up, name);
     if (li >= 0) {
         if (!up->vars[li].cell) return -1; /* resolver guarantees captured locals are cells */

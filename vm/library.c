@@ -1,6 +1,8 @@
 /* library.c: lazy loading of the embedded op library. Each library name
  * is a global slot marked with the file that defines it; the first read of
- * such a slot compiles and runs that file. */
+ * such a slot compiles and runs that file. A file's test_inputs statements
+ * are a separate text (tools/embed_lib.sh), run only once something asks
+ * for test inputs. */
 #include "library.h"
 
 #include <string.h>
@@ -17,6 +19,8 @@ static const char *const operator_names[AD_OPER__COUNT] = {"add", "sub", "mul", 
 int ad_library_init(ad_state *S) {
     S->lib_loaded = ad_calloc(S, ad_lib_count ? ad_lib_count : 1, sizeof(bool));
     if (!S->lib_loaded) return ADDSL_ENOMEM;
+    S->lib_tested = ad_calloc(S, ad_lib_count ? ad_lib_count : 1, sizeof(bool));
+    if (!S->lib_tested) return ADDSL_ENOMEM;
     ad_globals *G = S->globals;
     for (size_t i = 0; i < ad_lib_ndefs; i++) {
         int slot = ad_global_slot(S, ad_lib_defs[i].name, true);
@@ -37,13 +41,12 @@ int ad_library_init(ad_state *S) {
 void ad_library_free(ad_state *S) {
     ad_free(S, S->lib_loaded);
     S->lib_loaded = NULL;
+    ad_free(S, S->lib_tested);
+    S->lib_tested = NULL;
 }
 
-static int load_file(ad_state *S, int file) {
-    if (S->lib_loaded[file]) return ADDSL_OK;
-    S->lib_loaded[file] = true;
-    const char *src = ad_lib_sources[file];
-    ad_proto *p = ad_compile_library(S, src, strlen(src), ad_lib_names[file]);
+static int run_text(ad_state *S, const char *src, const char *name) {
+    ad_proto *p = ad_compile_library(S, src, strlen(src), name);
     if (!p) return S->errcode ? S->errcode : ADDSL_ECOMPILE;
     /* Library code runs with grad mode on and no anomaly mode, whatever the
      * caller's, and outside any trace (a file loads once, on first use). */
@@ -58,8 +61,33 @@ static int load_file(ad_state *S, int file) {
     S->fw_level = level;
     S->trace = trace;
     ad_proto_decref(S, p);
+    return rc;
+}
+
+static int load_file(ad_state *S, int file) {
+    if (S->lib_loaded[file]) return ADDSL_OK;
+    S->lib_loaded[file] = true;
+    int rc = run_text(S, ad_lib_sources[file], ad_lib_names[file]);
     if (rc) return rc;
     return ad_ops_bind_operators(S);
+}
+
+int ad_library_load_tests(ad_state *S) {
+    /* Running a tests text could load another file (a test_inputs naming
+     * an op of it), so sweep until every loaded file has its tests. */
+    bool again = true;
+    while (again) {
+        again = false;
+        for (size_t f = 0; f < ad_lib_count; f++) {
+            if (!S->lib_loaded[f] || S->lib_tested[f]) continue;
+            S->lib_tested[f] = true;
+            again = true;
+            if (!ad_lib_tests[f]) continue;
+            int rc = run_text(S, ad_lib_tests[f], ad_lib_names[f]);
+            if (rc) return rc;
+        }
+    }
+    return ADDSL_OK;
 }
 
 int ad_library_resolve(ad_state *S, int slot) {

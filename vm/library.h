@@ -28,12 +28,19 @@ enum { AD_OPER_ADD, AD_OPER_SUB, AD_OPER_MUL, AD_OPER_DIV, AD_OPER_REM, AD_OPER_
  * first t * 2 of a run compiles lib/arith.ad, not linalg, shape and reduce too. */
 int ad_library_ensure_operator(ad_state *S, int which);
 int ad_library_load_all(ad_state *S);
+/* Runs the test_inputs statements of every loaded file that has not had
+ * them run: the op table's sample inputs are registered only for readers
+ * of op->test_inputs, never at start-up. */
+int ad_library_load_tests(ad_state *S);
 
 /* The embedded sources (vm/lib_sources.c, made by tools/embed_lib.sh): file
- * names and texts, and which file defines each top-level name. */
+ * names, main texts, tests texts (NULL where a file has none; line for line
+ * the same numbering as the main text), and which file defines each
+ * top-level name. */
 struct ad_lib_def { const char *name; int file; };
 extern const char *const ad_lib_names[];
 extern const char *const ad_lib_sources[];
+extern const char *const ad_lib_tests[];
 extern const size_t ad_lib_count;
 extern const struct ad_lib_def ad_lib_defs[];
 extern const size_t ad_lib_ndefs;

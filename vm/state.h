@@ -57,6 +57,7 @@ struct addsl_state {
     bool ops_ready;            /* the operators' ops are loaded (vm/library.c) */
     unsigned ops_loaded;       /* bit AD_OPER_*: that operator's op is loaded (vm/library.c) */
     bool *lib_loaded;          /* per library file */
+    bool *lib_tested;          /* per library file: its test_inputs statements ran */
     uint64_t grad_epoch;       /* bumped per backward pass */
     struct ad_opdef *op_add, *op_sub, *op_mul, *op_div, *op_rem, *op_pow, *op_neg, *op_matmul, *op_index, *op_sum;
     struct ad_device *device;  /* CUDA module and device memory (vm/device.c), NULL until used */
