@@ -2,6 +2,7 @@
  * and the memory limit, plus a small-object pool for tensor headers. */
 #include "heap.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "heap_huge.h"
@@ -78,6 +79,7 @@ struct ad_heap {
     slab *spare;              /* the next slab, allocated ahead and being pre-faulted */
     ad_prefault pf;           /* the spare's (or a new slab's) pre-faulting */
     hdr hlive;                /* sentinel of the ring of large headers */
+    bool no_huge;             /* ADDSL_NO_HUGE_PAGES set: big blocks in small pages too */
     ad_heap_stats st;
 };
 
@@ -101,6 +103,10 @@ struct ad_heap *ad_heap_new(ad_state *S) {
     if (!h) return NULL;
     h->live.prev = h->live.next = &h->live;
     h->hlive.prev = h->hlive.next = &h->hlive;
+    /* A first touch of fresh huge pages can cost more than of small ones
+     * (heap_huge.c): the switch to measure or avoid that. */
+    const char *e = getenv("ADDSL_NO_HUGE_PAGES");
+    h->no_huge = e && *e && strcmp(e, "0") != 0;
     return h;
 }
 
@@ -122,7 +128,7 @@ static size_t granted_size(size_t n, int cls) {
  * advised into huge pages (heap_huge.c); the slack that costs is address
  * space, never touched. */
 static blk *system_block(ad_state *S, size_t granted, size_t nbytes) {
-    size_t span = ad_heap_huge_span(nbytes, granted);
+    size_t span = S->heap->no_huge ? 0 : ad_heap_huge_span(nbytes, granted);
     size_t align = span ? AD_HEAP_HUGE : HEAP_ALIGN, total;
     if (__builtin_add_overflow(granted, BLK_PREFIX + align, &total)) return NULL;
     void *raw = S->cfg.alloc(S->cfg.alloc_ud, NULL, total);

@@ -81,9 +81,25 @@ static void test_blocks(void) {
     test_state_close(S);
 }
 
+/* ADDSL_NO_HUGE_PAGES, read when the state opens: big blocks as small ones. */
+static void test_switch(void) {
+    setenv("ADDSL_NO_HUGE_PAGES", "1", 1);
+    ad_state *S = test_state(0);
+    unsetenv("ADDSL_NO_HUGE_PAGES");
+    size_t g;
+    void *p = ad_heap_alloc(S, 4000000, &g);
+    ok(p && (uintptr_t)p % 64 == 0, "switched off: a big block, 64-byte aligned");
+    int hp = advised_huge(p);
+    if (hp < 0) ok(1, "# SKIP no /proc/self/smaps");
+    else ok(hp == 0, "switched off: not advised into huge pages");
+    ad_heap_release(S, p, g);
+    test_state_close(S);
+}
+
 int main(void) {
-    plan(18);
+    plan(20);
     test_span();
     test_blocks();
+    test_switch();
     return done_testing();
 }
