@@ -2,8 +2,10 @@
  * and the memory limit, plus a small-object pool for tensor headers. */
 #include "heap.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "heap_huge.h"
 #include "heap_prefault.h"
 #include "state.h"
 
@@ -77,6 +79,7 @@ struct ad_heap {
     slab *spare;              /* the next slab, allocated ahead and being pre-faulted */
     ad_prefault pf;           /* the spare's (or a new slab's) pre-faulting */
     hdr hlive;                /* sentinel of the ring of large headers */
+    bool no_huge;             /* ADDSL_NO_HUGE_PAGES set: big blocks in small pages too */
     ad_heap_stats st;
 };
 
@@ -100,6 +103,10 @@ struct ad_heap *ad_heap_new(ad_state *S) {
     if (!h) return NULL;
     h->live.prev = h->live.next = &h->live;
     h->hlive.prev = h->hlive.next = &h->hlive;
+    /* A first touch of fresh huge pages can cost more than of small ones
+     * (heap_huge.c): the switch to measure or avoid that. */
+    const char *e = getenv("ADDSL_NO_HUGE_PAGES");
+    h->no_huge = e && *e && strcmp(e, "0") != 0;
     return h;
 }
 
@@ -116,13 +123,18 @@ static size_t granted_size(size_t n, int cls) {
     return (n + HEAP_ALIGN - 1) & ~(size_t)(HEAP_ALIGN - 1);
 }
 
-/* A fresh aligned block from the system; NULL without setting an error. */
-static blk *system_block(ad_state *S, size_t granted) {
-    size_t total;
-    if (__builtin_add_overflow(granted, BLK_PREFIX + HEAP_ALIGN, &total)) return NULL;
+/* A fresh aligned block from the system, for a first owner of 'nbytes'; NULL
+ * without setting an error. A big one starts on a huge page boundary and is
+ * advised into huge pages (heap_huge.c); the slack that costs is address
+ * space, never touched. */
+static blk *system_block(ad_state *S, size_t granted, size_t nbytes) {
+    size_t span = S->heap->no_huge ? 0 : ad_heap_huge_span(nbytes, granted);
+    size_t align = span ? AD_HEAP_HUGE : HEAP_ALIGN, total;
+    if (__builtin_add_overflow(granted, BLK_PREFIX + align, &total)) return NULL;
     void *raw = S->cfg.alloc(S->cfg.alloc_ud, NULL, total);
     if (!raw) return NULL;
-    uintptr_t a = ((uintptr_t)raw + sizeof(blk) + HEAP_ALIGN - 1) & ~(uintptr_t)(HEAP_ALIGN - 1);
+    uintptr_t a = ((uintptr_t)raw + sizeof(blk) + align - 1) & ~(uintptr_t)(align - 1);
+    ad_heap_huge_advise((void *)a, span);
     blk *b = blk_of((void *)a);
     b->raw = raw;
     return b;
@@ -182,15 +194,15 @@ static blk *pool_take(struct ad_heap *h, int cls) {
 
 /* Pooled blocks are not live, but they are memory the process holds: before
  * the heap grows past the limit it gives the cache back first. */
-static blk *system_take(ad_state *S, size_t granted) {
+static blk *system_take(ad_state *S, size_t granted, size_t nbytes) {
     struct ad_heap *h = S->heap;
     size_t lim = S->cfg.memory_limit;
     if (lim && h->st.pooled_bytes && h->st.live_bytes + h->st.pooled_bytes + granted > lim)
         pool_trim(h, S);
-    blk *b = system_block(S, granted);
+    blk *b = system_block(S, granted, nbytes);
     if (!b && h->st.pooled_bytes) {
         pool_trim(h, S);
-        b = system_block(S, granted);
+        b = system_block(S, granted, nbytes);
     }
     if (b) h->st.system_allocs++;
     return b;
@@ -205,7 +217,7 @@ void *ad_heap_alloc(ad_state *S, size_t nbytes, size_t *granted) {
     int cls = size_class(nbytes);
     size_t g = granted_size(nbytes, cls);
     blk *b = pool_take(h, cls);
-    if (!b) b = system_take(S, g);
+    if (!b) b = system_take(S, g, nbytes);
     if (!b) { ad_nomem(S); return NULL; }
     b->nbytes = nbytes;
     ring_add(&h->live, b);
