@@ -10,8 +10,9 @@ static const ad_blas_api *load(ad_state *S, const char *who) {
     t->dl = dlopen(AD_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!t->dl) {
         const char *why = dlerror();
-        ad_error(S, "%s(): matrix products and factorisations need OpenBLAS (%s), which cannot be loaded: %s "
-                 "(apt-get install libopenblas0-openmp)", who, AD_BLAS_SONAME, why ? why : "unknown error");
+        /* dlerror names the file */
+        ad_error(S, "%s(): matrix products and factorisations need OpenBLAS, which cannot be loaded: %s "
+                 "(apt-get install libopenblas0-openmp)", who, why ? why : AD_BLAS_SONAME);
         ad_free(S, t);
         return NULL;
     }
