@@ -4,7 +4,7 @@
 
 #include <dlfcn.h>
 
-static const ad_blas_api *load(ad_state *S, const char *who) {
+const ad_blas_api *ad_blas_load(ad_state *S, const char *who) {
     ad_blas_api *t = ad_calloc(S, 1, sizeof *t);
     if (!t) { ad_nomem(S); return NULL; }
     t->dl = dlopen(AD_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
@@ -26,10 +26,6 @@ static const ad_blas_api *load(ad_state *S, const char *who) {
 #undef AD_BLAS_LOAD
     S->blas = t;
     return t;
-}
-
-const ad_blas_api *ad_blas_api_get(ad_state *S, const char *who) {
-    return S->blas ? S->blas : load(S, who);
 }
 
 /* The library stays loaded: a host that opens states one after another pays

@@ -49,10 +49,14 @@ typedef struct ad_blas_api {
 #undef AD_BLAS_MEMBER
 } ad_blas_api;
 
-/* The functions, loaded on the first call into S->blas; NULL with S's error
- * set (naming 'who', e.g. "matmul", and the package to install) when the
- * library or one of them is missing. */
-const ad_blas_api *ad_blas_api_get(ad_state *S, const char *who);
+/* Opens the library into S->blas; NULL with S's error set (naming 'who',
+ * e.g. "matmul", and the package to install) when it or a function is missing. */
+const ad_blas_api *ad_blas_load(ad_state *S, const char *who);
+/* The functions, loaded on the first call; inline so that a product pays one
+ * load and branch for them. */
+static inline const ad_blas_api *ad_blas_api_get(ad_state *S, const char *who) {
+    return S->blas ? S->blas : ad_blas_load(S, who);
+}
 /* Frees the table (addsl_close); the library stays loaded (see blas_lazy.c). */
 void ad_blas_close(ad_state *S);
 
