@@ -4,24 +4,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "blas_lazy.h"
 #include "builtins.h"
 #include "state.h"
-
-/* LAPACK's and BLAS's Fortran entry points, exported by OpenBLAS. */
-void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
-void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work,
-             const int *lwork, int *info);
-void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau,
-             double *work, const int *lwork, int *info);
-void dgesdd_(const char *jobz, const int *m, const int *n, double *a, const int *lda, double *s,
-             double *u, const int *ldu, double *vt, const int *ldvt, double *work, const int *lwork,
-             int *iwork, int *info);
-void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w,
-             double *work, const int *lwork, int *iwork, const int *liwork, int *info);
-void dtrsm_(const char *side, const char *uplo, const char *transa, const char *diag, const int *m,
-            const int *n, const double *alpha, const double *a, const int *lda, double *b,
-            const int *ldb);
-void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
 
 /* LAPACK takes int dimensions; larger matrices are refused up front. */
 #define LAPACK_DIM_MAX (1 << 20)
@@ -120,6 +105,8 @@ static int bi_cholesky(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (!rc) rc = ad_arg_tensor(S, argv[0], fn, "A", &a);
     if (rc) return rc;
     if ((rc = check_matrix(S, a, fn, true))) goto done;
+    const ad_blas_api *lp = ad_blas_api_get(S, fn);
+    if (!lp) { rc = S->errcode; goto done; }
     int n = (int)a->shape[a->ndim - 1], ld = imax(n, 1), info = 0;
     int64_t nb = batch_of(a, 2);
     ad_tensor *c = colmajor(S, a);
@@ -128,7 +115,7 @@ static int bi_cholesky(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     double *d = ad_tensor_data(c);
     for (int64_t b = 0; b < nb && n; b++) {
         double *m = d + b * n * n;
-        dpotrf_("L", &n, m, &ld, &info);
+        lp->dpotrf_("L", &n, m, &ld, &info);
         if (info < 0) { ad_tensor_decref(S, c); rc = ad_error(S, "LAPACK potrf failed (argument %d)", -info); goto done; }
         ad_tensor_set_flat(o[1], b, info);
         if (info > 0 && check) {
@@ -178,6 +165,8 @@ static int bi_qr(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if ((rc = ad_arg_tensor(S, argv[0], fn, "A", &a))) return rc;
     double *tau = NULL, *work = NULL, *qa = NULL;
     if ((rc = check_matrix(S, a, fn, false))) goto done;
+    const ad_blas_api *lp = ad_blas_api_get(S, fn);
+    if (!lp) { rc = S->errcode; goto done; }
     int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = imin(m, n), ld = imax(m, 1);
     int rr = complete ? m : k, qc = complete ? m : k, info = 0, lwork = -1;
     int64_t nb = batch_of(a, 2);
@@ -190,21 +179,21 @@ static int bi_qr(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     qa = ad_malloc(S, sizeof(double) * (size_t)ld * (size_t)imax(cols, 1));
     if (!c || !o[0] || !o[1] || !tau || !qa) { rc = ad_fail(S); goto done; }
     double q1 = 0, q2 = 0;
-    dgeqrf_(&m, &n, qa, &ld, tau, &q1, &lwork, &info);
-    if (!ronly) dorgqr_(&m, &qc, &k, qa, &ld, tau, &q2, &lwork, &info);
+    lp->dgeqrf_(&m, &n, qa, &ld, tau, &q1, &lwork, &info);
+    if (!ronly) lp->dorgqr_(&m, &qc, &k, qa, &ld, tau, &q2, &lwork, &info);
     lwork = imax(imax((int)q1, (int)q2), imax(cols, 1));
     if (!(work = ad_malloc(S, sizeof(double) * (size_t)lwork))) { rc = ad_fail(S); goto done; }
     const double *src = ad_tensor_data(c);
     double *R = ad_tensor_data(o[1]), *Q = ronly ? NULL : ad_tensor_data(o[0]);
     for (int64_t b = 0; b < nb; b++) {
         memcpy(qa, src + b * (int64_t)m * n, sizeof(double) * (size_t)m * (size_t)n);
-        if (k) dgeqrf_(&m, &n, qa, &ld, tau, work, &lwork, &info);
+        if (k) lp->dgeqrf_(&m, &n, qa, &ld, tau, work, &lwork, &info);
         if (info < 0) { rc = ad_error(S, "LAPACK geqrf failed (argument %d)", -info); goto done; }
         double *Rb = R + b * (int64_t)rr * n;
         for (int i = 0; i < rr; i++)
             for (int j = i; j < n; j++) Rb[(int64_t)i * n + j] = qa[(int64_t)j * m + i];
         if (ronly) continue;
-        dorgqr_(&m, &qc, &k, qa, &ld, tau, work, &lwork, &info);
+        lp->dorgqr_(&m, &qc, &k, qa, &ld, tau, work, &lwork, &info);
         if (info < 0) { rc = ad_error(S, "LAPACK orgqr failed (argument %d)", -info); goto done; }
         double *Qb = Q + b * (int64_t)m * qc;
         for (int i = 0; i < m; i++)
@@ -257,6 +246,8 @@ static int bi_svd(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     double *work = NULL, *u = NULL, *vt = NULL;
     int *iwork = NULL;
     if ((rc = check_matrix(S, a, fn, false))) goto done;
+    const ad_blas_api *lp = ad_blas_api_get(S, fn);
+    if (!lp) { rc = S->errcode; goto done; }
     int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = imin(m, n);
     int uc = full ? m : k, vr = full ? n : k, ldu = imax(m, 1), ldvt = imax(vr, 1), lda = imax(m, 1);
     int info = 0, lwork = -1;
@@ -279,11 +270,11 @@ static int bi_svd(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         goto finish;
     }
     double q = 0;
-    dgesdd_(jobz, &m, &n, src, &lda, Sv, u, &ldu, vt, &ldvt, &q, &lwork, iwork, &info);
+    lp->dgesdd_(jobz, &m, &n, src, &lda, Sv, u, &ldu, vt, &ldvt, &q, &lwork, iwork, &info);
     lwork = imax((int)q, 1);
     if (!(work = ad_malloc(S, sizeof(double) * (size_t)lwork))) { rc = ad_fail(S); goto done; }
     for (int64_t b = 0; b < nb; b++) {
-        dgesdd_(jobz, &m, &n, src + b * (int64_t)m * n, &lda, Sv + b * k, u, &ldu, vt, &ldvt, work, &lwork,
+        lp->dgesdd_(jobz, &m, &n, src + b * (int64_t)m * n, &lda, Sv + b * k, u, &ldu, vt, &ldvt, work, &lwork,
                 iwork, &info);
         if (info < 0) { rc = ad_error(S, "LAPACK gesdd failed (argument %d)", -info); goto done; }
         if (info > 0) { rc = ad_error(S, "%s: The algorithm failed to converge because the input matrix is "
@@ -330,6 +321,8 @@ static int bi_eigh(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     double *work = NULL;
     int *iwork = NULL;
     if ((rc = check_matrix(S, a, fn, true))) goto done;
+    const ad_blas_api *lp = ad_blas_api_get(S, fn);
+    if (!lp) { rc = S->errcode; goto done; }
     int n = (int)a->shape[a->ndim - 1], ld = imax(n, 1), info = 0, lwork = -1, liwork = -1, qi = 0;
     int64_t nb = batch_of(a, 2), wt[1] = {n};
     /* The column-major copy holds A itself, so UPLO means what it says. */
@@ -339,7 +332,7 @@ static int bi_eigh(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (!c || !o[0]) { rc = ad_fail(S); goto done; }
     double *d = ad_tensor_data(c), *w = ad_tensor_data(o[0]), q = 0;
     if (n) {
-        dsyevd_("V", ul, &n, d, &ld, w, &q, &lwork, &qi, &liwork, &info);
+        lp->dsyevd_("V", ul, &n, d, &ld, w, &q, &lwork, &qi, &liwork, &info);
         lwork = imax((int)q, 1);
         liwork = imax(qi, 1);
         work = ad_malloc(S, sizeof(double) * (size_t)lwork);
@@ -347,7 +340,7 @@ static int bi_eigh(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         if (!work || !iwork) { rc = ad_fail(S); goto done; }
     }
     for (int64_t b = 0; b < nb && n; b++) {
-        dsyevd_("V", ul, &n, d + b * (int64_t)n * n, &ld, w + b * n, work, &lwork, iwork, &liwork, &info);
+        lp->dsyevd_("V", ul, &n, d + b * (int64_t)n * n, &ld, w + b * n, work, &lwork, iwork, &liwork, &info);
         if (info < 0) { rc = ad_error(S, "LAPACK syevd failed (argument %d)", -info); goto done; }
         if (info > 0) { rc = ad_error(S, "%s: The algorithm failed to converge because the input matrix is "
                                       "ill-conditioned or has too many repeated eigenvalues (error code: %d).", fn, info);
@@ -389,6 +382,8 @@ static int bi_solve_triangular(ad_state *S, ad_value *argv, int argc, ad_value *
     if (!rc) rc = ad_arg_tensor(S, argv[1], fn, "B", &bm);
     if (rc) goto done;
     if ((rc = check_matrix(S, a, fn, true)) || (rc = check_matrix(S, bm, fn, false))) goto done;
+    const ad_blas_api *lp = ad_blas_api_get(S, fn);
+    if (!lp) { rc = S->errcode; goto done; }
     if (a->dtype != bm->dtype) {
         rc = ad_error(S, "%s: Expected A and B to have the same dtype, but found A of type %s and B of type %s instead",
                       fn, ad_torch_dtype_name(a->dtype), ad_torch_dtype_name(bm->dtype));
@@ -408,7 +403,7 @@ static int bi_solve_triangular(ad_state *S, ad_value *argv, int argc, ad_value *
     int ld = imax(n, 1);
     double one = 1, *da = ad_tensor_data(ca), *db = ad_tensor_data(cb);
     for (int64_t b = 0; b < nb && n && k; b++)
-        dtrsm_("L", upper ? "U" : "L", "N", unit ? "U" : "N", &n, &k, &one, da + b * (int64_t)n * n, &ld,
+        lp->dtrsm_("L", upper ? "U" : "L", "N", unit ? "U" : "N", &n, &k, &one, da + b * (int64_t)n * n, &ld,
                db + b * (int64_t)n * k, &ld);
     ad_tensor *t = ad_tensor_transpose(S, cb, -1, -2);
     x = t ? ad_tensor_empty(S, a->dtype, t->ndim, t->shape) : NULL;
@@ -436,6 +431,8 @@ static int bi_lu_factor(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     int *piv = NULL;
     if ((rc = check_matrix(S, a, fn, false))) goto done;
+    const ad_blas_api *lp = ad_blas_api_get(S, fn);
+    if (!lp) { rc = S->errcode; goto done; }
     int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = imin(m, n), ld = imax(m, 1), info = 0;
     int64_t nb = batch_of(a, 2), pt[1] = {k};
     o[0] = colmajor(S, a);
@@ -445,7 +442,7 @@ static int bi_lu_factor(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (!o[0] || !o[1] || !o[2] || !piv) { rc = ad_fail(S); goto done; }
     double *d = ad_tensor_data(o[0]);
     for (int64_t b = 0; b < nb && k; b++) {
-        dgetrf_(&m, &n, d + b * (int64_t)m * n, &ld, piv, &info);
+        lp->dgetrf_(&m, &n, d + b * (int64_t)m * n, &ld, piv, &info);
         if (info < 0) { rc = ad_error(S, "LAPACK getrf failed (argument %d)", -info); goto done; }
         for (int i = 0; i < k; i++) ad_tensor_set_flat(o[1], b * k + i, piv[i]);
         ad_tensor_set_flat(o[2], b, info);
@@ -477,6 +474,8 @@ static int bi_geqrf(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     double *work = NULL;
     if ((rc = check_matrix(S, a, fn, false))) goto done;
+    const ad_blas_api *lp = ad_blas_api_get(S, fn);
+    if (!lp) { rc = S->errcode; goto done; }
     int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = imin(m, n), ld = imax(m, 1);
     int info = 0, lwork = -1;
     int64_t nb = batch_of(a, 2), tt[1] = {k};
@@ -485,12 +484,12 @@ static int bi_geqrf(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (!o[0] || !o[1]) { rc = ad_fail(S); goto done; }
     double *d = ad_tensor_data(o[0]), *tau = ad_tensor_data(o[1]), q = 0;
     if (k) {
-        dgeqrf_(&m, &n, d, &ld, tau, &q, &lwork, &info);
+        lp->dgeqrf_(&m, &n, d, &ld, tau, &q, &lwork, &info);
         lwork = imax((int)q, imax(n, 1));
         if (!(work = ad_malloc(S, sizeof(double) * (size_t)lwork))) { rc = ad_fail(S); goto done; }
     }
     for (int64_t b = 0; b < nb && k; b++) {
-        dgeqrf_(&m, &n, d + b * (int64_t)m * n, &ld, tau + b * k, work, &lwork, &info);
+        lp->dgeqrf_(&m, &n, d + b * (int64_t)m * n, &ld, tau + b * k, work, &lwork, &info);
         if (info < 0) { rc = ad_error(S, "LAPACK geqrf failed (argument %d)", -info); goto done; }
     }
     ad_tensor *t = ad_tensor_transpose(S, o[0], -1, -2);

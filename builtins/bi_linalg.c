@@ -7,6 +7,7 @@
 #include "builtins.h"
 #include "device.h"
 #include "blas_layout.h"
+#include "blas_lazy.h"
 #include "kernel_ids.h"
 #include "kernels_reduce.h"
 #include "state.h"
@@ -15,17 +16,10 @@
  * matrix, and through the registry's libffi path (i32 and f64 arguments) each call cost
  * about 150 ns, more than a 4x4 product. Shipped kernels cannot be replaced, so this is
  * the function the registry would call. */
-typedef void (*gemm_fn)(const void *, const void *, void *, int64_t, int64_t, int64_t, int64_t, int64_t,
-                        int64_t, int32_t, int32_t, double, double);
+typedef void (*gemm_fn)(const ad_blas_api *, const void *, const void *, void *, int64_t, int64_t, int64_t,
+                        int64_t, int64_t, int64_t, int32_t, int32_t, double, double);
 static const gemm_fn GEMM[3] = {ad_red_gemm_f32, ad_red_gemm_f64, ad_red_gemm_i64};
 static const int K_DOT[3] = {AD_K_red_dot_f32, AD_K_red_dot_f64, AD_K_red_dot_i64};
-
-/* LAPACK's Fortran entry points, exported by OpenBLAS (no LAPACKE needed). */
-void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
-void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a, const int *lda,
-             const int *ipiv, double *b, const int *ldb, int *info);
-void dgetri_(const int *n, double *a, const int *lda, const int *ipiv, double *work,
-             const int *lwork, int *info);
 
 /* C++ scalar names, as torch's matmul dtype message prints them. */
 static const char *c_name(ad_dtype dt) {
@@ -125,6 +119,9 @@ static int gemm_batched(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, d
     if (gemm_small(S, a, b, c, alpha, beta)) return ADDSL_OK;
     if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
         return ad_error(S, "matmul: a matrix dimension exceeds the BLAS limit of %d", INT32_MAX);
+    /* the int64 product is ours: a script that only multiplies integers never loads BLAS */
+    const ad_blas_api *blas = NULL;
+    if (c->dtype != AD_INT64 && !(blas = ad_blas_api_get(S, "matmul"))) return S->errcode;
     ad_tensor *aa = a, *bb = b;
     int rc = blas_operand(S, &aa, &ta, &lda);
     if (rc) return rc;
@@ -142,7 +139,7 @@ static int gemm_batched(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, d
             ao += ix * aa->strides[i];
             bo += ix * bb->strides[i];
         }
-        GEMM[c->dtype](ad + ao * (int64_t)esz, bd + bo * (int64_t)esz, cd + bi * M * N * (int64_t)esz, M, N, K,
+        GEMM[c->dtype](blas, ad + ao * (int64_t)esz, bd + bo * (int64_t)esz, cd + bi * M * N * (int64_t)esz, M, N, K,
                        K ? lda : 1, K ? ldb : ad_blas_max64(N, 1), N, K ? ta : 0, K ? tb : 0, alpha, beta);
     }
     ad_tensor_decref(S, aa);
@@ -239,10 +236,13 @@ static ad_tensor *dot_product(ad_state *S, ad_tensor *a, ad_tensor *b) {
     }
     ad_tensor *ac = a->numel > 1 && a->strides[0] <= 0 ? ad_tensor_clone(S, a) : a;
     ad_tensor *bc = b->numel > 1 && b->strides[0] <= 0 ? ad_tensor_clone(S, b) : b;
-    ad_tensor *o = ac && bc ? ad_tensor_empty(S, a->dtype, 0, NULL) : NULL;
+    const ad_blas_api *blas = NULL;
+    ad_tensor *o = NULL;
+    if (ac && bc && (a->dtype == AD_INT64 || (blas = ad_blas_api_get(S, "dot"))))
+        o = ad_tensor_empty(S, a->dtype, 0, NULL);
     if (o) {
-        ad_karg args[6] = {{.p = ad_tensor_data(ac)}, {.i64 = a->numel > 1 ? ac->strides[0] : 1},
-                           {.p = ad_tensor_data(bc)}, {.i64 = b->numel > 1 ? bc->strides[0] : 1},
+        ad_karg args[7] = {{.p = (void *)blas}, {.p = ad_tensor_data(ac)},
+                           {.i64 = a->numel > 1 ? ac->strides[0] : 1}, {.p = ad_tensor_data(bc)}, {.i64 = b->numel > 1 ? bc->strides[0] : 1},
                            {.i64 = a->numel}, {.p = ad_tensor_data(o)}}, r;
         ad_kreg_call(S, K_DOT[a->dtype], args, &r);
     }
@@ -583,13 +583,13 @@ static int64_t batch_count(const ad_tensor *a) {
 
 /* LU-factors each n x n matrix of 'lu' in place. Row-major data reads as
  * A^T in column-major, which has the same determinant and inverse^T. */
-static int lu_batch(ad_state *S, ad_tensor *lu, int *piv, int64_t *singular) {
+static int lu_batch(ad_state *S, const ad_blas_api *blas, ad_tensor *lu, int *piv, int64_t *singular) {
     int n = (int)lu->shape[lu->ndim - 1], ld = n > 1 ? n : 1, info = 0;
     int64_t nb = n ? batch_count(lu) : 0;
     double *d = ad_tensor_data(lu);
     *singular = -1;
     for (int64_t b = 0; b < nb; b++) {
-        dgetrf_(&n, &n, d + b * n * n, &ld, piv + b * n, &info);
+        blas->dgetrf_(&n, &n, d + b * n * n, &ld, piv + b * n, &info);
         if (info > 0 && *singular < 0) *singular = info;
         if (info < 0) return ad_error(S, "LAPACK getrf failed (argument %d)", -info);
     }
@@ -611,7 +611,9 @@ static int bi_linalg_inv(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     piv = ad_malloc(S, sizeof(int) * (size_t)(nb * n + 1));
     work = ad_malloc(S, sizeof(double) * (size_t)(n + 1) * 64);
     if (!piv || !work) { rc = ad_fail(S); goto done; }
-    if ((rc = lu_batch(S, lu, piv, &sing))) goto done;
+    const ad_blas_api *blas = ad_blas_api_get(S, "linalg_inv");
+    if (!blas) { rc = S->errcode; goto done; }
+    if ((rc = lu_batch(S, blas, lu, piv, &sing))) goto done;
     if (sing >= 0) {
         rc = ad_error(S, "linalg.inv: The diagonal element %lld is zero, the inversion could not be "
                       "completed because the input matrix is singular.", (long long)sing);
@@ -619,7 +621,7 @@ static int bi_linalg_inv(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     }
     int lwork = (n + 1) * 64;
     for (int64_t b = 0; b < nb; b++)
-        dgetri_(&n, (double *)ad_tensor_data(lu) + b * n * n, &ld, piv + b * n, work, &lwork, &info);
+        blas->dgetri_(&n, (double *)ad_tensor_data(lu) + b * n * n, &ld, piv + b * n, work, &lwork, &info);
     r = ad_tensor_to(S, lu, a->dtype);
     if (!r) rc = ad_fail(S);
 done:
@@ -645,7 +647,9 @@ static int det_common(ad_state *S, ad_value *argv, int mode, const char *fn, ad_
     d = ad_tensor_empty(S, a->dtype, a->ndim - 2, a->shape);
     la = mode ? ad_tensor_empty(S, a->dtype, a->ndim - 2, a->shape) : NULL;
     if (!piv || !d || (mode && !la)) { rc = ad_fail(S); goto done; }
-    if (n && (rc = lu_batch(S, lu, piv, &sing))) goto done;
+    const ad_blas_api *blas = n ? ad_blas_api_get(S, fn) : NULL;
+    if (n && !blas) { rc = S->errcode; goto done; }
+    if (n && (rc = lu_batch(S, blas, lu, piv, &sing))) goto done;
     const double *m = ad_tensor_data(lu);
     for (int64_t b = 0; b < nb; b++) {
         /* det = (-1)^(row swaps) * prod(diag U) */
@@ -742,15 +746,16 @@ static ad_tensor *solve(ad_state *S, ad_tensor *a, ad_tensor *b) {
     if (!bt || !(x = f64_copy(S, bt))) goto done;
     piv = ad_malloc(S, sizeof(int) * (size_t)(nb * n + 1));
     int64_t sing;
-    if (!piv || lu_batch(S, lu, piv, &sing)) goto done;
+    const ad_blas_api *blas = piv ? ad_blas_api_get(S, "linalg_solve") : NULL;
+    if (!piv || !blas || lu_batch(S, blas, lu, piv, &sing)) goto done;
     if (sing >= 0) {
         ad_error(S, "torch.linalg.solve: The solver failed because the input matrix is singular.");
         goto done;
     }
     int ld = n > 1 ? n : 1, nr = (int)nrhs, info = 0;
     for (int64_t i = 0; i < nb && n && nr; i++)
-        dgetrs_("T", &n, &nr, (double *)ad_tensor_data(lu) + i * n * n, &ld, piv + i * n,
-                (double *)ad_tensor_data(x) + i * n * nrhs, &ld, &info);
+        blas->dgetrs_("T", &n, &nr, (double *)ad_tensor_data(lu) + i * n * n, &ld, piv + i * n,
+                      (double *)ad_tensor_data(x) + i * n * nrhs, &ld, &info);
     ad_tensor *xt = ad_tensor_transpose(S, x, -1, -2);
     ad_tensor *xc = xt ? copy_as(S, xt, a->dtype) : NULL;
     ad_tensor_decref(S, xt);

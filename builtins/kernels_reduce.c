@@ -1,10 +1,10 @@
 /* kernels_reduce.c: plain C kernels over contiguous data for reductions,
  * scans, softmax, sorting, matrix products and losses (rows of kernels_reduce.def). */
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
 #include "kernels_reduce.h"
+#include "blas_lazy.h"
 #include "ad_limits.h"
 #include "reduce_simd.h"
 
@@ -449,26 +449,27 @@ DEF_SORT(f32, float)
 DEF_SORT(f64, double)
 DEF_SORT(i64, int64_t)
 
-void ad_red_gemm_f32(const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k,
-                     int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a, int32_t trans_b,
+void ad_red_gemm_f32(const ad_blas_api *blas, const void *a, const void *b, void *c, int64_t m, int64_t n,
+                     int64_t k, int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a, int32_t trans_b,
                      double alpha, double beta) {
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
-                (float)alpha, a, (blasint)lda, b, (blasint)ldb, (float)beta, c, (blasint)ldc);
+    blas->cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                      trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
+                      (float)alpha, a, (blasint)lda, b, (blasint)ldb, (float)beta, c, (blasint)ldc);
 }
 
-void ad_red_gemm_f64(const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k,
-                     int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a, int32_t trans_b,
+void ad_red_gemm_f64(const ad_blas_api *blas, const void *a, const void *b, void *c, int64_t m, int64_t n,
+                     int64_t k, int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a, int32_t trans_b,
                      double alpha, double beta) {
-    cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
-                alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+    blas->cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                      trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
+                      alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
 }
 
 /* BLAS has no integer gemm; i-k-j order keeps the inner loop contiguous in C. */
-void ad_red_gemm_i64(const void *ap, const void *bp, void *cp, int64_t m, int64_t n, int64_t k,
-                     int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a, int32_t trans_b,
+void ad_red_gemm_i64(const ad_blas_api *blas, const void *ap, const void *bp, void *cp, int64_t m, int64_t n,
+                     int64_t k, int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a, int32_t trans_b,
                      double alpha, double beta) {
+    (void)blas;
     const int64_t *a = ap, *b = bp;
     int64_t *c = cp;
     const uint64_t al = (uint64_t)(int64_t)alpha, be = (uint64_t)(int64_t)beta;
@@ -486,18 +487,19 @@ void ad_red_gemm_i64(const void *ap, const void *bp, void *cp, int64_t m, int64_
     });
 }
 
-void ad_red_dot_f32(const void *a, int64_t stride_a, const void *b, int64_t stride_b,
+void ad_red_dot_f32(const ad_blas_api *blas, const void *a, int64_t stride_a, const void *b, int64_t stride_b,
                     int64_t n, void *out) {
-    *(float *)out = cblas_sdot((blasint)n, a, (blasint)stride_a, b, (blasint)stride_b);
+    *(float *)out = blas->cblas_sdot((blasint)n, a, (blasint)stride_a, b, (blasint)stride_b);
 }
 
-void ad_red_dot_f64(const void *a, int64_t stride_a, const void *b, int64_t stride_b,
+void ad_red_dot_f64(const ad_blas_api *blas, const void *a, int64_t stride_a, const void *b, int64_t stride_b,
                     int64_t n, void *out) {
-    *(double *)out = cblas_ddot((blasint)n, a, (blasint)stride_a, b, (blasint)stride_b);
+    *(double *)out = blas->cblas_ddot((blasint)n, a, (blasint)stride_a, b, (blasint)stride_b);
 }
 
-void ad_red_dot_i64(const void *ap, int64_t stride_a, const void *bp, int64_t stride_b,
+void ad_red_dot_i64(const ad_blas_api *blas, const void *ap, int64_t stride_a, const void *bp, int64_t stride_b,
                     int64_t n, void *out) {
+    (void)blas;
     const int64_t *a = ap, *b = bp;
     uint64_t s = 0;
     for (int64_t i = 0; i < n; i++) s += (uint64_t)a[i * stride_a] * (uint64_t)b[i * stride_b];

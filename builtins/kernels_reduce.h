@@ -69,15 +69,17 @@ void ad_red_sort_f64(const void *x, void *values, void *indices, void *scratch, 
 void ad_red_sort_i64(const void *x, void *values, void *indices, void *scratch, int64_t rows,
                      int64_t n, int32_t descending);
 
-void ad_red_gemm_f32(const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k,
-                     int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a, int32_t trans_b,
-                     double alpha, double beta);
-void ad_red_gemm_f64(const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k,
-                     int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a, int32_t trans_b,
-                     double alpha, double beta);
-void ad_red_gemm_i64(const void *a, const void *b, void *c, int64_t m, int64_t n, int64_t k,
-                     int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a, int32_t trans_b,
-                     double alpha, double beta);
+/* gemm and dot call BLAS through 'blas', the state's table (blas_lazy.h). */
+struct ad_blas_api;
+void ad_red_gemm_f32(const struct ad_blas_api *blas, const void *a, const void *b, void *c, int64_t m,
+                     int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a,
+                     int32_t trans_b, double alpha, double beta);
+void ad_red_gemm_f64(const struct ad_blas_api *blas, const void *a, const void *b, void *c, int64_t m,
+                     int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a,
+                     int32_t trans_b, double alpha, double beta);
+void ad_red_gemm_i64(const struct ad_blas_api *blas, const void *a, const void *b, void *c, int64_t m,
+                     int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a,
+                     int32_t trans_b, double alpha, double beta);
 
 /* Batched small products (kernels_gemm_small.c); g = {nbatch, m, n, k, sa, ars, acs, sb, brs, bcs}. */
 void ad_red_gemm_small_f32(const void *a, const void *b, void *c, const int64_t *g, double alpha,
@@ -85,12 +87,12 @@ void ad_red_gemm_small_f32(const void *a, const void *b, void *c, const int64_t 
 void ad_red_gemm_small_f64(const void *a, const void *b, void *c, const int64_t *g, double alpha,
                            double beta);
 
-void ad_red_dot_f32(const void *a, int64_t stride_a, const void *b, int64_t stride_b, int64_t n,
-                    void *out);
-void ad_red_dot_f64(const void *a, int64_t stride_a, const void *b, int64_t stride_b, int64_t n,
-                    void *out);
-void ad_red_dot_i64(const void *a, int64_t stride_a, const void *b, int64_t stride_b, int64_t n,
-                    void *out);
+void ad_red_dot_f32(const struct ad_blas_api *blas, const void *a, int64_t stride_a, const void *b,
+                    int64_t stride_b, int64_t n, void *out);
+void ad_red_dot_f64(const struct ad_blas_api *blas, const void *a, int64_t stride_a, const void *b,
+                    int64_t stride_b, int64_t n, void *out);
+void ad_red_dot_i64(const struct ad_blas_api *blas, const void *a, int64_t stride_a, const void *b,
+                    int64_t stride_b, int64_t n, void *out);
 
 void ad_loss_pointwise_f32(const void *x, const void *t, void *out, int64_t n, int32_t kind,
                            double param);

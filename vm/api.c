@@ -11,6 +11,7 @@
 #include "gradfn.h"
 #include "dict.h"
 #include "../builtins/builtins.h"
+#include "../builtins/blas_lazy.h"
 #include "../builtins/cairo_lazy.h"
 #include "../builtins/zip_lazy.h"
 #include "../builtins/traj.h"
@@ -135,6 +136,7 @@ void addsl_close(addsl_state *S) {
     ad_mpi_close(S);
     ad_cairo_close(S);
     ad_zip_close(S);
+    ad_blas_close(S);
     if (S->kernels) ad_kreg_free(S, S->kernels);
     if (S->heap) ad_heap_free(S, S->heap);
     S->cfg.alloc(S->cfg.alloc_ud, S, 0);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../builtins/blas_layout.h"
+#include "../builtins/blas_lazy.h"
 #include "../builtins/kernels_reduce.h"
 #include "ad_limits.h"
 #include "device.h"
@@ -365,8 +366,8 @@ static void materialize(mat *m, char *out, size_t es) {
     contiguous_strides(m->nd, m->shape, m->strides);
 }
 
-typedef void (*gemm_fn)(const void *, const void *, void *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                        int32_t, int32_t, double, double);
+typedef void (*gemm_fn)(const ad_blas_api *, const void *, const void *, void *, int64_t, int64_t, int64_t,
+                        int64_t, int64_t, int64_t, int32_t, int32_t, double, double);
 
 /* c (contiguous [batch..., M, N], holding beta's term) = alpha a b + beta c with a
  * [batch..., M, K] and b [batch..., K, N] broadcast to one batch shape: the small
@@ -387,6 +388,8 @@ static int gemm_batched(ad_state *S, mat *a, mat *b, char *c, ad_dtype dt, doubl
     }
     if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
         return ad_error(S, "matmul: a matrix dimension exceeds the BLAS limit of %d", INT32_MAX);
+    const ad_blas_api *blas = ad_blas_api_get(S, "matmul");
+    if (!blas) return S->errcode;
     size_t es = dt == AD_FLOAT64 ? 8 : 4;
     char *copy[2] = {NULL, NULL};
     mat *ops[2] = {a, b};
@@ -415,7 +418,7 @@ static int gemm_batched(ad_state *S, mat *a, mat *b, char *c, ad_dtype dt, doubl
             ao += ix * a->strides[i];
             bo += ix * b->strides[i];
         }
-        gemm(a->data + (size_t)ao * es, b->data + (size_t)bo * es, c + (size_t)(bi * M * N) * es, M, N, K,
+        gemm(blas, a->data + (size_t)ao * es, b->data + (size_t)bo * es, c + (size_t)(bi * M * N) * es, M, N, K,
              K ? lda : 1, K ? ldb : ad_blas_max64(N, 1), N, K ? ta : 0, K ? tb : 0, alpha, beta);
     }
     ad_free(S, copy[0]);

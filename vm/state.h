@@ -19,6 +19,7 @@ struct ad_globals;
 struct ad_device;
 struct ad_cairo_api;
 struct ad_zip_api;
+struct ad_blas_api;
 
 /* Internal status codes are the public ones. */
 #define AD_OK ADDSL_OK
@@ -66,6 +67,7 @@ struct addsl_state {
     struct ad_mpi *mpi;        /* rank, size and communicator (builtins/bi_mpi.c) */
     struct ad_cairo_api *cairo;/* plot()'s cairo functions (builtins/cairo_lazy.c), NULL until used */
     struct ad_zip_api *zip;    /* .npz save()/load()'s libzip functions (builtins/zip_lazy.c), NULL until used */
+    struct ad_blas_api *blas;  /* OpenBLAS's CBLAS and LAPACK functions (builtins/blas_lazy.c), NULL until used */
     struct ad_trace *trace;    /* compile() is tracing a function (vm/trace.h), else NULL */
     char export_c_path[1024];  /* addsl --export-c OUT.c: the path every export_c call writes; "" unless set */
     int export_c_calls;        /* export_c calls that wrote files since it was set */

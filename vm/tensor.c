@@ -408,11 +408,19 @@ typedef void (*copy_fn)(char *d, int64_t ds, const char *s, int64_t ss, int64_t 
 #define CONV_F(v) (v)
 #define CONV_I(v) to_i64((double)(v))
 #define CONV_B(v) ((v) != 0)
+/* The broadcast fill in blocks of 8: -O2 turns the fixed inner loop into vector
+ * stores, where the plain loop stayed one scalar store per turn whose speed
+ * moved by ~40% with its address (a 4-instruction loop across a 32-byte line). */
 #define COPY_KERNEL(name, DT, ST, CONV)                                              \
+    static void fill_##name(DT *dp, DT v, int64_t n) {                              \
+        int64_t i = 0;                                                               \
+        for (; i + 8 <= n; i += 8) for (int j = 0; j < 8; j++) dp[i + j] = v;      \
+        for (; i < n; i++) dp[i] = v;                                                \
+    }                                                                                \
     static void name(char *d, int64_t ds, const char *s, int64_t ss, int64_t n) {    \
         DT *dp = (DT *)d; const ST *sp = (const ST *)s;                              \
         if (ds == 1 && ss == 1) { for (int64_t i = 0; i < n; i++) dp[i] = (DT)CONV(sp[i]); } \
-        else if (ds == 1 && ss == 0) { DT v = (DT)CONV(sp[0]); for (int64_t i = 0; i < n; i++) dp[i] = v; } \
+        else if (ds == 1 && ss == 0) { DT v = (DT)CONV(sp[0]); fill_##name(dp, v, n); }              \
         else { for (int64_t i = 0; i < n; i++) dp[i * ds] = (DT)CONV(sp[i * ss]); }  \
     }
 
