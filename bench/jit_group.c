@@ -31,13 +31,9 @@
 #include <string.h>
 #include <time.h>
 
-typedef void (*chunk_fn)(const float *x, float *y, long n);
+#include "bench_clock.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+typedef void (*chunk_fn)(const float *x, float *y, long n);
 
 /* lanes 1: void name(const float *x, float *y, long n)
  *   { for (i = 0; i < n; i++) { float r = x[i]; r = r * c; ... y[i] = r; } }
