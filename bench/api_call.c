@@ -9,11 +9,7 @@
 
 #include <addsl.h>
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_clock.h"
 
 static double add_f64(double a, double b) { return a + b; }
 

@@ -9,16 +9,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "fk.h"
 
 #define J 7
 #define REPS 20000
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* the caller's scratch, as a controller would hold it: static, aligned as a double */
 static double work[FK_WORK_BYTES / sizeof(double) + 1];

@@ -11,20 +11,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "kernels_reduce.h"
 
 enum { BATCH = 1000, REPS = 21 };
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *x, const void *y) {
-    double d = *(const double *)x - *(const double *)y;
-    return (d > 0) - (d < 0);
-}
 
 static double median(double *t, int n) {
     qsort(t, (size_t)n, sizeof *t, cmp_double);

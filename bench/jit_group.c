@@ -31,12 +31,42 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
+
 typedef void (*chunk_fn)(const float *x, float *y, long n);
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+/* The chunk's function, void name(const float *x, float *y, long n), and its
+ * parameters; f32 and i64 are the float and long types. */
+static gcc_jit_function *chunk_sig(gcc_jit_context *ctx, const char *name, gcc_jit_type **f32, gcc_jit_type **i64,
+                                   gcc_jit_param **px, gcc_jit_param **py, gcc_jit_param **pn) {
+    *f32 = gcc_jit_context_get_type(ctx, GCC_JIT_TYPE_FLOAT);
+    *i64 = gcc_jit_context_get_type(ctx, GCC_JIT_TYPE_LONG);
+    gcc_jit_type *pf = gcc_jit_type_get_pointer(*f32);
+    *px = gcc_jit_context_new_param(ctx, NULL, pf, "x");
+    *py = gcc_jit_context_new_param(ctx, NULL, pf, "y");
+    *pn = gcc_jit_context_new_param(ctx, NULL, *i64, "n");
+    gcc_jit_param *params[3] = {*px, *py, *pn};
+    return gcc_jit_context_new_function(ctx, NULL, GCC_JIT_FUNCTION_EXPORTED, gcc_jit_context_get_type(ctx, GCC_JIT_TYPE_VOID),
+                                        name, 3, params, 0);
+}
+
+/* for (i = 0; i < n; ...): the blocks made after the function's locals (as
+ * they were written out in each builder); the caller fills *body, which
+ * steps i and jumps back to cond, and *done returns. */
+static gcc_jit_block *chunk_loop(gcc_jit_context *ctx, gcc_jit_function *fn, gcc_jit_type *i64, gcc_jit_lvalue *i,
+                                 gcc_jit_param *pn, gcc_jit_block **cond, gcc_jit_block **done) {
+    gcc_jit_block *entry = gcc_jit_function_new_block(fn, "entry");
+    *cond = gcc_jit_function_new_block(fn, "cond");
+    gcc_jit_block *body = gcc_jit_function_new_block(fn, "body");
+    *done = gcc_jit_function_new_block(fn, "done");
+    gcc_jit_block_add_assignment(entry, NULL, i, gcc_jit_context_zero(ctx, i64));
+    gcc_jit_block_end_with_jump(entry, NULL, *cond);
+    gcc_jit_block_end_with_conditional(
+        *cond, NULL,
+        gcc_jit_context_new_comparison(ctx, NULL, GCC_JIT_COMPARISON_LT, gcc_jit_lvalue_as_rvalue(i),
+                                       gcc_jit_param_as_rvalue(pn)),
+        body, *done);
+    return body;
 }
 
 /* lanes 1: void name(const float *x, float *y, long n)
@@ -46,16 +76,9 @@ static double now(void) {
  * one vector multiply per record: the interpreter's order (record outer,
  * elements inner), with the block in registers. */
 static void build_chunk_lanes(gcc_jit_context *ctx, const char *name, int nrec, float c, int lanes) {
-    gcc_jit_type *f32 = gcc_jit_context_get_type(ctx, GCC_JIT_TYPE_FLOAT);
-    gcc_jit_type *i64 = gcc_jit_context_get_type(ctx, GCC_JIT_TYPE_LONG);
-    gcc_jit_type *pf = gcc_jit_type_get_pointer(f32);
-    gcc_jit_param *px = gcc_jit_context_new_param(ctx, NULL, pf, "x");
-    gcc_jit_param *py = gcc_jit_context_new_param(ctx, NULL, pf, "y");
-    gcc_jit_param *pn = gcc_jit_context_new_param(ctx, NULL, i64, "n");
-    gcc_jit_param *params[3] = {px, py, pn};
-    gcc_jit_function *fn = gcc_jit_context_new_function(ctx, NULL, GCC_JIT_FUNCTION_EXPORTED,
-                                                        gcc_jit_context_get_type(ctx, GCC_JIT_TYPE_VOID), name, 3,
-                                                        params, 0);
+    gcc_jit_type *f32, *i64;
+    gcc_jit_param *px, *py, *pn;
+    gcc_jit_function *fn = chunk_sig(ctx, name, &f32, &i64, &px, &py, &pn);
     gcc_jit_lvalue *i = gcc_jit_function_new_local(fn, NULL, i64, "i");
     gcc_jit_lvalue *r[16];
     char rn[8];
@@ -63,17 +86,8 @@ static void build_chunk_lanes(gcc_jit_context *ctx, const char *name, int nrec, 
         snprintf(rn, sizeof rn, "r%d", l);
         r[l] = gcc_jit_function_new_local(fn, NULL, f32, rn);
     }
-    gcc_jit_block *entry = gcc_jit_function_new_block(fn, "entry");
-    gcc_jit_block *cond = gcc_jit_function_new_block(fn, "cond");
-    gcc_jit_block *body = gcc_jit_function_new_block(fn, "body");
-    gcc_jit_block *done = gcc_jit_function_new_block(fn, "done");
-    gcc_jit_block_add_assignment(entry, NULL, i, gcc_jit_context_zero(ctx, i64));
-    gcc_jit_block_end_with_jump(entry, NULL, cond);
-    gcc_jit_block_end_with_conditional(
-        cond, NULL,
-        gcc_jit_context_new_comparison(ctx, NULL, GCC_JIT_COMPARISON_LT, gcc_jit_lvalue_as_rvalue(i),
-                                       gcc_jit_param_as_rvalue(pn)),
-        body, done);
+    gcc_jit_block *cond, *done;
+    gcc_jit_block *body = chunk_loop(ctx, fn, i64, i, pn, &cond, &done);
     gcc_jit_lvalue *yl[16];
     for (int l = 0; l < lanes; l++) {
         gcc_jit_rvalue *idx = gcc_jit_context_new_binary_op(ctx, NULL, GCC_JIT_BINARY_OP_PLUS, i64, gcc_jit_lvalue_as_rvalue(i),
@@ -95,29 +109,13 @@ static void build_chunk_lanes(gcc_jit_context *ctx, const char *name, int nrec, 
 }
 
 static void build_chunk(gcc_jit_context *ctx, const char *name, int nrec, float c) {
-    gcc_jit_type *f32 = gcc_jit_context_get_type(ctx, GCC_JIT_TYPE_FLOAT);
-    gcc_jit_type *i64 = gcc_jit_context_get_type(ctx, GCC_JIT_TYPE_LONG);
-    gcc_jit_type *pf = gcc_jit_type_get_pointer(f32);
-    gcc_jit_param *px = gcc_jit_context_new_param(ctx, NULL, pf, "x");
-    gcc_jit_param *py = gcc_jit_context_new_param(ctx, NULL, pf, "y");
-    gcc_jit_param *pn = gcc_jit_context_new_param(ctx, NULL, i64, "n");
-    gcc_jit_param *params[3] = {px, py, pn};
-    gcc_jit_function *fn = gcc_jit_context_new_function(ctx, NULL, GCC_JIT_FUNCTION_EXPORTED,
-                                                        gcc_jit_context_get_type(ctx, GCC_JIT_TYPE_VOID), name, 3,
-                                                        params, 0);
+    gcc_jit_type *f32, *i64;
+    gcc_jit_param *px, *py, *pn;
+    gcc_jit_function *fn = chunk_sig(ctx, name, &f32, &i64, &px, &py, &pn);
     gcc_jit_lvalue *i = gcc_jit_function_new_local(fn, NULL, i64, "i");
     gcc_jit_lvalue *r = gcc_jit_function_new_local(fn, NULL, f32, "r");
-    gcc_jit_block *entry = gcc_jit_function_new_block(fn, "entry");
-    gcc_jit_block *cond = gcc_jit_function_new_block(fn, "cond");
-    gcc_jit_block *body = gcc_jit_function_new_block(fn, "body");
-    gcc_jit_block *done = gcc_jit_function_new_block(fn, "done");
-    gcc_jit_block_add_assignment(entry, NULL, i, gcc_jit_context_zero(ctx, i64));
-    gcc_jit_block_end_with_jump(entry, NULL, cond);
-    gcc_jit_block_end_with_conditional(
-        cond, NULL,
-        gcc_jit_context_new_comparison(ctx, NULL, GCC_JIT_COMPARISON_LT, gcc_jit_lvalue_as_rvalue(i),
-                                       gcc_jit_param_as_rvalue(pn)),
-        body, done);
+    gcc_jit_block *cond, *done;
+    gcc_jit_block *body = chunk_loop(ctx, fn, i64, i, pn, &cond, &done);
     gcc_jit_lvalue *yi = gcc_jit_context_new_array_access(ctx, NULL, gcc_jit_param_as_rvalue(py), gcc_jit_lvalue_as_rvalue(i));
     gcc_jit_lvalue *xi = gcc_jit_context_new_array_access(ctx, NULL, gcc_jit_param_as_rvalue(px), gcc_jit_lvalue_as_rvalue(i));
     gcc_jit_block_add_assignment(body, NULL, r, gcc_jit_lvalue_as_rvalue(xi));

@@ -8,18 +8,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_clock.h"
+
 enum { B = 256, D = 784, H = 256, C = 10, REPS = 21 };
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *x, const void *y) {
-    double d = *(const double *)x - *(const double *)y;
-    return (d > 0) - (d < 0);
-}
 
 static float *filled(size_t n, unsigned seed) {
     float *p = malloc(n * sizeof *p);

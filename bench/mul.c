@@ -6,25 +6,14 @@
 #include <stdlib.h>
 #include <time.h>
 
-enum { N = 10000000, REPS = 7 };
+#include "bench_clock.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+enum { N = 10000000, REPS = 7 };
 
 static void mul(float *restrict c, const float *restrict a, const float *restrict b, long n)
 {
     for (long i = 0; i < n; i++)
         c[i] = a[i] * b[i];
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double d = *(const double *)x - *(const double *)y;
-    return (d > 0) - (d < 0);
 }
 
 static double median(double *t, int n)

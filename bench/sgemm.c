@@ -6,20 +6,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_clock.h"
+
 enum { M = 1000, REPS = 7 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double d = *(const double *)x - *(const double *)y;
-    return (d > 0) - (d < 0);
-}
 
 static double once(const float *a, const float *b, float *c)
 {

@@ -80,12 +80,8 @@ static int lower_im2col(ad_xctx *ctx, const ad_xrec *r) {
     xwin g;
     int rc = win_init(ctx, r, 1, x->ndim - 2, x->shape + 2, &g);
     if (rc) return rc;
-    ad_xl_make_buf(ctx, o);
-    ad_xl_use(ctx, src);
     char in[32], out[32];
-    ad_export_vname(ctx, src, in, sizeof in);
-    ad_export_vname(ctx, o, out, sizeof out);
-    ad_xl_comment(ctx, "each window's entries as a column, zero in the padding");
+    ad_xl_open1(ctx, src, o, in, out, "each window's entries as a column, zero in the padding");
     ad_buf *b = ctx->body;
     if (!ctx->v[o].numel) { ad_buf_printf(b, "    (void)%s; (void)%s; /* empty */\n", in, out); return ADDSL_OK; }
     ctx->v[x->base].read = true;
@@ -117,12 +113,8 @@ static int lower_col2im(ad_xctx *ctx, const ad_xrec *r) {
     if (rc) return rc;
     if (x->shape[1] % g.ksize || x->shape[2] != g.lsize) return ad_xl_fail(ctx, "has an input of the wrong shape");
     int64_t nchan = x->shape[1] / g.ksize;
-    ad_xl_make_buf(ctx, o);
-    ad_xl_use(ctx, src);
     char in[32], out[32];
-    ad_export_vname(ctx, src, in, sizeof in);
-    ad_export_vname(ctx, o, out, sizeof out);
-    ad_xl_comment(ctx, "each column added into its window");
+    ad_xl_open1(ctx, src, o, in, out, "each column added into its window");
     ad_buf *b = ctx->body;
     int64_t n = ctx->v[o].numel;
     if (!n || !x->numel) {

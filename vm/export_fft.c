@@ -155,13 +155,9 @@ static int lower_c2c(ad_xctx *ctx, const ad_xrec *r) {
         if (n > 1) { factorize(n, fac, &lg); if (lg > maxf) maxf = lg; }
     }
     double scale = norm == 2 ? 1.0 / size : norm == 1 ? 1.0 / sqrt(size) : 1.0;
-    ad_xl_make_buf(ctx, o);
-    ad_xl_use(ctx, src);
-    char in[32], out[32];
-    ad_export_vname(ctx, src, in, sizeof in);
-    ad_export_vname(ctx, o, out, sizeof out);
     embed(ctx);
-    ad_xl_comment(ctx, "mixed-radix FFT in double per line (xc_fft_dim)");
+    char in[32], out[32];
+    ad_xl_open1(ctx, src, o, in, out, "mixed-radix FFT in double per line (xc_fft_dim)");
     ad_buf *b = ctx->body;
     if (!count) { ad_buf_printf(b, "    (void)%s; (void)%s; /* empty */\n", in, out); return ADDSL_OK; }
     ctx->v[x->base].read = true;

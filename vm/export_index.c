@@ -155,36 +155,41 @@ static int dim_of(ad_xctx *ctx, const ad_xrec *r, int i, int nd, int *d) {
     return ADDSL_OK;
 }
 
-/* gather(self, dim, index): out[q] = self[q's coords, with index[q] at dim]. */
-static int lower_gather(ad_xctx *ctx, const ad_xrec *r) {
+/* gather(self, dim, index): out[q] = self[q's coords, with index[q] at dim];
+ * index_select(self, dim, index): the same with index (1-D or 0-d) read at
+ * q's coord along dim. q walks gather's index and index_select's output. */
+static int lower_take(ad_xctx *ctx, const ad_xrec *r, bool select) {
     int src = ad_xl_pref(r, 0), ix = ad_xl_pref(r, 2), o = r->n->out.ref;
     if (src < 0 || ix < 0 || o < 0) return ad_xl_fail(ctx, "needs tensor self and index");
-    const ad_xval *x = &ctx->v[src], *I = &ctx->v[ix];
-    int nd, ind, d;
-    int64_t sh[AD_MAX_DIMS], st[AD_MAX_DIMS], ish[AD_MAX_DIMS], ist[AD_MAX_DIMS];
+    const ad_xval *x = &ctx->v[src], *I = &ctx->v[ix], *Q = select ? &ctx->v[o] : I;
+    if (select && I->ndim > 1) return ad_xl_fail(ctx, "needs a 1-D index");
+    int nd, qnd, d;
+    int64_t sh[AD_MAX_DIMS], st[AD_MAX_DIMS], qsh[AD_MAX_DIMS], qst[AD_MAX_DIMS];
     dims1(x, &nd, sh, st);
-    dims1(I, &ind, ish, ist);
-    if (ind != nd) return ad_xl_fail(ctx, "has an index of another rank than self");
+    dims1(Q, &qnd, qsh, qst);
+    if (qnd != nd) return ad_xl_fail(ctx, select ? "has an output of unexpected rank" : "has an index of another rank than self");
     int rc = dim_of(ctx, r, 1, nd, &d);
     if (rc) return rc;
     ad_xl_make_buf(ctx, o);
     ad_xl_comment(ctx, "indices clamped into range");
-    if (!I->numel) return empty(ctx, o);
+    if (!Q->numel) return empty(ctx, o);
     char in[32], on[32], iname[32];
     read_name(ctx, src, in, sizeof in);
     read_name(ctx, ix, iname, sizeof iname);
     ad_export_vname(ctx, o, on, sizeof on);
     ad_buf *b = ctx->body;
-    ad_buf_printf(b, "    for (long q = 0; q < %lld; q++) {\n        long k = (long)%s[%lld", (long long)I->numel, iname,
+    ad_buf_printf(b, "    for (long q = 0; q < %lld; q++) {\n        long k = (long)%s[%lld", (long long)Q->numel, iname,
                   (long long)I->off);
-    offset_terms(b, "q", ish, ind, ist, -1);
+    if (!select) offset_terms(b, "q", qsh, qnd, qst, -1);
+    else if (I->ndim == 1 && I->shape[0] != 1) {
+        ad_buf_puts(b, " + ");
+        coord(b, "q", qsh, qnd, d);
+        ad_buf_printf(b, "*%lld", (long long)I->st[0]);
+    }
     ad_buf_puts(b, "];\n");
     clamp_index(b, "", "k", sh[d]);
-    /* self's coords are index's, except along dim */
-    int64_t sst[AD_MAX_DIMS];
-    for (int j = 0; j < nd; j++) sst[j] = st[j];
     ad_buf_printf(b, "        %s[q] = %s[%lld + k*%lld", on, in, (long long)x->off, (long long)st[d]);
-    offset_terms(b, "q", ish, ind, sst, d);
+    offset_terms(b, "q", qsh, qnd, st, d);
     ad_buf_puts(b, "];\n    }\n");
     return ADDSL_OK;
 }
@@ -234,42 +239,6 @@ static int lower_scatter(ad_xctx *ctx, const ad_xrec *r, bool add) {
     ad_buf_printf(b, "] %s ", add ? "+=" : "=");
     rhs(ctx, b, val, lit, y->dt, "q", ish, ind, vst, voff);
     ad_buf_puts(b, ";\n    }\n");
-    return ADDSL_OK;
-}
-
-/* index_select(self, dim, index): the slices of self at index (1-D or 0-d) along dim. */
-static int lower_index_select(ad_xctx *ctx, const ad_xrec *r) {
-    int src = ad_xl_pref(r, 0), ix = ad_xl_pref(r, 2), o = r->n->out.ref;
-    if (src < 0 || ix < 0 || o < 0) return ad_xl_fail(ctx, "needs tensor self and index");
-    const ad_xval *x = &ctx->v[src], *I = &ctx->v[ix], *y = &ctx->v[o];
-    if (I->ndim > 1) return ad_xl_fail(ctx, "needs a 1-D index");
-    int nd, ynd, d;
-    int64_t sh[AD_MAX_DIMS], st[AD_MAX_DIMS], ysh[AD_MAX_DIMS], yst[AD_MAX_DIMS];
-    dims1(x, &nd, sh, st);
-    dims1(y, &ynd, ysh, yst);
-    if (ynd != nd) return ad_xl_fail(ctx, "has an output of unexpected rank");
-    int rc = dim_of(ctx, r, 1, nd, &d);
-    if (rc) return rc;
-    ad_xl_make_buf(ctx, o);
-    ad_xl_comment(ctx, "indices clamped into range");
-    if (!y->numel) return empty(ctx, o);
-    char in[32], on[32], iname[32];
-    read_name(ctx, src, in, sizeof in);
-    read_name(ctx, ix, iname, sizeof iname);
-    ad_export_vname(ctx, o, on, sizeof on);
-    ad_buf *b = ctx->body;
-    ad_buf_printf(b, "    for (long q = 0; q < %lld; q++) {\n        long k = (long)%s[%lld", (long long)y->numel, iname,
-                  (long long)I->off);
-    if (I->ndim == 1 && I->shape[0] != 1) {
-        ad_buf_puts(b, " + ");
-        coord(b, "q", ysh, ynd, d);
-        ad_buf_printf(b, "*%lld", (long long)I->st[0]);
-    }
-    ad_buf_puts(b, "];\n");
-    clamp_index(b, "", "k", sh[d]);
-    ad_buf_printf(b, "        %s[q] = %s[%lld + k*%lld", on, in, (long long)x->off, (long long)st[d]);
-    offset_terms(b, "q", ysh, ynd, st, d);
-    ad_buf_puts(b, "];\n    }\n");
     return ADDSL_OK;
 }
 
@@ -750,10 +719,10 @@ int ad_export_lower_index(ad_xctx *ctx, const ad_xrec *r) {
         }
         return AD_XL_PASS;
     }
-    if (!strcmp(nm, "gather")) return lower_gather(ctx, r);
+    if (!strcmp(nm, "gather")) return lower_take(ctx, r, false);
     if (!strcmp(nm, "scatter")) return lower_scatter(ctx, r, false);
     if (!strcmp(nm, "scatter_add")) return lower_scatter(ctx, r, true);
-    if (!strcmp(nm, "index_select")) return lower_index_select(ctx, r);
+    if (!strcmp(nm, "index_select")) return lower_take(ctx, r, true);
     if (!strcmp(nm, "roll")) return lower_roll(ctx, r);
     if (!strcmp(nm, "masked_select"))
         return ad_xl_fail(ctx, "has an output whose shape depends on the mask's values, which an exported function cannot have");

@@ -79,12 +79,8 @@ static int lower_as_strided(ad_xctx *ctx, const ad_xrec *r) {
         ad_xl_comment(ctx, "a view of the operand's elements in order (index arithmetic, no copy)");
         return ADDSL_OK;
     }
-    ad_xl_make_buf(ctx, o);
-    ad_xl_use(ctx, src);
     char in[32], on[32];
-    ad_export_vname(ctx, src, in, sizeof in);
-    ad_export_vname(ctx, o, on, sizeof on);
-    ad_xl_comment(ctx, "the elements at the geometry over the operand made contiguous (a gather)");
+    ad_xl_open1(ctx, src, o, in, on, "the elements at the geometry over the operand made contiguous (a gather)");
     ad_buf *b = ctx->body;
     const ad_xval *y = &ctx->v[o];
     if (!y->numel) { unread(ctx, src, in); ad_buf_printf(b, "    (void)%s; /* empty */\n", on); return ADDSL_OK; }
@@ -176,12 +172,8 @@ static int lower_logcumsumexp(ad_xctx *ctx, const ad_xrec *r) {
     if (ctx->v[o].dt != AD_FLOAT32 && ctx->v[o].dt != AD_FLOAT64) return ad_xl_fail(ctx, "is lowered for float32 and float64 only");
     int d = row_dim(r, 1, x);
     if (d < 0) return ad_xl_fail(ctx, "needs one int dim in range");
-    ad_xl_make_buf(ctx, o);
-    ad_xl_use(ctx, src);
     char in[32], on[32];
-    ad_export_vname(ctx, src, in, sizeof in);
-    ad_export_vname(ctx, o, on, sizeof on);
-    ad_xl_comment(ctx, "a running log-add-exp along the dim");
+    ad_xl_open1(ctx, src, o, in, on, "a running log-add-exp along the dim");
     ad_buf *b = ctx->body;
     if (!x->numel) { unread(ctx, src, in); ad_buf_printf(b, "    (void)%s; /* empty */\n", on); return ADDSL_OK; }
     ctx->v[x->base].read = true;

@@ -1783,6 +1783,13 @@ bool ad_xl_pints(const ad_xrec *r, int i, int64_t *out, int *n) { return pints(r
 void ad_xl_use(ad_xctx *ctx, int id) { use(ctx, id); }
 void ad_xl_make_buf(ad_xctx *ctx, int id) { make_buf(ctx, id); }
 void ad_xl_comment(ad_xctx *ctx, const char *what) { comment(ctx, what); }
+void ad_xl_open1(ad_xctx *ctx, int src, int o, char *in, char *on, const char *what) {
+    make_buf(ctx, o);
+    use(ctx, src);
+    ad_export_vname(ctx, src, in, 32);
+    ad_export_vname(ctx, o, on, 32);
+    comment(ctx, what);
+}
 int ad_xl_emit_map(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct) {
     return emit_map(ctx, r, k, tmpl, ct, 0);
 }

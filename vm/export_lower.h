@@ -50,6 +50,10 @@ void ad_xl_use(ad_xctx *ctx, int id);
 void ad_xl_make_buf(ad_xctx *ctx, int id);
 /* The comment line naming the record and its position. */
 void ad_xl_comment(ad_xctx *ctx, const char *what);
+/* The opening of a lowering of one tensor operand 'src' into a new block 'o':
+ * o made a buffer, src used, their C names into in and on (32 chars each),
+ * then the comment 'what'. */
+void ad_xl_open1(ad_xctx *ctx, int src, int o, char *in, char *on, const char *what);
 /* An element-wise map (fused with its neighbours) of template 'tmpl' over the
  * first k parameters ($0.., numbers as literals), computed in 'ct'; 'tmpl' is
  * kept until the loop is written: a string literal. */

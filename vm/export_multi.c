@@ -345,16 +345,13 @@ static int lower_median_all(ad_xctx *ctx, const ad_xrec *r, bool nan_skip) {
     const ad_xval *x = &ctx->v[src];
     bool fl = x->dt == AD_FLOAT32 || x->dt == AD_FLOAT64;
     if (!fl) return ad_xl_fail(ctx, "is lowered for float32 and float64 only");
-    ad_xl_make_buf(ctx, o);
-    ad_xl_use(ctx, src);
-    char in[32], out[32];
-    ad_export_vname(ctx, src, in, sizeof in);
-    ad_export_vname(ctx, o, out, sizeof out);
     const char *t = ad_export_ctype(x->dt);
     long long n = (long long)x->numel;
     bool sorted = n > XM_COUNT_ROW;
-    ad_xl_comment(ctx, sorted ? "a merge sort of the elements (stable, NaN largest)"
-                              : "the rank of each element by counting (stable, NaN largest)");
+    char in[32], out[32];
+    ad_xl_open1(ctx, src, o, in, out,
+                sorted ? "a merge sort of the elements (stable, NaN largest)"
+                       : "the rank of each element by counting (stable, NaN largest)");
     ad_buf *b = ctx->body;
     if (!n) { ad_buf_printf(b, "    %s[0] = NAN;\n", out); return ADDSL_OK; }
     ctx->v[ctx->v[src].base].read = true;
