@@ -235,6 +235,32 @@ static int make_crossing_views(ad_state *S, const ad_trace *T, const ad_plan *P,
     return ADDSL_OK;
 }
 
+/* The plan's own environment, lent to a call run in parts (vm/compiled_vjp.c) so
+ * that a call costs the values it holds, not a whole environment per program
+ * value: NULL where the plan cannot serve a part (the caller makes its own). */
+ad_value *ad_plan_part_env(ad_state *S, const ad_trace *T) {
+    ad_plan *P = T->plan;
+    if (!P || !P->split || P->busy || S->fw_level > 0 || S->trace) return NULL;
+    if (prepare(S, P)) { ad_clear_error(S); return NULL; }
+    return P->env;
+}
+
+bool ad_plan_part_ready(const ad_trace *T, const ad_value *env, int from, int to) {
+    return T->plan && part_holds(T, T->plan, env, from, to);
+}
+
+/* A planned part puts values in the environment only at envvals (inputs,
+ * constants, placeholders, results of the seam and fresh values): releasing
+ * those empties it. */
+void ad_plan_part_release(ad_state *S, const ad_trace *T) {
+    const ad_plan *P = T->plan;
+    for (int i = 0; i < P->nenvvals; i++) {
+        int v = P->envvals[i];
+        ad_value_decref(S, P->env[v]);
+        P->env[v] = ad_none();
+    }
+}
+
 int ad_plan_run_part(ad_state *S, const ad_trace *T, ad_value *env, int from, int to) {
     ad_plan *P = T->plan;
     if (!P || !P->split) return -1;
