@@ -222,29 +222,44 @@ static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt)
 AD_FUSE_SELECT(float, f32, c32)
 AD_FUSE_SELECT(double, f64, c64)
 
-#define AD_FUSE_BLOCK(T, UN, BIN, CMP, sfx)                                                              \
-    for (int k = 0; k < g->ninstrs; k++) {                                                             \
-        const ad_plinstr *in = &g->instrs[k];                                                          \
-        const ad_fuop *op = &ops[in->fn];                                                              \
-        /* a value stored right after: computed straight into its destination (bools go through     \
-         * their register, a byte per element) */                                                    \
+/* Instruction 'in' into d: s is the result's stride. */
+#define AD_FUSE_OP(T, UN, BIN, sfx)                                                                      \
+    const ad_fuop *op = &ops[in->fn];                                                                  \
+    int64_t sa = rstride[in->a], s = sa;                                                               \
+    if (op->kind == AD_FU_BINARY) {                                                                    \
+        int64_t sb = rstride[in->b];                                                                   \
+        s |= sb;                                                                                       \
+        op->BIN(d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1);               \
+    } else if (op->kind == AD_FU_UNARY) op->UN(d, (const T *)regp[in->a], sa ? len : 1);                \
+    else s = select_##sfx(op, in, d, regp, rstride, len);                                              \
+    regp[in->dst] = (const char *)d;
+
+/* The runs of instructions up to the next store go into their registers
+ * without the store's tests (a long chain of records on a few elements pays
+ * them per record); the instruction a store follows may compute straight into
+ * its destination (bools go through their register, a byte per element). */
+#define AD_FUSE_BLOCK(T, UN, BIN, sfx)                                                                   \
+    const ad_plinstr *ins = g->instrs;                                                                 \
+    const int ni = g->ninstrs, ns = g->nstores;                                                        \
+    for (int k = 0, st = 0; k < ni; k++) {                                                             \
+        for (const int stop = st < ns ? g->stores[st].after : ni; k < stop; k++) {                     \
+            const ad_plinstr *in = &ins[k];                                                            \
+            T *d = (T *)(void *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK_BYTES);                     \
+            AD_FUSE_OP(T, UN, BIN, sfx)                                                                \
+            rstride[in->dst] = s;                                                                      \
+        }                                                                                              \
+        if (k == ni) break;                                                                            \
+        const ad_plinstr *in = &ins[k];                                                                \
         bool direct = in->direct;                                                                      \
-        T *d = direct ? (T *)dst[st] + lo : (T *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK_BYTES); \
-        int64_t sa = rstride[in->a], s = sa;                                                           \
-        if (op->kind == AD_FU_BINARY) {                                                                \
-            int64_t sb = rstride[in->b];                                                               \
-            s |= sb;                                                                                   \
-            op->BIN(d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1);           \
-        } else if (op->kind == AD_FU_UNARY) op->UN(d, (const T *)regp[in->a], sa ? len : 1);            \
-        else s = select_##sfx(op, in, d, regp, rstride, len);                                          \
-        regp[in->dst] = (const char *)d;                                                               \
+        T *d = direct ? (T *)(void *)dst[st] + lo : (T *)(void *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK_BYTES); \
+        AD_FUSE_OP(T, UN, BIN, sfx)                                                                    \
         rstride[in->dst] = s;                                                                          \
         if (direct) {                                                                                  \
             if (!s && len > 1) splat((char *)(d + 1), (const char *)d, len - 1, sizeof(T));           \
             rstride[in->dst] = 1;                                                                      \
             st++;                                                                                      \
         }                                                                                              \
-        for (; st < g->nstores && g->stores[st].after == k; st++) store(g, st, dst[st], lo, len, sizeof(T)); \
+        for (; st < ns && g->stores[st].after == k; st++) store(g, st, dst[st], lo, len, sizeof(T));   \
     }
 
 /* A copy_'s write (vm/plan_into.c): 0 + x, as inplace_copy's forward adds
@@ -276,15 +291,13 @@ static void store(const ad_plgroup *g, int st, char *to, int64_t lo, int64_t len
 static void run_block64(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
     const char **regp = g->regp;
     int64_t *rstride = g->rstride;
-    int st = 0;
-    AD_FUSE_BLOCK(double, u64, b64, c64, f64)
+    AD_FUSE_BLOCK(double, u64, b64, f64)
 }
 
 static void run_block32(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
     const char **regp = g->regp;
     int64_t *rstride = g->rstride;
-    int st = 0;
-    AD_FUSE_BLOCK(float, u32, b32, c32, f32)
+    AD_FUSE_BLOCK(float, u32, b32, f32)
 }
 
 void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst, char *red,
