@@ -200,13 +200,24 @@ static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt)
 }
 
 
+/* The block loops' helpers stay inlined where the block loop of most groups
+ * runs (GCC stops inlining a helper with a second caller: the loop of long
+ * groups with few stores, which is kept out of line). */
+#if defined(__GNUC__)
+#define FU_INLINE inline __attribute__((always_inline))
+#define FU_NOINLINE __attribute__((noinline))
+#else
+#define FU_INLINE inline
+#define FU_NOINLINE
+#endif
+
 /* The group's instructions over one block, stores right after the
  * instruction that makes their value. One copy per dtype: the loop runs per
  * record of a long chain, so it stays free of per-instruction dtype tests. */
 /* A comparison or a where (kept out of the block loop, which runs per
  * record of a long chain): returns the result's stride. */
 #define AD_FUSE_SELECT(T, sfx, CMP)                                                                      \
-    static int64_t select_##sfx(const ad_fuop *op, const ad_plinstr *in, T *d, const char **regp,        \
+    static FU_INLINE int64_t select_##sfx(const ad_fuop *op, const ad_plinstr *in, T *d, const char **regp,        \
                                 const int64_t *rstride, int64_t len) {                                  \
         int64_t sa = rstride[in->a], sb = rstride[in->b], s = sa | sb;                                 \
         if (op->kind == AD_FU_COMPARE) {                                                               \
@@ -234,11 +245,11 @@ AD_FUSE_SELECT(double, f64, c64)
     else s = select_##sfx(op, in, d, regp, rstride, len);                                              \
     regp[in->dst] = (const char *)d;
 
-/* The runs of instructions up to the next store go into their registers
- * without the store's tests (a long chain of records on a few elements pays
- * them per record); the instruction a store follows may compute straight into
- * its destination (bools go through their register, a byte per element). */
-#define AD_FUSE_BLOCK(T, UN, BIN, sfx)                                                                   \
+/* A group with few stores (a long chain of records on a few elements, one
+ * result stored): the runs of instructions up to the next store go into their
+ * registers without the store's tests, which the chain paid per record; the
+ * instruction a store follows may compute straight into its destination. */
+#define AD_FUSE_RUNS(T, UN, BIN, sfx)                                                                   \
     const ad_plinstr *ins = g->instrs;                                                                 \
     const int ni = g->ninstrs, ns = g->nstores;                                                        \
     for (int k = 0, st = 0; k < ni; k++) {                                                             \
@@ -260,6 +271,32 @@ AD_FUSE_SELECT(double, f64, c64)
             st++;                                                                                      \
         }                                                                                              \
         for (; st < ns && g->stores[st].after == k; st++) store(g, st, dst[st], lo, len, sizeof(T));   \
+    }
+
+/* One instruction after another, each followed by its stores (most values stored). */
+#define AD_FUSE_BLOCK(T, UN, BIN, CMP, sfx)                                                              \
+    for (int k = 0; k < g->ninstrs; k++) {                                                             \
+        const ad_plinstr *in = &g->instrs[k];                                                          \
+        const ad_fuop *op = &ops[in->fn];                                                              \
+        /* a value stored right after: computed straight into its destination (bools go through     \
+         * their register, a byte per element) */                                                    \
+        bool direct = in->direct;                                                                      \
+        T *d = direct ? (T *)dst[st] + lo : (T *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK_BYTES); \
+        int64_t sa = rstride[in->a], s = sa;                                                           \
+        if (op->kind == AD_FU_BINARY) {                                                                \
+            int64_t sb = rstride[in->b];                                                               \
+            s |= sb;                                                                                   \
+            op->BIN(d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1);           \
+        } else if (op->kind == AD_FU_UNARY) op->UN(d, (const T *)regp[in->a], sa ? len : 1);            \
+        else s = select_##sfx(op, in, d, regp, rstride, len);                                          \
+        regp[in->dst] = (const char *)d;                                                               \
+        rstride[in->dst] = s;                                                                          \
+        if (direct) {                                                                                  \
+            if (!s && len > 1) splat((char *)(d + 1), (const char *)d, len - 1, sizeof(T));           \
+            rstride[in->dst] = 1;                                                                      \
+            st++;                                                                                      \
+        }                                                                                              \
+        for (; st < g->nstores && g->stores[st].after == k; st++) store(g, st, dst[st], lo, len, sizeof(T)); \
     }
 
 /* A copy_'s write (vm/plan_into.c): 0 + x, as inplace_copy's forward adds
@@ -291,13 +328,27 @@ static void store(const ad_plgroup *g, int st, char *to, int64_t lo, int64_t len
 static void run_block64(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
     const char **regp = g->regp;
     int64_t *rstride = g->rstride;
-    AD_FUSE_BLOCK(double, u64, b64, f64)
+    int st = 0;
+    AD_FUSE_BLOCK(double, u64, b64, c64, f64)
 }
 
 static void run_block32(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
     const char **regp = g->regp;
     int64_t *rstride = g->rstride;
-    AD_FUSE_BLOCK(float, u32, b32, f32)
+    int st = 0;
+    AD_FUSE_BLOCK(float, u32, b32, c32, f32)
+}
+
+FU_NOINLINE static void run_runs64(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
+    const char **regp = g->regp;
+    int64_t *rstride = g->rstride;
+    AD_FUSE_RUNS(double, u64, b64, f64)
+}
+
+FU_NOINLINE static void run_runs32(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
+    const char **regp = g->regp;
+    int64_t *rstride = g->rstride;
+    AD_FUSE_RUNS(float, u32, b32, f32)
 }
 
 void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst, char *red,
@@ -329,6 +380,8 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
     for (int i = 0; i < g->nloads; i++) gph[i] = -1;
     double acc = 0;
     const int64_t block = ad_plan_block(g->dtype);
+    /* long groups with few stores: a short one gains less than the split loop costs */
+    const bool runs = g->ninstrs >= 64 && g->nstores * 4 < g->ninstrs;
     for (int64_t lo = 0; lo < g->numel; lo += block) {
         int64_t len = g->numel - lo < block ? g->numel - lo : block;
         for (int i = 0; i < g->nloads; i++) {
@@ -345,7 +398,9 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
                 g->regp[i] = s;
             }
         }
-        if (g->dtype == AD_FLOAT64) run_block64(g, scratch, dst, lo, len);
+        if (runs && g->dtype == AD_FLOAT64) run_runs64(g, scratch, dst, lo, len);
+        else if (runs) run_runs32(g, scratch, dst, lo, len);
+        else if (g->dtype == AD_FLOAT64) run_block64(g, scratch, dst, lo, len);
         else run_block32(g, scratch, dst, lo, len);
         if (g->red) acc += block_sum(g->regp[g->red_reg], g->rstride[g->red_reg], len, g->dtype);
     }
@@ -354,3 +409,4 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
     if (g->dtype == AD_FLOAT64) { double v = acc; memcpy(red, &v, 8); }
     else { float v = (float)acc; memcpy(red, &v, 4); }
 }
+
