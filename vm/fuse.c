@@ -9,6 +9,17 @@
 #include "../builtins/kernels_elementwise.h"
 #include "fuse_simd.h"
 
+/* The helpers of the group loop stay inlined in both copies of it (GCC
+ * stops inlining a helper with a second caller); the copy for long groups
+ * with few stores is kept out of line, so the usual one compiles as alone. */
+#if defined(__GNUC__)
+#define FU_INLINE inline __attribute__((always_inline))
+#define FU_NOINLINE __attribute__((noinline))
+#else
+#define FU_INLINE inline
+#define FU_NOINLINE
+#endif
+
 #define UN(n) {#n, 1, 1, ad_k_##n##_f32, ad_k_##n##_f64, NULL, NULL, AD_FU_UNARY, NULL, NULL},
 #define BIN(n, np) {#n, 2, np, NULL, NULL, ad_k_##n##_f32, ad_k_##n##_f64, AD_FU_BINARY, NULL, NULL},
 #define CMP(n) {#n, 2, 2, NULL, NULL, NULL, NULL, AD_FU_COMPARE, ad_fu_##n##_f32, ad_fu_##n##_f64},
@@ -87,7 +98,7 @@ static bool periodic(const int64_t *est, int nd, const int64_t *space, int64_t l
  * innermost dimension at a time: a broadcast operand (the trajectory's
  * [64,1,1] gradient read as [64,32,7]) costs a fill per row, not an index
  * walk per element. */
-static void gather(const ad_fuview *v, const int64_t *est, int nd, const int64_t *space, int64_t lo, int64_t len,
+static FU_INLINE void gather(const ad_fuview *v, const int64_t *est, int nd, const int64_t *space, int64_t lo, int64_t len,
                    size_t es, char *out) {
     if (nd == 0) {
         for (int64_t i = 0; i < len; i++) memcpy(out + (size_t)i * es, v->data, es);
@@ -151,7 +162,7 @@ static bool view_contiguous(const ad_fuview *v) {
 
 /* How a load is read: its mode, and for a gather its strides over the space
  * (0 along broadcast dims). */
-static int load_mode(const ad_plgroup *g, const ad_fuview *v, int64_t *est) {
+static FU_INLINE int load_mode(const ad_plgroup *g, const ad_fuview *v, int64_t *est) {
     if (v->numel == 1) return LD_SCALAR;
     if (v->numel == g->numel && view_contiguous(v)) return LD_CONTIG;
     int off = g->ndim - v->ndim;
@@ -169,7 +180,7 @@ static int load_mode(const ad_plgroup *g, const ad_fuview *v, int64_t *est) {
  * of a dimension equals the next one's times that one's size: both 0 when
  * broadcast, as a [64,1,1] operand over [64,32,7] reads [64,224]), so that
  * gather copies long runs. est is rewritten in place; returns the new rank. */
-static int collapse(int nd, const int64_t *space, int64_t *est, int64_t *sp) {
+static FU_INLINE int collapse(int nd, const int64_t *space, int64_t *est, int64_t *sp) {
     int n = 0;
     for (int d = 0; d < nd; d++) {
         if (space[d] == 1) continue;
@@ -185,7 +196,7 @@ static void splat(char *dst, const char *src, int64_t len, size_t es) {
     for (int64_t i = 0; i < len; i++) memcpy(dst + (size_t)i * es, src, es);
 }
 
-static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt) {
+static FU_INLINE double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt) {
     double s = 0;
     if (dt == AD_FLOAT64) {
         const double *x = (const double *)p;
@@ -199,17 +210,6 @@ static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt)
     return s;
 }
 
-
-/* The block loops' helpers stay inlined where the block loop of most groups
- * runs (GCC stops inlining a helper with a second caller: the loop of long
- * groups with few stores, which is kept out of line). */
-#if defined(__GNUC__)
-#define FU_INLINE inline __attribute__((always_inline))
-#define FU_NOINLINE __attribute__((noinline))
-#else
-#define FU_INLINE inline
-#define FU_NOINLINE
-#endif
 
 /* The group's instructions over one block, stores right after the
  * instruction that makes their value. One copy per dtype: the loop runs per
@@ -339,20 +339,20 @@ static void run_block32(ad_plgroup *g, char *scratch, char *const *dst, int64_t 
     AD_FUSE_BLOCK(float, u32, b32, c32, f32)
 }
 
-FU_NOINLINE static void run_runs64(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
+static void run_runs64(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
     const char **regp = g->regp;
     int64_t *rstride = g->rstride;
     AD_FUSE_RUNS(double, u64, b64, f64)
 }
 
-FU_NOINLINE static void run_runs32(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
+static void run_runs32(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
     const char **regp = g->regp;
     int64_t *rstride = g->rstride;
     AD_FUSE_RUNS(float, u32, b32, f32)
 }
 
-void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst, char *red,
-                 char *scratch) {
+static FU_INLINE void fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst,
+                               char *red, char *scratch, const bool runs) {
     size_t es = g->dtype == AD_FLOAT64 ? 8 : 4;
     uint8_t mode[AD_PLAN_MAX_LOADS];
     int64_t est[AD_PLAN_MAX_LOADS][AD_MAX_DIMS], csp[AD_PLAN_MAX_LOADS][AD_MAX_DIMS];
@@ -380,8 +380,6 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
     for (int i = 0; i < g->nloads; i++) gph[i] = -1;
     double acc = 0;
     const int64_t block = ad_plan_block(g->dtype);
-    /* long groups with few stores: a short one gains less than the split loop costs */
-    const bool runs = g->ninstrs >= 64 && g->nstores * 4 < g->ninstrs;
     for (int64_t lo = 0; lo < g->numel; lo += block) {
         int64_t len = g->numel - lo < block ? g->numel - lo : block;
         for (int i = 0; i < g->nloads; i++) {
@@ -410,3 +408,14 @@ void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, ch
     else { float v = (float)acc; memcpy(red, &v, 4); }
 }
 
+FU_NOINLINE static void fuse_run_runs(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst,
+                                      char *red, char *scratch) {
+    fuse_run(g, space, views, dst, red, scratch, true);
+}
+
+void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst, char *red,
+                 char *scratch) {
+    /* long groups with few stores: a short one gains less than the split loop costs */
+    if (g->ninstrs >= 64 && g->nstores * 4 < g->ninstrs) fuse_run_runs(g, space, views, dst, red, scratch);
+    else fuse_run(g, space, views, dst, red, scratch, false);
+}
