@@ -214,11 +214,10 @@ static FU_INLINE double block_sum(const char *p, int64_t stride, int64_t len, ad
 /* The group's instructions over one block, stores right after the
  * instruction that makes their value. One copy per dtype: the loop runs per
  * record of a long chain, so it stays free of per-instruction dtype tests. */
-/* A comparison or a where (kept out of the block loop, which runs per
- * record of a long chain): returns the result's stride. */
+/* A comparison or a where: returns the result's stride. */
 #define AD_FUSE_SELECT(T, sfx, CMP)                                                                      \
-    static FU_INLINE int64_t select_##sfx(const ad_fuop *op, const ad_plinstr *in, T *d, const char **regp,        \
-                                const int64_t *rstride, int64_t len) {                                  \
+    static FU_INLINE int64_t select_##sfx(const ad_fuop *op, const ad_plinstr *in, T *d, const char **regp,  \
+                                          const int64_t *rstride, int64_t len) {                        \
         int64_t sa = rstride[in->a], sb = rstride[in->b], s = sa | sb;                                 \
         if (op->kind == AD_FU_COMPARE) {                                                               \
             op->CMP((bool *)(void *)d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1); \
