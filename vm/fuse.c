@@ -9,17 +9,6 @@
 #include "../builtins/kernels_elementwise.h"
 #include "fuse_simd.h"
 
-/* The helpers of the group loop stay inlined in both copies of it (GCC
- * stops inlining a helper with a second caller); the copy for long groups
- * with few stores is kept out of line, so the usual one compiles as alone. */
-#if defined(__GNUC__)
-#define FU_INLINE inline __attribute__((always_inline))
-#define FU_NOINLINE __attribute__((noinline))
-#else
-#define FU_INLINE inline
-#define FU_NOINLINE
-#endif
-
 #define UN(n) {#n, 1, 1, ad_k_##n##_f32, ad_k_##n##_f64, NULL, NULL, AD_FU_UNARY, NULL, NULL},
 #define BIN(n, np) {#n, 2, np, NULL, NULL, ad_k_##n##_f32, ad_k_##n##_f64, AD_FU_BINARY, NULL, NULL},
 #define CMP(n) {#n, 2, 2, NULL, NULL, NULL, NULL, AD_FU_COMPARE, ad_fu_##n##_f32, ad_fu_##n##_f64},
@@ -98,7 +87,7 @@ static bool periodic(const int64_t *est, int nd, const int64_t *space, int64_t l
  * innermost dimension at a time: a broadcast operand (the trajectory's
  * [64,1,1] gradient read as [64,32,7]) costs a fill per row, not an index
  * walk per element. */
-static FU_INLINE void gather(const ad_fuview *v, const int64_t *est, int nd, const int64_t *space, int64_t lo, int64_t len,
+static void gather(const ad_fuview *v, const int64_t *est, int nd, const int64_t *space, int64_t lo, int64_t len,
                    size_t es, char *out) {
     if (nd == 0) {
         for (int64_t i = 0; i < len; i++) memcpy(out + (size_t)i * es, v->data, es);
@@ -162,7 +151,7 @@ static bool view_contiguous(const ad_fuview *v) {
 
 /* How a load is read: its mode, and for a gather its strides over the space
  * (0 along broadcast dims). */
-static FU_INLINE int load_mode(const ad_plgroup *g, const ad_fuview *v, int64_t *est) {
+static int load_mode(const ad_plgroup *g, const ad_fuview *v, int64_t *est) {
     if (v->numel == 1) return LD_SCALAR;
     if (v->numel == g->numel && view_contiguous(v)) return LD_CONTIG;
     int off = g->ndim - v->ndim;
@@ -180,7 +169,7 @@ static FU_INLINE int load_mode(const ad_plgroup *g, const ad_fuview *v, int64_t 
  * of a dimension equals the next one's times that one's size: both 0 when
  * broadcast, as a [64,1,1] operand over [64,32,7] reads [64,224]), so that
  * gather copies long runs. est is rewritten in place; returns the new rank. */
-static FU_INLINE int collapse(int nd, const int64_t *space, int64_t *est, int64_t *sp) {
+static int collapse(int nd, const int64_t *space, int64_t *est, int64_t *sp) {
     int n = 0;
     for (int d = 0; d < nd; d++) {
         if (space[d] == 1) continue;
@@ -196,7 +185,7 @@ static void splat(char *dst, const char *src, int64_t len, size_t es) {
     for (int64_t i = 0; i < len; i++) memcpy(dst + (size_t)i * es, src, es);
 }
 
-static FU_INLINE double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt) {
+static double block_sum(const char *p, int64_t stride, int64_t len, ad_dtype dt) {
     double s = 0;
     if (dt == AD_FLOAT64) {
         const double *x = (const double *)p;
@@ -214,10 +203,11 @@ static FU_INLINE double block_sum(const char *p, int64_t stride, int64_t len, ad
 /* The group's instructions over one block, stores right after the
  * instruction that makes their value. One copy per dtype: the loop runs per
  * record of a long chain, so it stays free of per-instruction dtype tests. */
-/* A comparison or a where: returns the result's stride. */
+/* A comparison or a where (kept out of the block loop, which runs per
+ * record of a long chain): returns the result's stride. */
 #define AD_FUSE_SELECT(T, sfx, CMP)                                                                      \
-    static FU_INLINE int64_t select_##sfx(const ad_fuop *op, const ad_plinstr *in, T *d, const char **regp,  \
-                                          const int64_t *rstride, int64_t len) {                        \
+    static int64_t select_##sfx(const ad_fuop *op, const ad_plinstr *in, T *d, const char **regp,        \
+                                const int64_t *rstride, int64_t len) {                                  \
         int64_t sa = rstride[in->a], sb = rstride[in->b], s = sa | sb;                                 \
         if (op->kind == AD_FU_COMPARE) {                                                               \
             op->CMP((bool *)(void *)d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1); \
@@ -232,47 +222,6 @@ static FU_INLINE double block_sum(const char *p, int64_t stride, int64_t len, ad
 AD_FUSE_SELECT(float, f32, c32)
 AD_FUSE_SELECT(double, f64, c64)
 
-/* Instruction 'in' into d: s is the result's stride. */
-#define AD_FUSE_OP(T, UN, BIN, sfx)                                                                      \
-    const ad_fuop *op = &ops[in->fn];                                                                  \
-    int64_t sa = rstride[in->a], s = sa;                                                               \
-    if (op->kind == AD_FU_BINARY) {                                                                    \
-        int64_t sb = rstride[in->b];                                                                   \
-        s |= sb;                                                                                       \
-        op->BIN(d, (const T *)regp[in->a], sa, (const T *)regp[in->b], sb, s ? len : 1);               \
-    } else if (op->kind == AD_FU_UNARY) op->UN(d, (const T *)regp[in->a], sa ? len : 1);                \
-    else s = select_##sfx(op, in, d, regp, rstride, len);                                              \
-    regp[in->dst] = (const char *)d;
-
-/* A group with few stores (a long chain of records on a few elements, one
- * result stored): the runs of instructions up to the next store go into their
- * registers without the store's tests, which the chain paid per record; the
- * instruction a store follows may compute straight into its destination. */
-#define AD_FUSE_RUNS(T, UN, BIN, sfx)                                                                   \
-    const ad_plinstr *ins = g->instrs;                                                                 \
-    const int ni = g->ninstrs, ns = g->nstores;                                                        \
-    for (int k = 0, st = 0; k < ni; k++) {                                                             \
-        for (const int stop = st < ns ? g->stores[st].after : ni; k < stop; k++) {                     \
-            const ad_plinstr *in = &ins[k];                                                            \
-            T *d = (T *)(void *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK_BYTES);                     \
-            AD_FUSE_OP(T, UN, BIN, sfx)                                                                \
-            rstride[in->dst] = s;                                                                      \
-        }                                                                                              \
-        if (k == ni) break;                                                                            \
-        const ad_plinstr *in = &ins[k];                                                                \
-        bool direct = in->direct;                                                                      \
-        T *d = direct ? (T *)(void *)dst[st] + lo : (T *)(void *)(scratch + (size_t)in->dst * AD_PLAN_BLOCK_BYTES); \
-        AD_FUSE_OP(T, UN, BIN, sfx)                                                                    \
-        rstride[in->dst] = s;                                                                          \
-        if (direct) {                                                                                  \
-            if (!s && len > 1) splat((char *)(d + 1), (const char *)d, len - 1, sizeof(T));           \
-            rstride[in->dst] = 1;                                                                      \
-            st++;                                                                                      \
-        }                                                                                              \
-        for (; st < ns && g->stores[st].after == k; st++) store(g, st, dst[st], lo, len, sizeof(T));   \
-    }
-
-/* One instruction after another, each followed by its stores (most values stored). */
 #define AD_FUSE_BLOCK(T, UN, BIN, CMP, sfx)                                                              \
     for (int k = 0; k < g->ninstrs; k++) {                                                             \
         const ad_plinstr *in = &g->instrs[k];                                                          \
@@ -338,20 +287,8 @@ static void run_block32(ad_plgroup *g, char *scratch, char *const *dst, int64_t 
     AD_FUSE_BLOCK(float, u32, b32, c32, f32)
 }
 
-static void run_runs64(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
-    const char **regp = g->regp;
-    int64_t *rstride = g->rstride;
-    AD_FUSE_RUNS(double, u64, b64, f64)
-}
-
-static void run_runs32(ad_plgroup *g, char *scratch, char *const *dst, int64_t lo, int64_t len) {
-    const char **regp = g->regp;
-    int64_t *rstride = g->rstride;
-    AD_FUSE_RUNS(float, u32, b32, f32)
-}
-
-static FU_INLINE void fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst,
-                               char *red, char *scratch, const bool runs) {
+void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst, char *red,
+                 char *scratch) {
     size_t es = g->dtype == AD_FLOAT64 ? 8 : 4;
     uint8_t mode[AD_PLAN_MAX_LOADS];
     int64_t est[AD_PLAN_MAX_LOADS][AD_MAX_DIMS], csp[AD_PLAN_MAX_LOADS][AD_MAX_DIMS];
@@ -395,9 +332,7 @@ static FU_INLINE void fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuv
                 g->regp[i] = s;
             }
         }
-        if (runs && g->dtype == AD_FLOAT64) run_runs64(g, scratch, dst, lo, len);
-        else if (runs) run_runs32(g, scratch, dst, lo, len);
-        else if (g->dtype == AD_FLOAT64) run_block64(g, scratch, dst, lo, len);
+        if (g->dtype == AD_FLOAT64) run_block64(g, scratch, dst, lo, len);
         else run_block32(g, scratch, dst, lo, len);
         if (g->red) acc += block_sum(g->regp[g->red_reg], g->rstride[g->red_reg], len, g->dtype);
     }
@@ -405,16 +340,4 @@ static FU_INLINE void fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuv
     if (g->red == AD_PLRED_MEAN) acc /= (double)g->numel;
     if (g->dtype == AD_FLOAT64) { double v = acc; memcpy(red, &v, 8); }
     else { float v = (float)acc; memcpy(red, &v, 4); }
-}
-
-FU_NOINLINE static void fuse_run_runs(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst,
-                                      char *red, char *scratch) {
-    fuse_run(g, space, views, dst, red, scratch, true);
-}
-
-void ad_fuse_run(ad_plgroup *g, const int64_t *space, const ad_fuview *views, char *const *dst, char *red,
-                 char *scratch) {
-    /* long groups with few stores: a short one gains less than the split loop costs */
-    if (g->ninstrs >= 64 && g->nstores * 4 < g->ninstrs) fuse_run_runs(g, space, views, dst, red, scratch);
-    else fuse_run(g, space, views, dst, red, scratch, false);
 }
