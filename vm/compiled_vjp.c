@@ -349,8 +349,9 @@ static int first_part_planned(ad_state *S, const cvjp *J, ad_tensor *const *inpu
         else continue;
         ad_value_incref(env[v]);
     }
-    if (!ad_plan_part_ready(T, env, 0, J->split)) { ad_plan_part_release(S, T); return -1; }
-    return ad_plan_run_part(S, T, env, 0, J->split);
+    int rc = ad_plan_run_lent(S, T, 0, J->split);
+    if (rc < 0) ad_plan_part_release(S, T);
+    return rc;
 }
 
 /* Moves what the first part left in the plan's environment to 'se'. */
@@ -461,10 +462,13 @@ static int formula(ad_state *S, ad_builtin *b, const ad_value *argv, int argc, c
     if (lent) {
         for (int i = 0; i < se->nvals; i++) { env[se->idx[i]] = se->env[i]; ad_value_incref(se->env[i]); }
         put_grads(S, J, env, g);
-        if (!ad_plan_part_ready(T, env, J->split, T->nnodes)) { ad_plan_part_release(S, T); lent = false; }
+        if ((rc = ad_plan_run_lent(S, T, J->split, T->nnodes)) < 0) {
+            ad_plan_part_release(S, T);
+            lent = false;
+            rc = ADDSL_OK;
+        }
     }
-    if (lent) rc = ad_plan_run_part(S, T, env, J->split, T->nnodes);
-    else if (create) {
+    if (!lent && create) {
         ad_tensor *xs[AD_OP_MAX_PARAMS];
         for (int i = 0; i < J->ninputs; i++) {
             if (argv[i].t != AD_TTENSOR) return ad_error(S, "compiled backward: input %d was released", i);
@@ -475,7 +479,7 @@ static int formula(ad_state *S, ad_builtin *b, const ad_value *argv, int argc, c
         rc = ad_trace_run(S, T, env, 0, J->split, 1);
         if (!rc) put_grads(S, J, env, g);
         if (!rc) rc = ad_trace_run(S, T, env, J->split, T->nnodes, 1);
-    } else {
+    } else if (!lent) {
         if (!(env = saved_whole(S, T, se))) return ADDSL_ENOMEM;
         put_grads(S, J, env, g);
         int p = ad_plan_run_part(S, T, env, J->split, T->nnodes);

@@ -245,9 +245,6 @@ ad_value *ad_plan_part_env(ad_state *S, const ad_trace *T) {
     return P->env;
 }
 
-bool ad_plan_part_ready(const ad_trace *T, const ad_value *env, int from, int to) {
-    return T->plan && part_holds(T, T->plan, env, from, to);
-}
 
 /* A planned part puts values in the environment only at envvals (inputs,
  * constants, placeholders, results of the seam and fresh values): releasing
@@ -261,14 +258,7 @@ void ad_plan_part_release(ad_state *S, const ad_trace *T) {
     }
 }
 
-int ad_plan_run_part(ad_state *S, const ad_trace *T, ad_value *env, int from, int to) {
-    ad_plan *P = T->plan;
-    if (!P || !P->split) return -1;
-    if (P->busy || S->fw_level > 0 || S->trace || !part_holds(T, P, env, from, to)) {
-        /* the caller runs the records through the seam: they read views as tensors */
-        int rc = from > 0 ? make_crossing_views(S, T, P, env, from) : ADDSL_OK;
-        return rc ? rc : -1;
-    }
+static int run_part(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, int from, int to) {
     int rc = prepare(S, P);
     if (rc) return rc;
     P->busy = true;
@@ -283,4 +273,21 @@ int ad_plan_run_part(ad_state *S, const ad_trace *T, ad_value *env, int from, in
     P->busy = false;
     P->runs++;
     return rc;
+}
+
+int ad_plan_run_part(ad_state *S, const ad_trace *T, ad_value *env, int from, int to) {
+    ad_plan *P = T->plan;
+    if (!P || !P->split) return -1;
+    if (P->busy || S->fw_level > 0 || S->trace || !part_holds(T, P, env, from, to)) {
+        /* the caller runs the records through the seam: they read views as tensors */
+        int rc = from > 0 ? make_crossing_views(S, T, P, env, from) : ADDSL_OK;
+        return rc ? rc : -1;
+    }
+    return run_part(S, T, P, env, from, to);
+}
+
+int ad_plan_run_lent(ad_state *S, const ad_trace *T, int from, int to) {
+    ad_plan *P = T->plan;
+    if (P->busy || !part_holds(T, P, P->env, from, to)) return -1;
+    return run_part(S, T, P, P->env, from, to);
 }
