@@ -34,8 +34,12 @@ typedef struct cvjp {
     int diff[AD_OP_MAX_PARAMS];   /* inputs that take a gradient */
 } cvjp;
 
-/* The values a call keeps for the backward part (the node's last argument). */
-typedef struct saved_env { ad_value *env; int nvals; } saved_env;
+/* The values a call keeps for the backward part (the node's last argument):
+ * a whole environment (idx NULL: the first part ran through the seam), or
+ * only the values the planned first part left, value idx[i] in env[i] (a
+ * 100k-record chain leaves a handful of its 200k values: zeroing, copying and
+ * releasing whole environments per call cost more than the chain's kernels). */
+typedef struct saved_env { ad_value *env; int nvals; int *idx; } saved_env;
 
 static void cvjp_free(ad_state *S, void *ud) {
     cvjp *J = ud;
@@ -49,7 +53,20 @@ static void saved_free(ad_state *S, void *ud) {
     if (!e) return;
     for (int i = 0; i < e->nvals; i++) ad_value_decref(S, e->env[i]);
     ad_free(S, e->env);
+    ad_free(S, e->idx);
     ad_free(S, e);
+}
+
+/* A whole environment with the saved values (the backward part through the seam). */
+static ad_value *saved_whole(ad_state *S, const ad_trace *T, const saved_env *se) {
+    ad_value *env = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *env);
+    if (!env) return NULL;
+    for (int i = 0; i < se->nvals; i++) {
+        int v = se->idx ? se->idx[i] : i;
+        env[v] = se->env[i];
+        ad_value_incref(env[v]);
+    }
+    return env;
 }
 
 static int stub(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -319,15 +336,67 @@ static bool privatize(ad_state *S, ad_value *v, ad_tensor *const *inputs, int n)
     return true;
 }
 
+/* The first part in the plan's environment (ad_plan_part_env), filled as
+ * ad_trace_env_new fills a whole one, at the values a planned run reads.
+ * Returns -1 (nothing left behind) where the part cannot run planned. */
+static int first_part_planned(ad_state *S, const cvjp *J, ad_tensor *const *inputs, ad_value *env) {
+    const ad_trace *T = J->T;
+    const ad_plan *P = T->plan;
+    for (int i = 0; i < P->nenvvals; i++) {
+        int v = P->envvals[i];
+        if (v < T->ninputs) env[v] = ad_tensor_value(inputs[v]);
+        else if (T->vals[v].kind != AD_TV_INPUT) env[v] = T->vals[v].v;
+        else continue;
+        ad_value_incref(env[v]);
+    }
+    int rc = ad_plan_run_lent(S, T, 0, J->split);
+    if (rc < 0) ad_plan_part_release(S, T);
+    return rc;
+}
+
+/* Moves what the first part left in the plan's environment to 'se'. */
+static int keep_planned(ad_state *S, const ad_trace *T, ad_value *env, saved_env *se) {
+    const ad_plan *P = T->plan;
+    int n = 0;
+    for (int i = 0; i < P->nenvvals; i++) n += env[P->envvals[i]].t != AD_TNONE;
+    se->env = ad_malloc(S, (size_t)(n ? n : 1) * sizeof *se->env);
+    se->idx = ad_malloc(S, (size_t)(n ? n : 1) * sizeof *se->idx);
+    if (!se->env || !se->idx) {
+        ad_plan_part_release(S, T);
+        return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    }
+    for (int i = 0; i < P->nenvvals; i++) {
+        int v = P->envvals[i];
+        if (env[v].t == AD_TNONE) continue;
+        se->idx[se->nvals] = v;
+        se->env[se->nvals++] = env[v];
+        env[v] = ad_none();
+    }
+    return ADDSL_OK;
+}
+
 int ad_cvjp_call(ad_state *S, ad_opdef *op, ad_tensor *const *inputs, ad_value *out) {
     const cvjp *J = op_program(op);
     const ad_trace *T = J->T;
     *out = ad_none();
-    ad_value *env = ad_trace_env_new(S, T, inputs);
-    if (!env) return ADDSL_ENOMEM;
-    int rc = ad_plan_run_part(S, T, env, 0, J->split);
-    if (rc < 0) rc = ad_trace_run(S, T, env, 0, J->split, 0);
+    saved_env *se = ad_calloc(S, 1, sizeof *se);
+    if (!se) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    ad_value *env = ad_plan_part_env(S, T);
+    int rc = env ? first_part_planned(S, J, inputs, env) : -1;
+    if (rc < 0) {
+        env = ad_trace_env_new(S, T, inputs);
+        if (!env) { ad_free(S, se); return ADDSL_ENOMEM; }
+        se->env = env;
+        se->nvals = T->nvals;
+        rc = ad_plan_run_part(S, T, env, 0, J->split);
+        if (rc < 0) rc = ad_trace_run(S, T, env, 0, J->split, 0);
+    }
     if (!rc) rc = ad_trace_build(S, T, env, &T->result.sub[0], out);
+    if (!se->env) {
+        /* the plan's environment: its values move to 'se' (released on an error) */
+        if (!rc) rc = keep_planned(S, T, env, se);
+        else ad_plan_part_release(S, T);
+    }
     ad_tensor *outs[AD_OP_MAX_OUTS];
     int nout = 0;
     if (!rc && (!ad_cvjp_collect(*out, outs, &nout, AD_OP_MAX_OUTS) || nout != J->nout))
@@ -337,24 +406,22 @@ int ad_cvjp_call(ad_state *S, ad_opdef *op, ad_tensor *const *inputs, ad_value *
     if (!rc) ad_cvjp_collect(*out, outs, &nout, AD_OP_MAX_OUTS);
     /* The node keeps the environment; outputs in it become aliases without
      * grad_fn, which would otherwise hold the node that holds them. */
-    saved_env *se = rc ? NULL : ad_calloc(S, 1, sizeof *se);
-    ad_builtin *sb = se ? new_builtin(S, "compiled_saved", se, saved_free) : NULL;
-    if (!rc && !sb) { ad_free(S, se); rc = S->errcode ? S->errcode : ADDSL_ENOMEM; }
+    ad_builtin *sb = rc ? NULL : new_builtin(S, "compiled_saved", se, saved_free);
+    if (!rc && !sb) rc = S->errcode ? S->errcode : ADDSL_ENOMEM;
     if (rc) {
-        ad_trace_env_free(S, T, env);
+        saved_free(S, se);
         ad_value_decref(S, *out);
         *out = ad_none();
         return rc;
     }
-    se->env = env;
-    se->nvals = T->nvals;
     for (int k = 0; k < J->nout && !rc; k++) {
-        int r = J->oref[k];
-        if (env[r].t != AD_TTENSOR) continue;
-        ad_tensor *a = ad_tensor_alias(S, env[r].u.tensor);
+        int i = J->oref[k];
+        if (se->idx) for (i = 0; i < se->nvals && se->idx[i] != J->oref[k]; i++) {}
+        if (i == se->nvals || se->env[i].t != AD_TTENSOR) continue;
+        ad_tensor *a = ad_tensor_alias(S, se->env[i].u.tensor);
         if (!a) { rc = S->errcode ? S->errcode : ADDSL_ENOMEM; break; }
-        ad_value_decref(S, env[r]);
-        env[r] = ad_tensor_value(a);
+        ad_value_decref(S, se->env[i]);
+        se->env[i] = ad_tensor_value(a);
     }
     ad_value sv = {.t = AD_TBUILTIN, .u.bi = sb};
     ad_value args[AD_OP_MAX_PARAMS];
@@ -364,6 +431,15 @@ int ad_cvjp_call(ad_state *S, ad_opdef *op, ad_tensor *const *inputs, ad_value *
     ad_value_decref(S, sv);
     if (rc) { ad_value_decref(S, *out); *out = ad_none(); }
     return rc;
+}
+
+static void put_grads(ad_state *S, const cvjp *J, ad_value *env, const ad_list *g) {
+    for (int k = 0; k < J->nout; k++) {
+        if (J->gref[k] < 0) continue;
+        ad_value_decref(S, env[J->gref[k]]);
+        env[J->gref[k]] = g->items[k];
+        ad_value_incref(g->items[k]);
+    }
 }
 
 /* The node's VJP: the backward part on the saved values and the output
@@ -379,9 +455,20 @@ static int formula(ad_state *S, ad_builtin *b, const ad_value *argv, int argc, c
     const saved_env *se = argv[np - 1].u.bi->ud;
     const ad_list *g = argv[np + 1].u.l;
     bool create = S->grad_enabled;
-    ad_value *env;
+    ad_value *env = NULL;
     int rc = ADDSL_OK;
-    if (create) {
+    /* planned in the plan's environment: the saved values and the output gradients only */
+    bool lent = !create && se->idx && (env = ad_plan_part_env(S, T));
+    if (lent) {
+        for (int i = 0; i < se->nvals; i++) { env[se->idx[i]] = se->env[i]; ad_value_incref(se->env[i]); }
+        put_grads(S, J, env, g);
+        if ((rc = ad_plan_run_lent(S, T, J->split, T->nnodes)) < 0) {
+            ad_plan_part_release(S, T);
+            lent = false;
+            rc = ADDSL_OK;
+        }
+    }
+    if (!lent && create) {
         ad_tensor *xs[AD_OP_MAX_PARAMS];
         for (int i = 0; i < J->ninputs; i++) {
             if (argv[i].t != AD_TTENSOR) return ad_error(S, "compiled backward: input %d was released", i);
@@ -390,24 +477,18 @@ static int formula(ad_state *S, ad_builtin *b, const ad_value *argv, int argc, c
         env = ad_trace_env_new(S, T, xs);
         if (!env) return ADDSL_ENOMEM;
         rc = ad_trace_run(S, T, env, 0, J->split, 1);
-    } else {
-        env = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *env);
-        if (!env) return ADDSL_ENOMEM;
-        for (int i = 0; i < T->nvals; i++) { env[i] = se->env[i]; ad_value_incref(env[i]); }
-    }
-    for (int k = 0; k < J->nout && !rc; k++) {
-        if (J->gref[k] < 0) continue;
-        ad_value_decref(S, env[J->gref[k]]);
-        env[J->gref[k]] = g->items[k];
-        ad_value_incref(g->items[k]);
-    }
-    if (!rc) {
-        int p = create ? -1 : ad_plan_run_part(S, T, env, J->split, T->nnodes);
-        rc = p < 0 ? ad_trace_run(S, T, env, J->split, T->nnodes, create ? 1 : 0) : p;
+        if (!rc) put_grads(S, J, env, g);
+        if (!rc) rc = ad_trace_run(S, T, env, J->split, T->nnodes, 1);
+    } else if (!lent) {
+        if (!(env = saved_whole(S, T, se))) return ADDSL_ENOMEM;
+        put_grads(S, J, env, g);
+        int p = ad_plan_run_part(S, T, env, J->split, T->nnodes);
+        rc = p < 0 ? ad_trace_run(S, T, env, J->split, T->nnodes, 0) : p;
     }
     ad_value grads = ad_none();
     if (!rc) rc = ad_trace_build(S, T, env, &T->result.sub[1], &grads);
-    ad_trace_env_free(S, T, env);
+    if (lent) ad_plan_part_release(S, T);
+    else ad_trace_env_free(S, T, env);
     if (rc) return rc;
     if (J->ndiff == 1) {
         *out = grads.u.l->items[J->diff[0]];

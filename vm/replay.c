@@ -235,14 +235,30 @@ static int make_crossing_views(ad_state *S, const ad_trace *T, const ad_plan *P,
     return ADDSL_OK;
 }
 
-int ad_plan_run_part(ad_state *S, const ad_trace *T, ad_value *env, int from, int to) {
+/* The plan's own environment, lent to a call run in parts (vm/compiled_vjp.c) so
+ * that a call costs the values it holds, not a whole environment per program
+ * value: NULL where the plan cannot serve a part (the caller makes its own). */
+ad_value *ad_plan_part_env(ad_state *S, const ad_trace *T) {
     ad_plan *P = T->plan;
-    if (!P || !P->split) return -1;
-    if (P->busy || S->fw_level > 0 || S->trace || !part_holds(T, P, env, from, to)) {
-        /* the caller runs the records through the seam: they read views as tensors */
-        int rc = from > 0 ? make_crossing_views(S, T, P, env, from) : ADDSL_OK;
-        return rc ? rc : -1;
+    if (!P || !P->split || P->busy || S->fw_level > 0 || S->trace) return NULL;
+    if (prepare(S, P)) { ad_clear_error(S); return NULL; }
+    return P->env;
+}
+
+
+/* A planned part puts values in the environment only at envvals (inputs,
+ * constants, placeholders, results of the seam and fresh values): releasing
+ * those empties it. */
+void ad_plan_part_release(ad_state *S, const ad_trace *T) {
+    const ad_plan *P = T->plan;
+    for (int i = 0; i < P->nenvvals; i++) {
+        int v = P->envvals[i];
+        ad_value_decref(S, P->env[v]);
+        P->env[v] = ad_none();
     }
+}
+
+static int run_part(ad_state *S, const ad_trace *T, ad_plan *P, ad_value *env, int from, int to) {
     int rc = prepare(S, P);
     if (rc) return rc;
     P->busy = true;
@@ -257,4 +273,21 @@ int ad_plan_run_part(ad_state *S, const ad_trace *T, ad_value *env, int from, in
     P->busy = false;
     P->runs++;
     return rc;
+}
+
+int ad_plan_run_part(ad_state *S, const ad_trace *T, ad_value *env, int from, int to) {
+    ad_plan *P = T->plan;
+    if (!P || !P->split) return -1;
+    if (P->busy || S->fw_level > 0 || S->trace || !part_holds(T, P, env, from, to)) {
+        /* the caller runs the records through the seam: they read views as tensors */
+        int rc = from > 0 ? make_crossing_views(S, T, P, env, from) : ADDSL_OK;
+        return rc ? rc : -1;
+    }
+    return run_part(S, T, P, env, from, to);
+}
+
+int ad_plan_run_lent(ad_state *S, const ad_trace *T, int from, int to) {
+    ad_plan *P = T->plan;
+    if (P->busy || !part_holds(T, P, P->env, from, to)) return -1;
+    return run_part(S, T, P, P->env, from, to);
 }
