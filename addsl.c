@@ -89,7 +89,8 @@ static const char usage_text[] =
     "in scope, Tab to complete, quit() or Ctrl-D to leave.\n"
     "\n"
     "Environment: ADDSL_HISTORY (the REPL's history file; empty: none),\n"
-    "ADDSL_CUDA_MODULE (the CUDA module to load), COLUMNS (progress bar width).\n"
+    "ADDSL_CUDA_MODULE and ADDSL_MPI_MODULE (the CUDA and MPI modules to load),\n"
+    "ADDSL_NO_HUGE_PAGES=1 (big tensors in 4 KB pages), COLUMNS (progress bar width).\n"
     "\n"
     "Exit status: 0 success, 1 compile or runtime error or a failed write to\n"
     "standard output, 2 bad usage, or the code given to exit(code).\n";
