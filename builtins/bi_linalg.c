@@ -16,9 +16,7 @@
  * matrix, and through the registry's libffi path (i32 and f64 arguments) each call cost
  * about 150 ns, more than a 4x4 product. Shipped kernels cannot be replaced, so this is
  * the function the registry would call. */
-typedef void (*gemm_fn)(const ad_blas_api *, const void *, const void *, void *, int64_t, int64_t, int64_t,
-                        int64_t, int64_t, int64_t, int32_t, int32_t, double, double);
-static const gemm_fn GEMM[3] = {ad_red_gemm_f32, ad_red_gemm_f64, ad_red_gemm_i64};
+static const ad_red_gemm_fn GEMM[3] = {ad_red_gemm_f32, ad_red_gemm_f64, ad_red_gemm_i64};
 static const int K_DOT[3] = {AD_K_red_dot_f32, AD_K_red_dot_f64, AD_K_red_dot_i64};
 
 /* C++ scalar names, as torch's matmul dtype message prints them. */

@@ -80,6 +80,9 @@ void ad_red_gemm_f64(const struct ad_blas_api *blas, const void *a, const void *
 void ad_red_gemm_i64(const struct ad_blas_api *blas, const void *a, const void *b, void *c, int64_t m,
                      int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, int32_t trans_a,
                      int32_t trans_b, double alpha, double beta);
+/* Any of the three, as bi_linalg.c and vm/plan_kernels.c pick one by dtype. */
+typedef void (*ad_red_gemm_fn)(const struct ad_blas_api *, const void *, const void *, void *, int64_t, int64_t,
+                               int64_t, int64_t, int64_t, int64_t, int32_t, int32_t, double, double);
 
 /* Batched small products (kernels_gemm_small.c); g = {nbatch, m, n, k, sa, ars, acs, sb, brs, bcs}. */
 void ad_red_gemm_small_f32(const void *a, const void *b, void *c, const int64_t *g, double alpha,

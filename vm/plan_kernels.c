@@ -366,9 +366,6 @@ static void materialize(mat *m, char *out, size_t es) {
     contiguous_strides(m->nd, m->shape, m->strides);
 }
 
-typedef void (*gemm_fn)(const ad_blas_api *, const void *, const void *, void *, int64_t, int64_t, int64_t,
-                        int64_t, int64_t, int64_t, int32_t, int32_t, double, double);
-
 /* c (contiguous [batch..., M, N], holding beta's term) = alpha a b + beta c with a
  * [batch..., M, K] and b [batch..., K, N] broadcast to one batch shape: the small
  * kernel or a BLAS call per matrix, an operand BLAS cannot read copied first, all as
@@ -409,7 +406,7 @@ static int gemm_batched(ad_state *S, mat *a, mat *b, char *c, ad_dtype dt, doubl
         materialize(m, copy[i], es);
         ad_blas_layout(m->shape[nd - 2], m->shape[nd - 1], m->strides[nd - 2], m->strides[nd - 1], tr[i], ld[i]);
     }
-    gemm_fn gemm = dt == AD_FLOAT64 ? ad_red_gemm_f64 : ad_red_gemm_f32;
+    ad_red_gemm_fn gemm = dt == AD_FLOAT64 ? ad_red_gemm_f64 : ad_red_gemm_f32;
     for (int64_t bi = 0; bi < nbatch; bi++) {
         int64_t rem = bi, ao = 0, bo = 0;
         for (int i = nb - 1; i >= 0; i--) {
