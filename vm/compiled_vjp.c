@@ -336,21 +336,13 @@ static bool privatize(ad_state *S, ad_value *v, ad_tensor *const *inputs, int n)
     return true;
 }
 
-/* The first part in the plan's environment (ad_plan_part_env), filled as
- * ad_trace_env_new fills a whole one, at the values a planned run reads.
- * Returns -1 (nothing left behind) where the part cannot run planned. */
-static int first_part_planned(ad_state *S, const cvjp *J, ad_tensor *const *inputs, ad_value *env) {
+/* The first part in the plan's environment (ad_plan_part_env). Returns -1
+ * (nothing left behind) where the part cannot run planned. */
+static int first_part_planned(ad_state *S, const cvjp *J, ad_tensor *const *inputs) {
     const ad_trace *T = J->T;
-    const ad_plan *P = T->plan;
-    for (int i = 0; i < P->nenvvals; i++) {
-        int v = P->envvals[i];
-        if (v < T->ninputs) env[v] = ad_tensor_value(inputs[v]);
-        else if (T->vals[v].kind != AD_TV_INPUT) env[v] = T->vals[v].v;
-        else continue;
-        ad_value_incref(env[v]);
-    }
+    ad_plan_env_fill(T, inputs);
     int rc = ad_plan_run_lent(S, T, 0, J->split);
-    if (rc < 0) ad_plan_part_release(S, T);
+    if (rc < 0) ad_plan_env_release(S, T);
     return rc;
 }
 
@@ -362,7 +354,7 @@ static int keep_planned(ad_state *S, const ad_trace *T, ad_value *env, saved_env
     se->env = ad_malloc(S, (size_t)(n ? n : 1) * sizeof *se->env);
     se->idx = ad_malloc(S, (size_t)(n ? n : 1) * sizeof *se->idx);
     if (!se->env || !se->idx) {
-        ad_plan_part_release(S, T);
+        ad_plan_env_release(S, T);
         return S->errcode ? S->errcode : ADDSL_ENOMEM;
     }
     for (int i = 0; i < P->nenvvals; i++) {
@@ -382,7 +374,7 @@ int ad_cvjp_call(ad_state *S, ad_opdef *op, ad_tensor *const *inputs, ad_value *
     saved_env *se = ad_calloc(S, 1, sizeof *se);
     if (!se) return S->errcode ? S->errcode : ADDSL_ENOMEM;
     ad_value *env = ad_plan_part_env(S, T);
-    int rc = env ? first_part_planned(S, J, inputs, env) : -1;
+    int rc = env ? first_part_planned(S, J, inputs) : -1;
     if (rc < 0) {
         env = ad_trace_env_new(S, T, inputs);
         if (!env) { ad_free(S, se); return ADDSL_ENOMEM; }
@@ -395,7 +387,7 @@ int ad_cvjp_call(ad_state *S, ad_opdef *op, ad_tensor *const *inputs, ad_value *
     if (!se->env) {
         /* the plan's environment: its values move to 'se' (released on an error) */
         if (!rc) rc = keep_planned(S, T, env, se);
-        else ad_plan_part_release(S, T);
+        else ad_plan_env_release(S, T);
     }
     ad_tensor *outs[AD_OP_MAX_OUTS];
     int nout = 0;
@@ -463,7 +455,7 @@ static int formula(ad_state *S, ad_builtin *b, const ad_value *argv, int argc, c
         for (int i = 0; i < se->nvals; i++) { env[se->idx[i]] = se->env[i]; ad_value_incref(se->env[i]); }
         put_grads(S, J, env, g);
         if ((rc = ad_plan_run_lent(S, T, J->split, T->nnodes)) < 0) {
-            ad_plan_part_release(S, T);
+            ad_plan_env_release(S, T);
             lent = false;
             rc = ADDSL_OK;
         }
@@ -487,7 +479,7 @@ static int formula(ad_state *S, ad_builtin *b, const ad_value *argv, int argc, c
     }
     ad_value grads = ad_none();
     if (!rc) rc = ad_trace_build(S, T, env, &T->result.sub[1], &grads);
-    if (lent) ad_plan_part_release(S, T);
+    if (lent) ad_plan_env_release(S, T);
     else ad_trace_env_free(S, T, env);
     if (rc) return rc;
     if (J->ndiff == 1) {

@@ -209,12 +209,14 @@ int ad_plan_replay(ad_state *S, const struct ad_trace *T, ad_tensor *const *inpu
  * error) when the plan cannot serve it; the caller runs the records then. */
 int ad_plan_run_part(ad_state *S, const struct ad_trace *T, ad_value *env, int from, int to);
 /* The plan's own environment, every value none, or NULL when the plan cannot
- * lend it (absent, busy, or a call the seam must see); ad_plan_run_part in it
- * (-1: nothing run or made, the caller fills an environment of its own); and
- * emptying it again (the values a planned run puts there). */
+ * lend it (absent, busy, or a call the seam must see); filling it with a call's
+ * inputs and the constants; ad_plan_run_part in it (-1: nothing run or made,
+ * the caller fills an environment of its own); and emptying it again (the
+ * values a planned run puts there). ad_plan_replay uses the same two. */
 ad_value *ad_plan_part_env(ad_state *S, const struct ad_trace *T);
+void ad_plan_env_fill(const struct ad_trace *T, ad_tensor *const *inputs);
 int ad_plan_run_lent(ad_state *S, const struct ad_trace *T, int from, int to);
-void ad_plan_part_release(ad_state *S, const struct ad_trace *T);
+void ad_plan_env_release(ad_state *S, const struct ad_trace *T);
 /* For the kernel records (vm/plan_kernels.c): the memory of value v as
  * the replay sees it now, and where value v is written (the arena, or a new
  * tensor put in the environment). */

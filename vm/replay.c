@@ -152,11 +152,7 @@ int ad_plan_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_
     ad_value *env = P->env;
     *out = ad_none();
     P->busy = true;
-    for (int i = 0; i < P->nenvvals; i++) {
-        int v = P->envvals[i];
-        env[v] = v < T->ninputs ? ad_tensor_value(inputs[v]) : T->vals[v].v;
-        ad_value_incref(env[v]);
-    }
+    ad_plan_env_fill(T, inputs);
     bool grad = S->grad_enabled;
     for (int i = 0; i < P->nsteps && !rc; i++) {
         int s = P->steps[i];
@@ -164,10 +160,7 @@ int ad_plan_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad_
     }
     S->grad_enabled = grad;
     if (!rc) rc = ad_trace_result_value(S, T, env, out);
-    for (int i = 0; i < P->nenvvals; i++) {
-        ad_value_decref(S, env[P->envvals[i]]);
-        env[P->envvals[i]] = ad_none();
-    }
+    ad_plan_env_release(S, T);
     P->busy = false;
     P->runs++;
     return rc;
@@ -245,11 +238,24 @@ ad_value *ad_plan_part_env(ad_state *S, const ad_trace *T) {
     return P->env;
 }
 
+/* A planned run reads, of what a call brings, only the values at envvals:
+ * the call's inputs and the program's constants (a placeholder, an output
+ * gradient of a part, stays none for the caller to put). */
+void ad_plan_env_fill(const ad_trace *T, ad_tensor *const *inputs) {
+    const ad_plan *P = T->plan;
+    for (int i = 0; i < P->nenvvals; i++) {
+        int v = P->envvals[i];
+        if (v < T->ninputs) P->env[v] = ad_tensor_value(inputs[v]);
+        else if (T->vals[v].kind != AD_TV_INPUT) P->env[v] = T->vals[v].v;
+        else continue;
+        ad_value_incref(P->env[v]);
+    }
+}
 
-/* A planned part puts values in the environment only at envvals (inputs,
+/* A planned run puts values in the environment only at envvals (inputs,
  * constants, placeholders, results of the seam and fresh values): releasing
  * those empties it. */
-void ad_plan_part_release(ad_state *S, const ad_trace *T) {
+void ad_plan_env_release(ad_state *S, const ad_trace *T) {
     const ad_plan *P = T->plan;
     for (int i = 0; i < P->nenvvals; i++) {
         int v = P->envvals[i];
