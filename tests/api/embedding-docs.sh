@@ -86,4 +86,26 @@ if $cc "$first" $(pkg-config --static --cflags --libs addsl | sed 's/-laddsl/-l:
     if command -v ldd >/dev/null 2>&1 && ldd "$tmp/static" | grep -q libaddsl; then bad "the static link still needs libaddsl.so"
     else ok "pkg-config --static"; fi
 else bad "pkg-config --static:"; cat "$tmp/static.err" "$tmp/static.out"; fi
+# The installed addsl finds its modules in the tree it was installed to: this
+# install overrode the configured prefix, as a moved tree or a DESTDIR staging
+# does, so the configured pkglibdir does not hold them. Run by path and, as
+# users do, by bare name from PATH (dladdr then names no directory). The
+# loader's "calling init" line names the module it loaded.
+loaded() { # MODULE: the path of the MODULE the last command's loader log loaded
+    sed -n "s/.*calling init: \(.*\/$1\)$/\1/p" "$tmp/ld.err" | head -1
+}
+same_file() { [ -n "$1" ] && [ "$(cd "$(dirname "$1")" && pwd -P)/$(basename "$1")" = "$(cd "$(dirname "$2")" && pwd -P)/$(basename "$2")" ]; }
+if [ -f "$pfx/lib/addsl/addsl_mpi.so" ]; then
+    for how in path PATH; do
+        if [ $how = path ]; then run="$pfx/bin/addsl"; else run=addsl; fi
+        got=$(env -u ADDSL_MPI_MODULE PATH="$pfx/bin:$PATH" LD_DEBUG=files "$run" -e 'print(mpi_is_available())' 2>"$tmp/ld.err")
+        if same_file "$(loaded addsl_mpi.so)" "$pfx/lib/addsl/addsl_mpi.so"; then ok "the installed addsl (by $how) loads its own addsl_mpi.so"
+        else bad "the installed addsl (by $how) did not load $pfx/lib/addsl/addsl_mpi.so (printed '$got', loaded '$(loaded addsl_mpi.so)')"; fi
+    done
+fi
+if [ -f "$pfx/lib/addsl/addsl_cuda.so" ]; then
+    env -u ADDSL_CUDA_MODULE LD_DEBUG=files "$pfx/bin/addsl" -e 'print(cuda_is_available())' >/dev/null 2>"$tmp/ld.err"
+    if same_file "$(loaded addsl_cuda.so)" "$pfx/lib/addsl/addsl_cuda.so"; then ok "the installed addsl loads its own addsl_cuda.so"
+    else bad "the installed addsl did not load $pfx/lib/addsl/addsl_cuda.so (loaded '$(loaded addsl_cuda.so)')"; fi
+fi
 exit $fail
