@@ -46,6 +46,9 @@ def main():
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     print("torch_threads", torch.get_num_threads())
+    if os.environ.get("BENCH_ONLY") == "sweep":  # run.sh's extra sweep processes
+        sweep()
+        return
     x = torch.randn(4)
     print("perop_iter", median_of(ops_loop, x, N) / N)
     print("empty_iter", median_of(empty_loop, x, N) / N)
@@ -65,7 +68,11 @@ def main():
             qg = q.clone().requires_grad_()
             print(f"bmm_{n}_{dn}", median_of(timed, torch.matmul, p, q))
             print(f"bmm_{n}_{dn}_fb", median_of(timed, lambda: (pg @ qg).sum().backward()))
-    # the size sweep, as bench/sweep.ad
+    sweep()
+
+
+def sweep():
+    """The size sweep, as bench/sweep.ad."""
     for dt, dn in ((torch.float32, "f32"), (torch.float64, "f64")):
         for e in (3, 4, 5, 6):
             n = 10 ** e
