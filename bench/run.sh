@@ -220,6 +220,27 @@ row 5  "start-up, -e 1 vs import torch (ms)" ms "$(med addsl_startup)" torch "$(
 row 5b "start-up, fastest run (ms)"        ms "$(med addsl_startup_min)" torch "$(med torch_startup_min)" -
 awk -v t="$(med addsl_startup)" 'BEGIN { printf "    start-up target: addsl under 10 ms: %s (%s, %s and %s runs)\n", (t < 0.010 ? "MET" : "MISSED"), "'"$TOOL"'", '"$STARTUP_RUNS"', '"$TORCH_STARTUP_RUNS"' }'
 
+# ---- the trajectory steps (issue 13: "the trajectory bench at least at PyTorch's speed"):
+# traj_bench.ad's fused steps against traj_torch.py's matrix formulation, interleaved rounds ----
+for round in $(seq "$ROUNDS"); do
+    echo "== trajectory round $round of $ROUNDS" >&2
+    "$ADDSL" "$BENCH/traj_bench.ad" > "$TMP/traj.out" || { echo "run.sh: traj_bench.ad failed" >&2; exit 1; }
+    collect addsl_ < "$TMP/traj.out"
+    if [ $TORCH = 1 ]; then
+        BENCH_TORCH_THREADS=${BENCH_TORCH_THREADS:-$(nproc)} "$PY" "$BENCH/traj_torch.py" > "$TMP/traj_torch.out" \
+            || { echo "run.sh: traj_torch.py failed" >&2; exit 1; }
+        collect torch_ < "$TMP/traj_torch.out"
+    fi
+done
+echo
+echo "trajectory steps, b=1000 H=32 d=7 float32 ($ROUNDS rounds, each the median of 7x20 calls; torch: the matrix formulation)"
+row t1 "acc step, forward + backward (ms)"  ms "$(med addsl_traj_acc_fwd_bwd)" torch "$(med torch_traj_acc_fwd_bwd)" 1.00
+row t2 "jerk step, forward + backward (ms)" ms "$(med addsl_traj_jerk_fwd_bwd)" torch "$(med torch_traj_jerk_fwd_bwd)" 1.00
+row t3 "position step central, f + b (ms)"  ms "$(med addsl_traj_pos_central_fwd_bwd)" torch "$(med torch_traj_pos_central_fwd_bwd)" 1.00
+row t4 "position step backward, f + b (ms)" ms "$(med addsl_traj_pos_backward_fwd_bwd)" - "" -
+row t5 "acc kernels alone, fwd + bwd (ms)"  ms "$(med addsl_traj_acc_kernels)" - "" -
+row t6 "sample iteration, b=64 (ms)"        ms "$(med addsl_traj_sample_iteration)" - "" -
+
 # ---- autograd (issue 3): autograd_*.ad against autograd_torch.py, interleaved rounds ----
 AG_ROUNDS=${AG_ROUNDS:-$ROUNDS}
 for round in $(seq "$AG_ROUNDS"); do
