@@ -29,6 +29,15 @@ static int check_matrix(ad_state *S, const ad_tensor *a, const char *fn, bool sq
     return ADDSL_OK;
 }
 
+/* check_matrix, then the library the factorisation calls, in 'lp'. */
+static int lapack_matrix(ad_state *S, const ad_tensor *a, const char *fn, bool square,
+                         const ad_blas_api **lp) {
+    int rc = check_matrix(S, a, fn, square);
+    if (rc) return rc;
+    *lp = ad_blas_api_get(S, fn);
+    return *lp ? ADDSL_OK : S->errcode;
+}
+
 static int64_t batch_of(const ad_tensor *a, int core) {
     int64_t nb = 1;
     for (int i = 0; i < a->ndim - core; i++) nb *= a->shape[i];
@@ -104,9 +113,8 @@ static int bi_cholesky(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (!rc) rc = ad_arg_bool(S, argv[2], fn, "check_errors", &check);
     if (!rc) rc = ad_arg_tensor(S, argv[0], fn, "A", &a);
     if (rc) return rc;
-    if ((rc = check_matrix(S, a, fn, true))) goto done;
-    const ad_blas_api *lp = ad_blas_api_get(S, fn);
-    if (!lp) { rc = S->errcode; goto done; }
+    const ad_blas_api *lp;
+    if ((rc = lapack_matrix(S, a, fn, true, &lp))) goto done;
     int n = (int)a->shape[a->ndim - 1], ld = imax(n, 1), info = 0;
     int64_t nb = batch_of(a, 2);
     ad_tensor *c = colmajor(S, a);
@@ -164,9 +172,8 @@ static int bi_qr(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         return ad_error(S, "qr received unrecognized mode '%s' but expected one of 'reduced' (default), 'r', or 'complete'", mode);
     if ((rc = ad_arg_tensor(S, argv[0], fn, "A", &a))) return rc;
     double *tau = NULL, *work = NULL, *qa = NULL;
-    if ((rc = check_matrix(S, a, fn, false))) goto done;
-    const ad_blas_api *lp = ad_blas_api_get(S, fn);
-    if (!lp) { rc = S->errcode; goto done; }
+    const ad_blas_api *lp;
+    if ((rc = lapack_matrix(S, a, fn, false, &lp))) goto done;
     int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = imin(m, n), ld = imax(m, 1);
     int rr = complete ? m : k, qc = complete ? m : k, info = 0, lwork = -1;
     int64_t nb = batch_of(a, 2);
@@ -245,9 +252,8 @@ static int bi_svd(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (rc) return rc;
     double *work = NULL, *u = NULL, *vt = NULL;
     int *iwork = NULL;
-    if ((rc = check_matrix(S, a, fn, false))) goto done;
-    const ad_blas_api *lp = ad_blas_api_get(S, fn);
-    if (!lp) { rc = S->errcode; goto done; }
+    const ad_blas_api *lp;
+    if ((rc = lapack_matrix(S, a, fn, false, &lp))) goto done;
     int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = imin(m, n);
     int uc = full ? m : k, vr = full ? n : k, ldu = imax(m, 1), ldvt = imax(vr, 1), lda = imax(m, 1);
     int info = 0, lwork = -1;
@@ -320,9 +326,8 @@ static int bi_eigh(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if ((rc = ad_arg_tensor(S, argv[0], fn, "A", &a))) return rc;
     double *work = NULL;
     int *iwork = NULL;
-    if ((rc = check_matrix(S, a, fn, true))) goto done;
-    const ad_blas_api *lp = ad_blas_api_get(S, fn);
-    if (!lp) { rc = S->errcode; goto done; }
+    const ad_blas_api *lp;
+    if ((rc = lapack_matrix(S, a, fn, true, &lp))) goto done;
     int n = (int)a->shape[a->ndim - 1], ld = imax(n, 1), info = 0, lwork = -1, liwork = -1, qi = 0;
     int64_t nb = batch_of(a, 2), wt[1] = {n};
     /* The column-major copy holds A itself, so UPLO means what it says. */
@@ -381,9 +386,8 @@ static int bi_solve_triangular(ad_state *S, ad_value *argv, int argc, ad_value *
     if (!rc) rc = ad_arg_tensor(S, argv[0], fn, "A", &a);
     if (!rc) rc = ad_arg_tensor(S, argv[1], fn, "B", &bm);
     if (rc) goto done;
-    if ((rc = check_matrix(S, a, fn, true)) || (rc = check_matrix(S, bm, fn, false))) goto done;
-    const ad_blas_api *lp = ad_blas_api_get(S, fn);
-    if (!lp) { rc = S->errcode; goto done; }
+    const ad_blas_api *lp;
+    if ((rc = check_matrix(S, a, fn, true)) || (rc = lapack_matrix(S, bm, fn, false, &lp))) goto done;
     if (a->dtype != bm->dtype) {
         rc = ad_error(S, "%s: Expected A and B to have the same dtype, but found A of type %s and B of type %s instead",
                       fn, ad_torch_dtype_name(a->dtype), ad_torch_dtype_name(bm->dtype));
@@ -430,9 +434,8 @@ static int bi_lu_factor(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     int rc = ad_arg_tensor(S, argv[0], fn, "A", &a);
     if (rc) return rc;
     int *piv = NULL;
-    if ((rc = check_matrix(S, a, fn, false))) goto done;
-    const ad_blas_api *lp = ad_blas_api_get(S, fn);
-    if (!lp) { rc = S->errcode; goto done; }
+    const ad_blas_api *lp;
+    if ((rc = lapack_matrix(S, a, fn, false, &lp))) goto done;
     int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = imin(m, n), ld = imax(m, 1), info = 0;
     int64_t nb = batch_of(a, 2), pt[1] = {k};
     o[0] = colmajor(S, a);
@@ -473,9 +476,8 @@ static int bi_geqrf(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     int rc = ad_arg_tensor(S, argv[0], fn, "input", &a);
     if (rc) return rc;
     double *work = NULL;
-    if ((rc = check_matrix(S, a, fn, false))) goto done;
-    const ad_blas_api *lp = ad_blas_api_get(S, fn);
-    if (!lp) { rc = S->errcode; goto done; }
+    const ad_blas_api *lp;
+    if ((rc = lapack_matrix(S, a, fn, false, &lp))) goto done;
     int m = (int)a->shape[a->ndim - 2], n = (int)a->shape[a->ndim - 1], k = imin(m, n), ld = imax(m, 1);
     int info = 0, lwork = -1;
     int64_t nb = batch_of(a, 2), tt[1] = {k};

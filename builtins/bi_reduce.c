@@ -264,34 +264,32 @@ static int parse_rargs(ad_state *S, ad_value *argv, int idim, int ikeep, int idt
     return rc;
 }
 
+typedef ad_tensor *dtype_reduce_fn(ad_state *S, ad_tensor *t, int ndims, const int64_t *dims,
+                                   bool keepdim, int dtype);
+
+static ad_tensor *reduce_prod(ad_state *S, ad_tensor *t, int ndims, const int64_t *dims,
+                              bool keepdim, int dtype) {
+    return sum_like(S, t, ndims, dims, keepdim, dtype, K_PROD);
+}
+
+/* The builtins (self, dim, keepdim, dtype) of sum, mean and prod. */
+static int dtype_reduce(ad_state *S, ad_value *argv, const char *fn, dtype_reduce_fn *f, ad_value *out) {
+    rargs r;
+    int rc = parse_rargs(S, argv, 1, 2, 3, fn, &r);
+    if (rc) return rc;
+    ad_tensor *o = f(S, r.t, r.ndims, r.dims, r.keepdim, r.dtype);
+    ad_tensor_decref(S, r.t);
+    return ad_ret_tensor(S, o, out);
+}
+
 static int bi_sum(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    rargs r;
-    int rc = parse_rargs(S, argv, 1, 2, 3, "sum", &r);
-    if (rc) return rc;
-    ad_tensor *o = ad_reduce_sum(S, r.t, r.ndims, r.dims, r.keepdim, r.dtype);
-    ad_tensor_decref(S, r.t);
-    return ad_ret_tensor(S, o, out);
+    (void)argc; return dtype_reduce(S, argv, "sum", ad_reduce_sum, out);
 }
-
 static int bi_mean(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    rargs r;
-    int rc = parse_rargs(S, argv, 1, 2, 3, "mean", &r);
-    if (rc) return rc;
-    ad_tensor *o = ad_reduce_mean(S, r.t, r.ndims, r.dims, r.keepdim, r.dtype);
-    ad_tensor_decref(S, r.t);
-    return ad_ret_tensor(S, o, out);
+    (void)argc; return dtype_reduce(S, argv, "mean", ad_reduce_mean, out);
 }
-
 static int bi_prod(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    rargs r;
-    int rc = parse_rargs(S, argv, 1, 2, 3, "prod", &r);
-    if (rc) return rc;
-    ad_tensor *o = sum_like(S, r.t, r.ndims, r.dims, r.keepdim, r.dtype, K_PROD);
-    ad_tensor_decref(S, r.t);
-    return ad_ret_tensor(S, o, out);
+    (void)argc; return dtype_reduce(S, argv, "prod", reduce_prod, out);
 }
 
 static int bool_reduce(ad_state *S, ad_value *argv, const char *fn, int kid, ad_value *out) {

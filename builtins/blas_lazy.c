@@ -4,6 +4,8 @@
 
 #include <dlfcn.h>
 
+#include "dl_table.h"
+
 /* RTLD_DEEPBIND: OpenBLAS's own ~14k symbol relocations (DYNAMIC_ARCH's kernel
  * tables) are looked up in its scope first, not after every library already
  * loaded: 19M instructions for a first product instead of 34M (21M when it was
@@ -20,28 +22,23 @@
 #define BLAS_DL_FLAGS (RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND)
 #endif
 
+static const char *const blas_names[] = {AD_BLAS_FUNCS(AD_DL_NAME)};
+_Static_assert(AD_DL_FITS(ad_blas_api, blas_names), "dl_table.c fills ad_blas_api as one pointer after another");
+
+static const ad_dl_table blas_table = {
+    .soname = AD_BLAS_SONAME,
+    .flags = BLAS_DL_FLAGS,
+    .names = blas_names,
+    .count = sizeof blas_names / sizeof *blas_names,
+    /* dlerror names the file */
+    .cannot_open = "matrix products and factorisations need OpenBLAS, which cannot be loaded: ",
+    .no_reason = AD_BLAS_SONAME,
+    .hint = " (apt-get install libopenblas0-openmp)",
+};
+
 const ad_blas_api *ad_blas_load(ad_state *S, const char *who) {
-    ad_blas_api *t = ad_calloc(S, 1, sizeof *t);
-    if (!t) { ad_nomem(S); return NULL; }
-    t->dl = dlopen(AD_BLAS_SONAME, BLAS_DL_FLAGS);
-    if (!t->dl) {
-        const char *why = dlerror();
-        /* dlerror names the file */
-        ad_error(S, "%s(): matrix products and factorisations need OpenBLAS, which cannot be loaded: %s "
-                 "(apt-get install libopenblas0-openmp)", who, why ? why : AD_BLAS_SONAME);
-        ad_free(S, t);
-        return NULL;
-    }
-    /* dlsym returns void *; POSIX guarantees it converts to a function pointer. */
-#define AD_BLAS_LOAD(name) \
-    if (!(*(void **)&t->name = dlsym(t->dl, #name))) { \
-        ad_error(S, "%s(): %s lacks the function %s", who, AD_BLAS_SONAME, #name); \
-        ad_free(S, t); return NULL; \
-    }
-    AD_BLAS_FUNCS(AD_BLAS_LOAD)
-#undef AD_BLAS_LOAD
-    S->blas = t;
-    return t;
+    S->blas = ad_dl_table_load(S, &blas_table, who);
+    return S->blas;
 }
 
 /* The library stays loaded: a host that opens states one after another pays

@@ -2,30 +2,27 @@
  * use (see cairo_lazy.h), held by the state and closed with it. */
 #include "cairo_lazy.h"
 
+#ifdef HAVE_CAIRO
 #include <dlfcn.h>
 
-#ifdef HAVE_CAIRO
+#include "dl_table.h"
+
+static const char *const cairo_names[] = {AD_CAIRO_FUNCS(AD_DL_NAME)};
+_Static_assert(AD_DL_FITS(ad_cairo_api, cairo_names), "dl_table.c fills ad_cairo_api as one pointer after another");
+
+static const ad_dl_table cairo_table = {
+    .soname = AD_CAIRO_SONAME,
+    .flags = RTLD_NOW | RTLD_LOCAL,
+    .names = cairo_names,
+    .count = sizeof cairo_names / sizeof *cairo_names,
+    .cannot_open = "cannot load " AD_CAIRO_SONAME ": ",
+    .no_reason = "unknown error",
+    .hint = "",
+};
+
 const ad_cairo_api *ad_cairo_api_get(ad_state *S) {
-    if (S->cairo) return S->cairo;
-    ad_cairo_api *c = ad_calloc(S, 1, sizeof *c);
-    if (!c) { ad_nomem(S); return NULL; }
-    c->dl = dlopen(AD_CAIRO_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!c->dl) {
-        const char *why = dlerror();
-        ad_error(S, "plot(): cannot load %s: %s", AD_CAIRO_SONAME, why ? why : "unknown error");
-        ad_free(S, c);
-        return NULL;
-    }
-    /* dlsym returns void *; POSIX guarantees it converts to a function pointer. */
-#define AD_CAIRO_LOAD(name) \
-    if (!(*(void **)&c->name = dlsym(c->dl, #name))) { \
-        ad_error(S, "plot(): %s lacks the function %s", AD_CAIRO_SONAME, #name); \
-        ad_free(S, c); return NULL; \
-    }
-    AD_CAIRO_FUNCS(AD_CAIRO_LOAD)
-#undef AD_CAIRO_LOAD
-    S->cairo = c;
-    return c;
+    if (!S->cairo) S->cairo = ad_dl_table_load(S, &cairo_table, "plot");
+    return S->cairo;
 }
 
 /* The library stays loaded: fontconfig (under cairo) keeps process-wide

@@ -4,6 +4,7 @@
 
 #include "kernels_reduce.h"
 #include "ad_limits.h"
+#include "par_for.h"
 
 /* The build's -O2 leaves these loops scalar; O3's vectoriser is what they are written for. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -14,16 +15,6 @@
  * bench/RESULTS.md. The fixed sizes below let the compiler unroll the whole product into
  * registers; the generic path keeps a row of C in a local array so its inner loop is
  * contiguous whatever B's layout. */
-
-#define PAR_FOR(par, ...)                                                          \
-    do {                                                                           \
-        if (par) {                                                                 \
-            _Pragma("omp parallel for schedule(static)")                           \
-            __VA_ARGS__                                                            \
-        } else {                                                                   \
-            __VA_ARGS__                                                            \
-        }                                                                          \
-    } while (0)
 
 /* c[m, n] (contiguous) = alpha * a b + beta * c, a read at (ars, acs), b at (brs, 1): each
  * row of c is a sum of rows of b scaled by a's entries, an inner loop over contiguous

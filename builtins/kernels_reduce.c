@@ -6,6 +6,7 @@
 #include "kernels_reduce.h"
 #include "blas_lazy.h"
 #include "ad_limits.h"
+#include "par_for.h"
 #include "reduce_simd.h"
 
 /* Columns reduced together in the strided case: their accumulators stay in
@@ -13,19 +14,6 @@
 #define CHUNK 256
 /* A single long row is cut into this many fixed blocks to reduce in parallel. */
 #define ROW_BLOCKS 64
-
-/* Runs the for statement given as the argument on the OpenMP team only when
- * 'par': a parallel region, even one disabled by an if clause, costs a team
- * set-up and futex traffic on every call, which small tensors must not pay. */
-#define PAR_FOR(par, ...)                                                          \
-    do {                                                                           \
-        if (par) {                                                                 \
-            _Pragma("omp parallel for schedule(static)")                           \
-            __VA_ARGS__                                                            \
-        } else {                                                                   \
-            __VA_ARGS__                                                            \
-        }                                                                          \
-    } while (0)
 
 /* Float sums accumulate in double (torch's CPU acc_type); integer sums and
  * products go through uint64_t so overflow wraps as in torch instead of being UB. */

@@ -37,45 +37,35 @@
 
 #define T TRAJ_T
 
-void FN(ad_traj_acc_fwd)(const T *u, const T *p0, const T *v0, const T *a0, const int64_t *sidx,
-                         const T *dt, int64_t b, int64_t H, int64_t d, T *pos, T *vel, T *acc, T *jerk) {
-    const int64_t n = H * d;
-#pragma omp parallel for schedule(static) if (b * n >= TRAJ_OMP_MIN)
-    for (int64_t i = 0; i < b; i++) {
-        int64_t s = sidx ? sidx[i] : i;
-        FN(traj_acc_fwd_one)(u + i * n, p0 + s * d, v0 + s * d, a0 + s * d, dt, H, d,
-                             pos + i * n, vel + i * n, acc + i * n, jerk + i * n);
+/* The batch loops of the acceleration and jerk steps, which differ only in
+ * the one-trajectory kernel: TRAJ_BATCH(acc) defines ad_traj_acc_fwd and
+ * ad_traj_acc_bwd over traj_acc_fwd_one and traj_acc_bwd_one. A macro, not a
+ * function pointer, so each loop still calls its kernel directly. */
+#define TRAJ_BATCH(step)                                                                            \
+    void FN(ad_traj_##step##_fwd)(const T *u, const T *p0, const T *v0, const T *a0,                \
+                                  const int64_t *sidx, const T *dt, int64_t b, int64_t H, int64_t d, \
+                                  T *pos, T *vel, T *acc, T *jerk) {                                \
+        const int64_t n = H * d;                                                                    \
+        _Pragma("omp parallel for schedule(static) if (b * n >= TRAJ_OMP_MIN)")                     \
+        for (int64_t i = 0; i < b; i++) {                                                           \
+            int64_t s = sidx ? sidx[i] : i;                                                         \
+            FN(traj_##step##_fwd_one)(u + i * n, p0 + s * d, v0 + s * d, a0 + s * d, dt, H, d,      \
+                                      pos + i * n, vel + i * n, acc + i * n, jerk + i * n);         \
+        }                                                                                           \
+    }                                                                                               \
+                                                                                                    \
+    void FN(ad_traj_##step##_bwd)(const T *gp, const T *gv, const T *ga, const T *gj, const T *dt,  \
+                                  int64_t b, int64_t H, int64_t d, T *gu, T *gstart) {              \
+        const int64_t n = H * d;                                                                    \
+        _Pragma("omp parallel for schedule(static) if (b * n >= TRAJ_OMP_MIN)")                     \
+        for (int64_t i = 0; i < b; i++)                                                             \
+            FN(traj_##step##_bwd_one)(gp + i * n, gv + i * n, ga + i * n, gj + i * n, dt, H, d,     \
+                                      gu + i * n, gstart + i * 3 * d);                              \
     }
-}
 
-void FN(ad_traj_acc_bwd)(const T *gp, const T *gv, const T *ga, const T *gj, const T *dt,
-                         int64_t b, int64_t H, int64_t d, T *gu, T *gstart) {
-    const int64_t n = H * d;
-#pragma omp parallel for schedule(static) if (b * n >= TRAJ_OMP_MIN)
-    for (int64_t i = 0; i < b; i++)
-        FN(traj_acc_bwd_one)(gp + i * n, gv + i * n, ga + i * n, gj + i * n, dt, H, d, gu + i * n,
-                             gstart + i * 3 * d);
-}
-
-void FN(ad_traj_jerk_fwd)(const T *u, const T *p0, const T *v0, const T *a0, const int64_t *sidx,
-                          const T *dt, int64_t b, int64_t H, int64_t d, T *pos, T *vel, T *acc, T *jerk) {
-    const int64_t n = H * d;
-#pragma omp parallel for schedule(static) if (b * n >= TRAJ_OMP_MIN)
-    for (int64_t i = 0; i < b; i++) {
-        int64_t s = sidx ? sidx[i] : i;
-        FN(traj_jerk_fwd_one)(u + i * n, p0 + s * d, v0 + s * d, a0 + s * d, dt, H, d,
-                              pos + i * n, vel + i * n, acc + i * n, jerk + i * n);
-    }
-}
-
-void FN(ad_traj_jerk_bwd)(const T *gp, const T *gv, const T *ga, const T *gj, const T *dt,
-                          int64_t b, int64_t H, int64_t d, T *gu, T *gstart) {
-    const int64_t n = H * d;
-#pragma omp parallel for schedule(static) if (b * n >= TRAJ_OMP_MIN)
-    for (int64_t i = 0; i < b; i++)
-        FN(traj_jerk_bwd_one)(gp + i * n, gv + i * n, ga + i * n, gj + i * n, dt, H, d, gu + i * n,
-                              gstart + i * 3 * d);
-}
+TRAJ_BATCH(acc)
+TRAJ_BATCH(jerk)
+#undef TRAJ_BATCH
 
 void FN(ad_traj_pos_fwd)(const T *u, const T *p0, const T *v0, const T *a0, const int64_t *sidx,
                          T dt, int central, int64_t b, int64_t H, int64_t d, T *pos, T *vel,

@@ -4,28 +4,24 @@
 
 #include <dlfcn.h>
 
+#include "dl_table.h"
+
+static const char *const zip_names[] = {AD_ZIP_FUNCS(AD_DL_NAME)};
+_Static_assert(AD_DL_FITS(ad_zip_api, zip_names), "dl_table.c fills ad_zip_api as one pointer after another");
+
+static const ad_dl_table zip_table = {
+    .soname = AD_ZIP_SONAME,
+    .flags = RTLD_NOW | RTLD_LOCAL,
+    .names = zip_names,
+    .count = sizeof zip_names / sizeof *zip_names,
+    .cannot_open = ".npz archives need " AD_ZIP_SONAME ", which cannot be loaded: ",
+    .no_reason = "unknown error",
+    .hint = "",
+};
+
 const ad_zip_api *ad_zip_api_get(ad_state *S, const char *who) {
-    if (S->zip) return S->zip;
-    ad_zip_api *z = ad_calloc(S, 1, sizeof *z);
-    if (!z) { ad_nomem(S); return NULL; }
-    z->dl = dlopen(AD_ZIP_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!z->dl) {
-        const char *why = dlerror();
-        ad_error(S, "%s(): .npz archives need %s, which cannot be loaded: %s", who, AD_ZIP_SONAME,
-                 why ? why : "unknown error");
-        ad_free(S, z);
-        return NULL;
-    }
-    /* dlsym returns void *; POSIX guarantees it converts to a function pointer. */
-#define AD_ZIP_LOAD(name) \
-    if (!(*(void **)&z->name = dlsym(z->dl, #name))) { \
-        ad_error(S, "%s(): %s lacks the function %s", who, AD_ZIP_SONAME, #name); \
-        ad_free(S, z); return NULL; \
-    }
-    AD_ZIP_FUNCS(AD_ZIP_LOAD)
-#undef AD_ZIP_LOAD
-    S->zip = z;
-    return z;
+    if (!S->zip) S->zip = ad_dl_table_load(S, &zip_table, who);
+    return S->zip;
 }
 
 /* The library stays loaded: libcrypto under it registers exit handlers, which

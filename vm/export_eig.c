@@ -322,9 +322,8 @@ static int lower_svd(ad_xctx *ctx, const ad_xrec *r, bool vectors) {
 }
 
 int ad_export_lower_eig(ad_xctx *ctx, const ad_xrec *r) {
-    if (r->n->kind != AD_TN_OP && r->n->kind != AD_TN_BUILTIN) return AD_XL_PASS;
-    const char *nm = ad_xl_name(r->n);
-    if (!strncmp(nm, "ad_", 3)) nm += 3;
+    const char *nm = ad_xl_op_name(r->n);
+    if (!nm) return AD_XL_PASS;
     bool multi = r->n->out.sub != NULL;
     if (multi && !strcmp(nm, "linalg_eigh")) return lower_eigh(ctx, r, true);
     if (!multi && !strcmp(nm, "linalg_eigvalsh")) return lower_eigh(ctx, r, false);

@@ -668,9 +668,8 @@ static int lower_named_tuple(ad_xctx *ctx, const ad_xrec *r) {
 }
 
 int ad_export_lower_linalg(ad_xctx *ctx, const ad_xrec *r) {
-    if (r->n->kind != AD_TN_OP && r->n->kind != AD_TN_BUILTIN) return AD_XL_PASS;
-    const char *nm = ad_xl_name(r->n);
-    if (!strncmp(nm, "ad_", 3)) nm += 3;
+    const char *nm = ad_xl_op_name(r->n);
+    if (!nm) return AD_XL_PASS;
     bool multi = r->n->out.sub != NULL;
     if (multi && r->n->kind == AD_TN_BUILTIN && !strcmp(nm, "rs_named_tuple")) return lower_named_tuple(ctx, r);
     if (!multi && (!strcmp(nm, "det") || !strcmp(nm, "linalg_det"))) return lower_det_inv(ctx, r, 0);

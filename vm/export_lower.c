@@ -1774,6 +1774,11 @@ void ad_export_emit_nest(ad_xctx *ctx, ad_xnest *e) { emit_nest(ctx, e); }
 /* ---- for the lowerings in files of their own (export_lower.h) ---- */
 
 const char *ad_xl_name(const ad_tnode *n) { return rec_name(n); }
+const char *ad_xl_op_name(const ad_tnode *n) {
+    if (n->kind != AD_TN_OP && n->kind != AD_TN_BUILTIN) return NULL;
+    const char *nm = rec_name(n);
+    return strncmp(nm, "ad_", 3) ? nm : nm + 3;
+}
 int ad_xl_fail(ad_xctx *ctx, const char *why) { return fail(ctx, why); }
 int ad_xl_bind(ad_xctx *ctx, const ad_tnode *n, ad_xrec *r) { return bind(ctx, n, r); }
 int ad_xl_pref(const ad_xrec *r, int i) { return pref(r, i); }

@@ -1199,12 +1199,21 @@ static bool targ_any(const ad_targ *a, const bool *set) {
     return false;
 }
 
+/* A flag per value, set on those the result holds: the seed of the passes
+ * below. NULL when out of memory, with the error cleared: the passes only
+ * tidy the trace, and one without its flags is skipped. */
+static bool *result_marks(ad_state *S, const ad_trace *T) {
+    bool *m = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *m);
+    if (!m) { ad_clear_error(S); return NULL; }
+    targ_mark(&T->result, m);
+    return m;
+}
+
 /* Common subexpressions, within the stretches between two writes. A record
  * whose output f returns is kept: eager returns a tensor of its own there. */
 static int eliminate_common(ad_state *S, ad_trace *T, const storages *w, int *rep) {
-    bool *escapes = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *escapes);
-    if (!escapes) { ad_clear_error(S); return 0; }
-    targ_mark(&T->result, escapes);
+    bool *escapes = result_marks(S, T);
+    if (!escapes) return 0;
     int cap = 16;
     while (cap < 2 * T->nnodes) cap *= 2;
     int *table = ad_malloc(S, (size_t)cap * sizeof *table);
@@ -1235,9 +1244,8 @@ static int eliminate_common(ad_state *S, ad_trace *T, const storages *w, int *re
 }
 
 static int eliminate_dead(ad_state *S, ad_trace *T) {
-    bool *live = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *live);
-    if (!live) { ad_clear_error(S); return 0; }
-    targ_mark(&T->result, live);
+    bool *live = result_marks(S, T);
+    if (!live) return 0;
     int removed = 0;
     for (int i = T->nnodes - 1; i >= 0; i--) {
         ad_tnode *n = &T->nodes[i];
@@ -1270,9 +1278,8 @@ static bool targ_needs_graph(const ad_trace *T, const ad_targ *a, const bool *ne
  * backward, a write, .grad), through records that keep grad mode, it runs
  * under no_grad and records no graph node. */
 static int prune_graph(ad_state *S, ad_trace *T) {
-    bool *need = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *need);
-    if (!need) { ad_clear_error(S); return 0; }
-    targ_mark(&T->result, need);
+    bool *need = result_marks(S, T);
+    if (!need) return 0;
     int pruned = 0;
     for (int i = T->nnodes - 1; i >= 0; i--) {
         ad_tnode *n = &T->nodes[i];
