@@ -91,8 +91,9 @@ for round in $(seq $((ROUNDS + 1)) "$SWEEP_ROUNDS"); do
 done
 SWEEP_N=$(( SWEEP_ROUNDS > ROUNDS ? SWEEP_ROUNDS : ROUNDS ))
 
-# The first run of a recorded loop against later runs in the same process (issue 13).
-for round in $(seq "$ROUNDS"); do
+# The first run of a recorded loop against later runs in the same process (issue 13): its first
+# run meets fresh pages, which land differently per process, so it runs in SWEEP_N processes too.
+for round in $(seq "$SWEEP_N"); do
     "$ADDSL" "$BENCH/cold_warm.ad" > "$TMP/cold_warm.out" || { echo "run.sh: cold_warm.ad failed" >&2; exit 1; }
     collect addsl_ < "$TMP/cold_warm.out"
 done
@@ -143,7 +144,7 @@ echo
 echo "addsl: $ADDSL ($("$ADDSL" --version 2>/dev/null | head -n 1))"
 echo "cores: $(nproc)  openblas threads: $(med c_blas_threads)  torch threads: $(med torch_torch_threads)"
 echo "load average before the run: $LOAD0  after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "times are medians ($ROUNDS rounds, each the median of 7 runs); ratio = addsl time / baseline time (below 1: addsl faster)"
+echo "times are medians ($ROUNDS rounds, row 1c $SWEEP_N, each the median of 7 runs); ratio = addsl time / baseline time (below 1: addsl faster)"
 echo
 printf "%-3s %-36s %10s %-9s %10s %8s %8s %s\n" "#" "benchmark (unit)" "addsl" "baseline" "base" "ratio" "target" ""
 row 1  "per op, y = x*1.5 + x on [4] (us)" us "$(perop "$(med addsl_perop_iter)")" torch "$(perop "$(med torch_perop_iter)")" 0.10
