@@ -450,7 +450,9 @@ DEF_SORT(i64, int64_t)
 #define GEMM_PIECE 1000000
 #define GEMM_PIECE_MIN_ROWS 8
 
-/* Rows per piece of an m x n x k product, or 0 to leave it whole. */
+/* Rows per piece of an m x n x k product, or 0 to leave it whole: a cut where a
+ * piece of GEMM_PIECE multiply-adds holds at least GEMM_PIECE_MIN_ROWS rows, into
+ * an even count of pieces of equal rows but the last. */
 static int64_t gemm_piece_rows(int64_t m, int64_t n, int64_t k) {
     double mnk = (double)m * (double)n * (double)k;
     if (mnk < GEMM_SPLIT_MIN || mnk > GEMM_SPLIT_MAX) return 0;
@@ -463,20 +465,16 @@ static int64_t gemm_piece_rows(int64_t m, int64_t n, int64_t k) {
     return rows < m ? rows : 0;
 }
 
+/* A product left whole is one piece of m rows, run inline. */
 #define DEF_GEMM(SUF, T, CALL)                                                                      \
     void ad_red_gemm_##SUF(const ad_blas_api *blas, const void *a, const void *b, void *c, int64_t m, \
                            int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,               \
                            int32_t trans_a, int32_t trans_b, double alpha, double beta) {             \
         const enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;                       \
         const enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;                       \
-        const int64_t rows = gemm_piece_rows(m, n, k);                                              \
-        if (!rows) {                                                                                \
-            blas->CALL(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)k, (T)alpha, a,      \
-                       (blasint)lda, b, (blasint)ldb, (T)beta, c, (blasint)ldc);                    \
-            return;                                                                                 \
-        }                                                                                           \
-        const int64_t pieces = (m + rows - 1) / rows, a_step = trans_a ? 1 : lda;                   \
-        PAR_FOR(1, for (int64_t p = 0; p < pieces; p++) {                                           \
+        const int64_t cut = gemm_piece_rows(m, n, k), rows = cut ? cut : m;                         \
+        const int64_t pieces = cut ? (m + rows - 1) / rows : 1, a_step = trans_a ? 1 : lda;         \
+        PAR_FOR(pieces > 1, for (int64_t p = 0; p < pieces; p++) {                                  \
             const int64_t r0 = p * rows, mp = m - r0 < rows ? m - r0 : rows;                        \
             blas->CALL(CblasRowMajor, ta, tb, (blasint)mp, (blasint)n, (blasint)k, (T)alpha,        \
                        (const T *)a + r0 * a_step, (blasint)lda, b, (blasint)ldb, (T)beta,          \
