@@ -57,15 +57,19 @@ static void saved_free(ad_state *S, void *ud) {
     ad_free(S, e);
 }
 
-/* A whole environment with the saved values (the backward part through the seam). */
-static ad_value *saved_whole(ad_state *S, const ad_trace *T, const saved_env *se) {
-    ad_value *env = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *env);
-    if (!env) return NULL;
+/* Puts the saved values back at their places in 'env', each with a reference. */
+static void put_saved(ad_value *env, const saved_env *se) {
     for (int i = 0; i < se->nvals; i++) {
         int v = se->idx ? se->idx[i] : i;
         env[v] = se->env[i];
         ad_value_incref(env[v]);
     }
+}
+
+/* A whole environment with the saved values (the backward part through the seam). */
+static ad_value *saved_whole(ad_state *S, const ad_trace *T, const saved_env *se) {
+    ad_value *env = ad_calloc(S, (size_t)(T->nvals ? T->nvals : 1), sizeof *env);
+    if (env) put_saved(env, se);
     return env;
 }
 
@@ -452,7 +456,7 @@ static int formula(ad_state *S, ad_builtin *b, const ad_value *argv, int argc, c
     /* planned in the plan's environment: the saved values and the output gradients only */
     bool lent = !create && se->idx && (env = ad_plan_part_env(S, T));
     if (lent) {
-        for (int i = 0; i < se->nvals; i++) { env[se->idx[i]] = se->env[i]; ad_value_incref(se->env[i]); }
+        put_saved(env, se);
         put_grads(S, J, env, g);
         if ((rc = ad_plan_run_lent(S, T, J->split, T->nnodes)) < 0) {
             ad_plan_env_release(S, T);
