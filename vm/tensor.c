@@ -411,37 +411,44 @@ typedef void (*copy_fn)(char *d, int64_t ds, const char *s, int64_t ss, int64_t 
 /* The broadcast fill in blocks of 8: -O2 turns the fixed inner loop into vector
  * stores, where the plain loop stayed one scalar store per turn whose speed
  * moved by ~40% with its address (a 4-instruction loop across a 32-byte line). */
-#define COPY_KERNEL(name, DT, ST, CONV)                                              \
-    static void fill_##name(DT *dp, DT v, int64_t n) {                              \
+#define FILL_KERNEL(DN, DT)                                                          \
+    static void fill_##DN(DT *dp, DT v, int64_t n) {                                 \
         int64_t i = 0;                                                               \
         for (; i + 8 <= n; i += 8) for (int j = 0; j < 8; j++) dp[i + j] = v;      \
         for (; i < n; i++) dp[i] = v;                                                \
-    }                                                                                \
+    }
+FILL_KERNEL(f32, float)
+FILL_KERNEL(f64, double)
+FILL_KERNEL(i64, int64_t)
+FILL_KERNEL(b, uint8_t)
+
+/* A broadcast source (stride 0) fills; the fill depends on the destination's type only. */
+#define COPY_KERNEL(name, DN, DT, ST, CONV)                                          \
     static void name(char *d, int64_t ds, const char *s, int64_t ss, int64_t n) {    \
         DT *dp = (DT *)d; const ST *sp = (const ST *)s;                              \
         if (ds == 1 && ss == 1) { for (int64_t i = 0; i < n; i++) dp[i] = (DT)CONV(sp[i]); } \
-        else if (ds == 1 && ss == 0) { DT v = (DT)CONV(sp[0]); fill_##name(dp, v, n); }              \
+        else if (ds == 1 && ss == 0) { DT v = (DT)CONV(sp[0]); fill_##DN(dp, v, n); } \
         else { for (int64_t i = 0; i < n; i++) dp[i * ds] = (DT)CONV(sp[i * ss]); }  \
     }
 
 /* Integer copies stay exact; only float sources need the truncating cast. */
 #define CONV_X(v) (v)
-COPY_KERNEL(cp_f32_f32, float, float, CONV_F)
-COPY_KERNEL(cp_f32_f64, float, double, CONV_F)
-COPY_KERNEL(cp_f32_i64, float, int64_t, CONV_F)
-COPY_KERNEL(cp_f32_b, float, uint8_t, CONV_F)
-COPY_KERNEL(cp_f64_f32, double, float, CONV_F)
-COPY_KERNEL(cp_f64_f64, double, double, CONV_F)
-COPY_KERNEL(cp_f64_i64, double, int64_t, CONV_F)
-COPY_KERNEL(cp_f64_b, double, uint8_t, CONV_F)
-COPY_KERNEL(cp_i64_f32, int64_t, float, CONV_I)
-COPY_KERNEL(cp_i64_f64, int64_t, double, CONV_I)
-COPY_KERNEL(cp_i64_i64, int64_t, int64_t, CONV_X)
-COPY_KERNEL(cp_i64_b, int64_t, uint8_t, CONV_X)
-COPY_KERNEL(cp_b_f32, uint8_t, float, CONV_B)
-COPY_KERNEL(cp_b_f64, uint8_t, double, CONV_B)
-COPY_KERNEL(cp_b_i64, uint8_t, int64_t, CONV_B)
-COPY_KERNEL(cp_b_b, uint8_t, uint8_t, CONV_B)
+COPY_KERNEL(cp_f32_f32, f32, float, float, CONV_F)
+COPY_KERNEL(cp_f32_f64, f32, float, double, CONV_F)
+COPY_KERNEL(cp_f32_i64, f32, float, int64_t, CONV_F)
+COPY_KERNEL(cp_f32_b, f32, float, uint8_t, CONV_F)
+COPY_KERNEL(cp_f64_f32, f64, double, float, CONV_F)
+COPY_KERNEL(cp_f64_f64, f64, double, double, CONV_F)
+COPY_KERNEL(cp_f64_i64, f64, double, int64_t, CONV_F)
+COPY_KERNEL(cp_f64_b, f64, double, uint8_t, CONV_F)
+COPY_KERNEL(cp_i64_f32, i64, int64_t, float, CONV_I)
+COPY_KERNEL(cp_i64_f64, i64, int64_t, double, CONV_I)
+COPY_KERNEL(cp_i64_i64, i64, int64_t, int64_t, CONV_X)
+COPY_KERNEL(cp_i64_b, i64, int64_t, uint8_t, CONV_X)
+COPY_KERNEL(cp_b_f32, b, uint8_t, float, CONV_B)
+COPY_KERNEL(cp_b_f64, b, uint8_t, double, CONV_B)
+COPY_KERNEL(cp_b_i64, b, uint8_t, int64_t, CONV_B)
+COPY_KERNEL(cp_b_b, b, uint8_t, uint8_t, CONV_B)
 
 static const copy_fn copy_table[AD_NDTYPES][AD_NDTYPES] = {
     {cp_f32_f32, cp_f32_f64, cp_f32_i64, cp_f32_b},
