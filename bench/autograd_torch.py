@@ -169,7 +169,10 @@ def bench_gmm(reps=7, inner=5):
 
 def main():
     # this torch build defaults to one thread; give it every core, as the other rows do
-    torch.set_num_threads(int(os.environ.get("BENCH_TORCH_THREADS", os.cpu_count() or 1)))
+    # (BENCH_TORCH_THREADS=default leaves torch's own choice, for row c5d)
+    threads = os.environ.get("BENCH_TORCH_THREADS", str(os.cpu_count() or 1))
+    if threads != "default":
+        torch.set_num_threads(int(threads))
     torch.manual_seed(0)
     print("torch_threads", torch.get_num_threads())
     which = sys.argv[1:] or ["chain", "mlp", "lstm", "gmm"]

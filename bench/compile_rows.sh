@@ -48,6 +48,14 @@ if ${CC:-cc} -O2 $(pkg-config --cflags openblas 2>/dev/null) -o "$TMP/mlp_gemm" 
 else
     echo "mlp_gemm.c: not built (row c5f left out):"; head -3 "$TMP/mlp_gemm.err"
 fi
+# This CPU's float32 multiply-add peak (bench/fma_peak.c): the ceiling under c5p and c5dp.
+PEAK=0
+if ${CC:-cc} -O2 -march=native -ffp-contract=fast -fopenmp -o "$TMP/fma_peak" "$BENCH/fma_peak.c" \
+        2> "$TMP/fma_peak.err"; then
+    PEAK=1
+else
+    echo "fma_peak.c: not built (rows c5p, c5dp left out):"; head -3 "$TMP/fma_peak.err"
+fi
 TORCH=0
 if [ -x "$PY" ] && "$PY" -c 'import torch' 2>/dev/null; then TORCH=1; else echo "torch: not available"; fi
 
@@ -59,6 +67,11 @@ run_mlp2() {  # run_mlp2 [compiled]: autograd_mlp.ad on 2 threads (passive waits
     OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive "$ADDSL" "$BENCH/autograd_mlp.ad" "$@" > "$TMP/out" \
         || { echo "compile_rows.sh: autograd_mlp.ad $* failed" >&2; exit 1; }
     collect < <(sed 's/^mlp_/mlp2_/' "$TMP/out")
+}
+run_mlpd() {  # run_mlpd: the compiled MLP step with OpenMP's defaults (every core, its own waits), as mlpd_*
+    env -u OMP_NUM_THREADS -u OMP_WAIT_POLICY "$ADDSL" "$BENCH/autograd_mlp.ad" compiled > "$TMP/out" \
+        || { echo "compile_rows.sh: autograd_mlp.ad compiled (defaults) failed" >&2; exit 1; }
+    collect < <(sed 's/^mlp_/mlpd_/' "$TMP/out")
 }
 
 for round in $(seq "$ROUNDS"); do
@@ -76,6 +89,9 @@ for round in $(seq "$ROUNDS"); do
         if [ "$MLP2" = 1 ]; then
             OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive BENCH_TORCH_THREADS=2 "$PY" "$BENCH/autograd_torch.py" mlp \
                 | sed 's/^/torch2_/' > "$TMP/mlp_torch.out" && collect < "$TMP/mlp_torch.out"
+            # torch as it starts: its own intra-op count, its OpenBLAS's own threads
+            env -u OMP_NUM_THREADS -u OMP_WAIT_POLICY BENCH_TORCH_THREADS=default "$PY" "$BENCH/autograd_torch.py" mlp \
+                | sed 's/^/torchd_/' > "$TMP/mlp_torch.out" && collect < "$TMP/mlp_torch.out"
         fi
     fi
     run_addsl autograd_lstm.ad
@@ -86,7 +102,9 @@ for round in $(seq "$ROUNDS"); do
     if [ "$MLP2" = 1 ]; then
         run_mlp2 compiled
         run_mlp2
+        run_mlpd
     fi
+    [ $PEAK = 1 ] && collect < <(env -u OMP_NUM_THREADS "$TMP/fma_peak")
     run_addsl traj_compile.ad
 done
 
@@ -107,6 +125,7 @@ crow() {
         printf "%-4s %-44s %10s %-9s %10s %7s %9s %s\n", id, label, fa, bn, fb, fr, tgt, ok
     }'
 }
+floor() { awk -v f="$1" -v g="$2" 'BEGIN { if (f != "" && g != "" && g != 0) printf "%.12g", f / (g * 1e9) }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b != "" && b != 0) printf "%.12g", a / b }'; }
 
 echo
@@ -127,10 +146,18 @@ crow c4g "  LSTM f+bwd, compiled vs eager (ms)" ms "$(med lstm_cf_grad)" eager "
 crow c5  "MLP step 784-256-10 b256, $OMP_NUM_THREADS thread each (ms)" ms "$(med mlp_step_compiled)" torch "$(med torch_mlp_step)" "<=0.40"
 crow c5e "  same, compiled vs eager (ms)" ms "$(med mlp_step_compiled)" eager "$(med mlp_step)" -
 crow c5f "  its 5 products alone (OpenBLAS) (ms)" ms "$(med mlp_gemm)" torch "$(med torch_mlp_step)" -
+# the products' floating-point operations at the FMA peak: no kernel can go below this
+FLOOR1=$(floor "$(med mlp_gemm_flop)" "$(med fma_peak_1)")
+crow c5p "  its products at the FMA peak, 1 thread (ms)" ms "$FLOOR1" torch "$(med torch_mlp_step)" -
 if [ "$MLP2" = 1 ]; then
 crow c5t "  same, 2 threads each, OMP passive (ms)" ms "$(med mlp2_step_compiled)" torch "$(med torch2_mlp_step)" -
 crow c5te "  same, 2 threads, compiled vs eager (ms)" ms "$(med mlp2_step_compiled)" eager "$(med mlp2_step)" -
+crow c5d "  same, each side at its defaults (ms)" ms "$(med mlpd_step_compiled)" torch "$(med torchd_mlp_step)" -
+FLOORA=$(floor "$(med mlp_gemm_flop)" "$(med fma_peak_all)")
+crow c5dp "  its products at the FMA peak, all cores (ms)" ms "$FLOORA" torch "$(med torchd_mlp_step)" -
 fi
+[ $PEAK = 1 ] && echo "FMA peak (bench/fma_peak.c, float32, best of 5): 1 thread $(med fma_peak_1) GFLOP/s," \
+    "$(med fma_threads) threads $(med fma_peak_all) GFLOP/s; c5p and c5dp: the step's products there, a floor"
 crow c6  "trajectory sample iteration (ms)" ms "$(med traj_iter_compiled)" eager "$(med traj_iter_eager)" "<=0.60"
 echo "same results: chain grad $(med chain100k_same_grad), trajectory cost $(med traj_same_cost)," \
     "MLP loss after the steps: eager $(med mlp_loss), compiled $(med mlp_loss_compiled)"

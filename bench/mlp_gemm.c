@@ -1,7 +1,9 @@
 /* mlp_gemm.c: the five matrix products of bench/autograd_mlp.ad's step (784-256-10 MLP,
  * batch 256, float32), as the compiled program calls them (OpenBLAS, transposes as flags):
  * the floor under row c5 of bench/compile_rows.sh. Prints "mlp_gemm SECONDS" (the five
- * together, median of REPS) and "mlp_gemm_gflops G"; threads as OpenBLAS reads them. */
+ * together, median of REPS), "mlp_gemm_gflops G" and "mlp_gemm_flop N" (their floating-point
+ * operations, which rows c5p and c5dp divide by bench/fma_peak.c's peak); threads as OpenBLAS
+ * reads them. */
 #define _POSIX_C_SOURCE 199309L
 #include <cblas.h>
 #include <stdio.h>
@@ -50,6 +52,7 @@ int main(void) {
     double flops = 2.0 * ((double)B * H * D + (double)B * C * H + (double)B * H * C + (double)H * C * B + (double)D * H * B);
     printf("mlp_gemm %.9g\n", t[REPS / 2]);
     printf("mlp_gemm_gflops %.4g\n", flops / t[REPS / 2] * 1e-9);
+    printf("mlp_gemm_flop %.0f\n", flops);
     free(x); free(w1); free(w2); free(g); free(h); free(o); free(dh); free(dw2); free(dw1);
     return 0;
 }

@@ -42,6 +42,9 @@ CC=${CC:-cc}
 $CC -O2 -o "$TMP/mul" "$BENCH/mul.c" || exit 1
 $CC -O2 $(pkg-config --cflags openblas) -o "$TMP/sgemm" "$BENCH/sgemm.c" \
     $(pkg-config --libs openblas) || exit 1
+# the CPU's float32 multiply-add peak, the ceiling of every product row (optional)
+PEAK=0
+$CC -O2 -march=native -ffp-contract=fast -fopenmp -o "$TMP/fma_peak" "$BENCH/fma_peak.c" 2> /dev/null && PEAK=1
 
 TORCH=0
 if [ -x "$PY" ] && "$PY" -c 'import torch' 2>/dev/null; then
@@ -67,6 +70,7 @@ for round in $(seq "$ROUNDS"); do
     echo "== C baselines" >&2
     collect c_ < <("$TMP/mul")
     collect c_ < <("$TMP/sgemm")
+    [ $PEAK = 1 ] && collect c_ < <("$TMP/fma_peak")
 
     if [ $TORCH = 1 ]; then
         echo "== PyTorch" >&2
@@ -216,6 +220,17 @@ for dn in f32 f64; do
         done
     done
 done
+# The big products against the CPU's ceiling: both sides call an OpenBLAS kernel, so how near
+# each runs to the peak says what a ratio of about 1 means.
+if [ $PEAK = 1 ]; then
+    awk -v p="$(med c_fma_peak_all)" -v n="$(med c_fma_threads)" -v a="$(med addsl_sweep_matmul_1e6_f32)" \
+        -v t="$(med torch_sweep_matmul_1e6_f32)" -v c="$(med c_matmul_c)" '
+    function at(s) { return (s == "" || s == 0) ? "-" : sprintf("%.1f GFLOP/s (%.0f%%)", 2e9 / s / 1e9, 2e9 / s / 1e9 / p * 100) }
+    BEGIN {
+        printf "\nmatmul 1000^3 f32 against the float32 FMA peak of %s threads, %.1f GFLOP/s (bench/fma_peak.c):\n", n, p
+        printf "    addsl %s, torch %s, cblas_sgemm from C %s\n", at(a), at(t), at(c)
+    }'
+fi
 echo
 row 5  "start-up, -e 1 vs import torch (ms)" ms "$(med addsl_startup)" torch "$(med torch_startup)" -
 row 5b "start-up, fastest run (ms)"        ms "$(med addsl_startup_min)" torch "$(med torch_startup_min)" -
