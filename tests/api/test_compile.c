@@ -3,7 +3,6 @@
  * lives in its state); the cache-limit warning is written once, on stderr;
  * an allocator failing the N-th allocation, for every N, through tracing,
  * the passes and replay ends in ENOMEM or OK with nothing leaked. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "addsl.h"
 #include "alloc_hook.h"
 #include "tap_api.h"
+#include "thread_pair.h"
 
 static const char *const model =
     "manual_seed(SEED)\n"
@@ -114,11 +114,7 @@ int main(void) {
     ok(alone[0].result == alone[0].eager && alone[1].result == alone[1].eager,
        "compiled and eager loops end at the same loss (%.17g, %.17g)", alone[0].result, alone[0].eager);
     ok(alone[0].warnings == 1, "the cache-limit warning is written once (%d)", alone[0].warnings);
-    pthread_t t[2];
-    int started = pthread_create(&t[0], NULL, run, &both[0]) == 0;
-    started &= pthread_create(&t[1], NULL, run, &both[1]) == 0;
-    ok(started, "two threads started");
-    if (started) { pthread_join(t[0], NULL); pthread_join(t[1], NULL); }
+    ok(run_pair(run, &both[0], &both[1]), "two threads started");
     ok(both[0].rc == ADDSL_OK && both[1].rc == ADDSL_OK, "both threads ran their script");
     ok(both[0].result == alone[0].result && both[1].result == alone[1].result,
        "concurrent results equal the lone ones (%.9g, %.9g)", both[0].result, both[1].result);
