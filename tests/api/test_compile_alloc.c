@@ -8,6 +8,7 @@
 
 #include "addsl.h"
 #include "alloc_hook.h"
+#include "steps_program.h"
 #include "tap_api.h"
 
 /* Allocations of one 'call' statement after 'setup' and two warm-up calls
@@ -28,18 +29,7 @@ static long allocs_of(const char *setup, const char *call, long *first) {
     return n;
 }
 
-/* Sums end groups, so values cross groups in arena buffers; N steps. */
-static const char fmt[] =
-    "fn steps(x) {\n"
-    "    let y = x\n"
-    "    for i in range(%d) {\n"
-    "        let s = y.sum()\n"
-    "        y = exp(y * 0.5) - s * 0.01\n"
-    "    }\n"
-    "    return y.sum()\n"
-    "}\n"
-    "let cf = compile(steps)\n"
-    "let x = randn(300, dtype=float64)\n"
+static const char fmt[] = STEPS_PROGRAM
     "let r = none\n"
     "fn same(x) { return x }\n";
 
