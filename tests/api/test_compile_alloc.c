@@ -5,54 +5,31 @@
  * (tests/unit/test_plan.c counts those requests); what the hook sees here is
  * everything else: the plan's arena and environment, kept from the first replay. */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "addsl.h"
+#include "alloc_hook.h"
+#include "steps_program.h"
 #include "tap_api.h"
-
-typedef struct counter { long allocs; } counter;
-
-static void *counting_alloc(void *ud, void *p, size_t n) {
-    counter *c = ud;
-    if (n == 0) { free(p); return NULL; }
-    c->allocs++;
-    return realloc(p, n);
-}
 
 /* Allocations of one 'call' statement after 'setup' and two warm-up calls
  * (*first: those of the first call, which traces); -1 on failure. */
 static long allocs_of(const char *setup, const char *call, long *first) {
-    counter c = {0};
-    addsl_config cfg;
-    addsl_config_init(&cfg);
-    cfg.alloc = counting_alloc;
-    cfg.alloc_ud = &c;
-    addsl_state *S = addsl_open(&cfg);
+    alloc_count c = {0};
+    addsl_state *S = open_hooked(counting_alloc, &c, NULL);
     if (!S) return -1;
     long n = -1;
     long start = 0;
-    if (addsl_dostring(S, setup, "setup.ad") == ADDSL_OK && (start = c.allocs, 1) &&
-        addsl_dostring(S, call, "call.ad") == ADDSL_OK && (*first = c.allocs - start, 1) &&
+    if (addsl_dostring(S, setup, "setup.ad") == ADDSL_OK && (start = c.count, 1) &&
+        addsl_dostring(S, call, "call.ad") == ADDSL_OK && (*first = c.count - start, 1) &&
         addsl_dostring(S, call, "call.ad") == ADDSL_OK) {
-        long before = c.allocs;
-        if (addsl_dostring(S, call, "call.ad") == ADDSL_OK) n = c.allocs - before;
+        long before = c.count;
+        if (addsl_dostring(S, call, "call.ad") == ADDSL_OK) n = c.count - before;
     }
     addsl_close(S);
     return n;
 }
 
-/* Sums end groups, so values cross groups in arena buffers; N steps. */
-static const char fmt[] =
-    "fn steps(x) {\n"
-    "    let y = x\n"
-    "    for i in range(%d) {\n"
-    "        let s = y.sum()\n"
-    "        y = exp(y * 0.5) - s * 0.01\n"
-    "    }\n"
-    "    return y.sum()\n"
-    "}\n"
-    "let cf = compile(steps)\n"
-    "let x = randn(300, dtype=float64)\n"
+static const char fmt[] = STEPS_PROGRAM
     "let r = none\n"
     "fn same(x) { return x }\n";
 

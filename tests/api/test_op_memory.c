@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "addsl.h"
+#include "alloc_hook.h"
 #include "tap_api.h"
 
 /* Bytes per recorded op (node, output header, storage, saved arguments): 1130 at first, 447
@@ -15,10 +16,11 @@
  * pointers, edges only where a gradient flows and shape-only records of unmentioned inputs. */
 #define MAX_BYTES_PER_OP 300
 
-typedef struct counter { size_t live; } counter;
+typedef struct byte_count { size_t live; } byte_count;
 
-static void *counting_alloc(void *ud, void *p, size_t n) {
-    counter *c = ud;
+/* Live bytes, where alloc_count counts blocks: the bound is in bytes. */
+static void *counting_bytes(void *ud, void *p, size_t n) {
+    byte_count *c = ud;
     size_t old = p ? malloc_usable_size(p) : 0;
     if (n == 0) { c->live -= old; free(p); return NULL; }
     void *q = realloc(p, n);
@@ -28,12 +30,8 @@ static void *counting_alloc(void *ud, void *p, size_t n) {
 }
 
 static size_t live_after(const char *code, int *ok_run) {
-    counter c = {0};
-    addsl_config cfg;
-    addsl_config_init(&cfg);
-    cfg.alloc = counting_alloc;
-    cfg.alloc_ud = &c;
-    addsl_state *S = addsl_open(&cfg);
+    byte_count c = {0};
+    addsl_state *S = open_hooked(counting_bytes, &c, NULL);
     if (!S) { *ok_run = 0; return 0; }
     *ok_run = addsl_dostring(S, code, "chain.ad") == ADDSL_OK;
     size_t live = c.live;

@@ -1,12 +1,12 @@
 /* test_threads.c: two states in two threads run a training loop at the same
  * time and each gets the result a lone state gets (states share nothing).
  * Meant to run under ThreadSanitizer too (see docs/embedding.md). */
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "addsl.h"
 #include "tap_api.h"
+#include "thread_pair.h"
 
 static const char *const model =
     "manual_seed(SEED)\n"
@@ -44,11 +44,7 @@ int main(void) {
     run(&alone[1]);
     ok(alone[0].rc == ADDSL_OK && alone[1].rc == ADDSL_OK && alone[0].result != alone[1].result,
        "one state at a time: two seeds, two results");
-    pthread_t t[2];
-    int started = pthread_create(&t[0], NULL, run, &both[0]) == 0;
-    started &= pthread_create(&t[1], NULL, run, &both[1]) == 0;
-    ok(started, "two threads started");
-    if (started) { pthread_join(t[0], NULL); pthread_join(t[1], NULL); }
+    ok(run_pair(run, &both[0], &both[1]), "two threads started");
     ok(both[0].rc == ADDSL_OK && both[1].rc == ADDSL_OK, "both threads ran their script");
     ok(both[0].result == alone[0].result && both[1].result == alone[1].result,
        "concurrent results equal the lone ones (%.9g, %.9g)", both[0].result, both[1].result);

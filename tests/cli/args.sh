@@ -3,15 +3,9 @@
 # Usage: args.sh PATH-TO-ADDSL
 addsl=${1:?usage: $0 PATH-TO-ADDSL}
 fail=0
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-
-check() {
-    if [ "$3" != "$2" ]; then
-        echo "FAIL: $1: expected '$2', got '$3'"
-        fail=1
-    fi
-}
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+make_tmp
 
 code='print(len(args)); for a in args { print(a) }'
 printf '%s\n' "$code" >"$tmp/args.ad"

@@ -3,16 +3,9 @@
 # Usage: cmdline.sh PATH-TO-ADDSL
 addsl=${1:?usage: $0 PATH-TO-ADDSL}
 fail=0
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-
-# check NAME WANT GOT: compares one output.
-check() {
-    if [ "$3" != "$2" ]; then
-        echo "FAIL: $1: expected '$2', got '$3'"
-        fail=1
-    fi
-}
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+make_tmp
 
 # Repeated -e: in order, in one state; the first error stops the rest.
 check "two -e share names" 1 "$("$addsl" -e 'let a = 1' -e 'print(a)' 2>&1)"

@@ -3,14 +3,8 @@
 # Usage: eval-stdin.sh PATH-TO-ADDSL
 addsl=${1:?usage: $0 PATH-TO-ADDSL}
 fail=0
-
-# check NAME WANT GOT: compares one output.
-check() {
-    if [ "$3" != "$2" ]; then
-        echo "FAIL: $1: expected '$2', got '$3'"
-        fail=1
-    fi
-}
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 check "-e" 7 "$("$addsl" -e 'print(3 + 4)' 2>&1)"
 check "-e with two statements" "1 2" "$("$addsl" -e 'let a = 1; print(a, a + 1)' 2>&1)"

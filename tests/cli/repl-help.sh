@@ -3,30 +3,18 @@
 # names), help, dir, '_', bracket errors, Ctrl-C in a multi-line entry, whole entries in history, quit.
 # Usage: repl-help.sh PATH-TO-ADDSL   (skips with 77 without 'script' or 'timeout')
 addsl=${1:?usage: $0 PATH-TO-ADDSL}
-command -v script >/dev/null 2>&1 || { echo "SKIP: no 'script' command"; exit 77; }
-command -v timeout >/dev/null 2>&1 || { echo "SKIP: no 'timeout' command"; exit 77; }
-script -qec true /dev/null </dev/null >/dev/null 2>&1 || { echo "SKIP: 'script' cannot make a pty here"; exit 77; }
 fail=0
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_pty
+make_tmp
 tab=$(printf '\t')
 ctrl_c=$(printf '\003')
 up=$(printf '\033[A')
 printf '1,2\n3,4\n5,6\n' >"$tmp/vals_one.csv"
 printf '1\n' >"$tmp/other.csv"
 
-# Each step waits for the output of the one before (see repl-interrupt.sh).
-seen() {         # seen PATTERN [-F]: how many lines match PATTERN (a fixed string with -F)
-    tr -d '\r' 2>/dev/null <"$tmp/raw" | grep -c -x $2 -- "$1"
-}
-wait_for() {    # wait_for LINE COUNT [-F]: until LINE appears COUNT times (20 s at most)
-    i=0
-    while [ "$(seen "$1" $3)" -lt "$2" ]; do
-        i=$((i + 1))
-        [ $i -le 200 ] || return 1
-        sleep 0.1
-    done
-}
+# Each step waits for the output of the one before (wait_for, in lib.sh).
 # step TEXT WANT: types TEXT (a newline ends it) and waits for the line WANT.
 step() {
     printf '%s\n' "$1"
@@ -68,13 +56,10 @@ feed() {
     sleep 0.5
 }
 
-# The REPL's exit status goes to a file (script(1) reports 130 after a Ctrl-C; see repl-interrupt.sh).
-ADDSL_BIN=$addsl HOME=$tmp TERM=dumb SHELL=/bin/sh STATUS_FILE=$tmp/status
-export ADDSL_BIN HOME TERM SHELL STATUS_FILE
+HOME=$tmp
+export HOME
 unset ADDSL_HISTORY
-feed | timeout 60 script -qec 'trap : INT; "$ADDSL_BIN"; echo $? >"$STATUS_FILE"' /dev/null >"$tmp/raw" 2>&1
-rc=$(cat "$tmp/status" 2>/dev/null || echo none)
-tr -d '\r' <"$tmp/raw" >"$tmp/out"
+repl_session 60
 
 [ "$rc" = 3 ] || { echo "FAIL: quit(3) gave status $rc"; fail=1; }
 [ -s "$tmp/missed" ] && { sed 's/^/FAIL: /' "$tmp/missed"; fail=1; }

@@ -2,30 +2,17 @@
 # repl-interrupt.sh: Ctrl-C stops a running script and drops a half-typed line; Ctrl-D ends the REPL with 0.
 # Usage: repl-interrupt.sh PATH-TO-ADDSL   (skips with 77 without 'script' or 'timeout')
 addsl=${1:?usage: $0 PATH-TO-ADDSL}
-command -v script >/dev/null 2>&1 || { echo "SKIP: no 'script' command"; exit 77; }
-command -v timeout >/dev/null 2>&1 || { echo "SKIP: no 'timeout' command"; exit 77; }
-script -qec true /dev/null </dev/null >/dev/null 2>&1 || { echo "SKIP: 'script' cannot make a pty here"; exit 77; }
 fail=0
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_pty
+make_tmp
 ctrl_c=$(printf '\003')
 ctrl_d=$(printf '\004')
 
-# Each step waits for the output of the one before (not for a fixed time), so a
-# loaded machine cannot reorder them: a Ctrl-C typed before the loop has started
-# would flush the loop's line from the terminal instead of interrupting it.
-seen() {
-    tr -d '\r' 2>/dev/null <"$tmp/raw" | grep -c -x -- "$1"
-}
-wait_for() {    # wait_for LINE COUNT: until LINE appears COUNT times (20 s at most)
-    i=0
-    while [ "$(seen "$1")" -lt "$2" ]; do
-        i=$((i + 1))
-        [ $i -le 200 ] || return 1
-        sleep 0.1
-    done
-}
-
+# Each step waits for the output of the one before (wait_for, in lib.sh), not for
+# a fixed time: a Ctrl-C typed before the loop has started would flush the loop's
+# line from the terminal instead of interrupting it.
 feed() {
     wait_for 'addsl [0-9.]* (Ctrl-D to exit.*)' 1
     printf 'let x = 5\n'
@@ -47,15 +34,10 @@ feed() {
     sleep 0.5
 }
 
-# The REPL's own exit status is written to a file: script(1) from util-linux 2.39
-# reports 130 after any Ctrl-C typed into the session, whatever the child's status.
-# The wrapper's no-op trap keeps the shell alive through that Ctrl-C (a trap, unlike
-# an ignored signal, is not inherited by the REPL) until the REPL has exited.
-ADDSL_BIN=$addsl TERM=dumb ADDSL_HISTORY= SHELL=/bin/sh STATUS_FILE=$tmp/status
-export ADDSL_BIN TERM ADDSL_HISTORY SHELL STATUS_FILE
-feed | timeout 30 script -qec 'trap : INT; "$ADDSL_BIN"; echo $? >"$STATUS_FILE"' /dev/null >"$tmp/raw" 2>&1
-rc=$(cat "$tmp/status" 2>/dev/null || echo none)
-tr -d '\r' <"$tmp/raw" >"$tmp/out"
+# The REPL's own exit status, through a file (repl_session, in lib.sh).
+ADDSL_HISTORY=
+export ADDSL_HISTORY
+repl_session 30
 
 [ "$rc" = 0 ] || { echo "FAIL: the REPL exited with status $rc after Ctrl-D"; fail=1; }
 grep -qx 6 "$tmp/out" || { echo "FAIL: no '6': the REPL did not come back after Ctrl-C"; fail=1; }

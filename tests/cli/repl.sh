@@ -2,12 +2,11 @@
 # repl.sh: the REPL on a terminal (a pty made by util-linux 'script'): state survives an error, '...' continues.
 # Usage: repl.sh PATH-TO-ADDSL   (skips with 77 without 'script' or 'timeout')
 addsl=${1:?usage: $0 PATH-TO-ADDSL}
-command -v script >/dev/null 2>&1 || { echo "SKIP: no 'script' command"; exit 77; }
-command -v timeout >/dev/null 2>&1 || { echo "SKIP: no 'timeout' command"; exit 77; }
-script -qec true /dev/null </dev/null >/dev/null 2>&1 || { echo "SKIP: 'script' cannot make a pty here"; exit 77; }
 fail=0
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_pty
+make_tmp
 
 # The lines are typed with pauses, as a person would, so each reaches the line editor.
 feed() {
@@ -23,14 +22,12 @@ feed() {
 printf 'let k = 42\n' >"$tmp/mod.ad"
 
 # HOME points at the temporary folder so the user's own history is left alone.
-ADDSL_BIN=$addsl HOME=$tmp TERM=dumb
-export ADDSL_BIN HOME TERM
+HOME=$tmp
+export HOME
 unset ADDSL_HISTORY
-feed | timeout 30 script -qec '"$ADDSL_BIN"' /dev/null >"$tmp/raw" 2>&1
-rc=$?
-tr -d '\r' <"$tmp/raw" >"$tmp/out"
+repl_session 30
 
-[ $rc -eq 0 ] || { echo "FAIL: the REPL exited $rc"; fail=1; }
+[ "$rc" = 0 ] || { echo "FAIL: the REPL exited $rc"; fail=1; }
 # expect_line TEXT WHY: TEXT must be a whole line of the session.
 expect_line() {
     grep -qx -- "$1" "$tmp/out" || { echo "FAIL: no line '$1' ($2)"; fail=1; }

@@ -34,13 +34,20 @@ def run(update, n, state):
     return x
 
 
+def l2_grad(g, x, weight_decay, maximize):
+    """The gradient torch's SGD and RMSprop step with: negated to maximise, then
+    plus weight_decay * x (Adam differs: AdamW decays x itself)."""
+    g = -g if maximize else g
+    if weight_decay != 0:
+        g = g + weight_decay * x
+    return g
+
+
 def sgd(lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, maximize=False):
     def update(x, g, st):
         out = []
         for i in range(len(x)):
-            gi = -g[i] if maximize else g[i]
-            if weight_decay != 0:
-                gi = gi + weight_decay * x[i]
+            gi = l2_grad(g[i], x[i], weight_decay, maximize)
             if momentum != 0:
                 if i not in st:
                     st[i] = gi
@@ -90,9 +97,7 @@ def rmsprop(lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, cente
     def update(x, g, st):
         out = []
         for i in range(len(x)):
-            gi = -g[i] if maximize else g[i]
-            if weight_decay != 0:
-                gi = gi + weight_decay * x[i]
+            gi = l2_grad(g[i], x[i], weight_decay, maximize)
             sq = st.get(("sq", i), 0.0) * alpha + (1 - alpha) * gi * gi
             st[("sq", i)] = sq
             if centered:

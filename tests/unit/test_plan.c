@@ -5,18 +5,9 @@
 
 #include "addsl.h"
 #include "heap.h"
+#include "../api/steps_program.h"
 
-static const char fmt[] =
-    "fn steps(x) {\n"
-    "    let y = x\n"
-    "    for i in range(%d) {\n"
-    "        let s = y.sum()\n"
-    "        y = exp(y * 0.5) - s * 0.01\n"
-    "    }\n"
-    "    return y.sum()\n"
-    "}\n"
-    "let cf = compile(steps)\n"
-    "let x = randn(300, dtype=float64)\n"
+static const char fmt[] = STEPS_PROGRAM
     "let r = cf(x)\n"
     "r = cf(x)\n";
 
