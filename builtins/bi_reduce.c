@@ -665,37 +665,26 @@ static int sort_select(ad_state *S, ad_tensor *t, int64_t dim, bool desc, int64_
     return ADDSL_OK;
 }
 
-/* sort(self, dim=-1, descending=false, stable=false): stable either way. */
-static int bi_sort(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
+/* sort and argsort(self, dim=-1, descending=false, stable=false): stable
+ * either way; sort returns (values, indices), argsort the indices. */
+static int sort_common(ad_state *S, ad_value *argv, const char *fn, bool with_vals, ad_value *out) {
     int64_t dim;
     bool desc;
     ad_tensor *t, *v = NULL, *i = NULL;
-    int rc = ad_arg_int(S, argv[1], "sort", "dim", &dim);
-    if (!rc) rc = ad_arg_bool(S, argv[2], "sort", "descending", &desc);
-    if (!rc) rc = ad_arg_tensor(S, argv[0], "sort", "input", &t);
+    int rc = ad_arg_int(S, argv[1], fn, "dim", &dim);
+    if (!rc) rc = ad_arg_bool(S, argv[2], fn, "descending", &desc);
+    if (!rc) rc = ad_arg_tensor(S, argv[0], fn, "input", &t);
     if (rc) return rc;
     rc = sort_select(S, t, dim, desc, -1, &v, &i);
     ad_tensor_decref(S, t);
     if (rc) return rc;
-    return ad_ret_pair(S, v, i, out);
-}
-
-static int bi_argsort(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    int64_t dim;
-    bool desc;
-    ad_tensor *t, *v = NULL, *i = NULL;
-    int rc = ad_arg_int(S, argv[1], "argsort", "dim", &dim);
-    if (!rc) rc = ad_arg_bool(S, argv[2], "argsort", "descending", &desc);
-    if (!rc) rc = ad_arg_tensor(S, argv[0], "argsort", "input", &t);
-    if (rc) return rc;
-    rc = sort_select(S, t, dim, desc, -1, &v, &i);
-    ad_tensor_decref(S, t);
-    if (rc) return rc;
+    if (with_vals) return ad_ret_pair(S, v, i, out);
     ad_tensor_decref(S, v);
     return ad_ret_tensor(S, i, out);
 }
+
+static int bi_sort(FN_ARGS) { (void)argc; return sort_common(S, argv, "sort", true, out); }
+static int bi_argsort(FN_ARGS) { (void)argc; return sort_common(S, argv, "argsort", false, out); }
 
 /* topk(self, k, dim=-1, largest=true, sorted=true): results are always sorted. */
 static int bi_topk(ad_state *S, ad_value *argv, int argc, ad_value *out) {
