@@ -130,13 +130,8 @@ static int gemm_batched(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, d
     size_t esz = ad_dtype_size(c->dtype);
     char *ad = ad_tensor_data(aa), *bd = ad_tensor_data(bb), *cd = ad_tensor_data(c);
     for (int64_t bi = 0; bi < nbatch; bi++) {
-        int64_t rem = bi, ao = 0, bo = 0;
-        for (int i = nb - 1; i >= 0; i--) {
-            int64_t ix = rem % c->shape[i];
-            rem /= c->shape[i];
-            ao += ix * aa->strides[i];
-            bo += ix * bb->strides[i];
-        }
+        int64_t ao, bo;
+        ad_batch_offsets(bi, nb, c->shape, aa->strides, bb->strides, &ao, &bo);
         GEMM[c->dtype](blas, ad + ao * (int64_t)esz, bd + bo * (int64_t)esz, cd + bi * M * N * (int64_t)esz, M, N, K,
                        K ? lda : 1, K ? ldb : ad_blas_max64(N, 1), N, K ? ta : 0, K ? tb : 0, alpha, beta);
     }

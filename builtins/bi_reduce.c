@@ -11,6 +11,8 @@
 #include "kernels_reduce.h"
 #include "state.h"
 
+#define FN_ARGS ad_state *S, ad_value *argv, int argc, ad_value *out
+
 /* Kernel ids by dtype (float32, float64, int64); bool inputs go through int64. */
 static const int K_SUM[3] = {AD_K_red_sum_f32, AD_K_red_sum_f64, AD_K_red_sum_i64};
 static const int K_MEAN[2] = {AD_K_red_mean_f32, AD_K_red_mean_f64};
@@ -282,15 +284,9 @@ static int dtype_reduce(ad_state *S, ad_value *argv, const char *fn, dtype_reduc
     return ad_ret_tensor(S, o, out);
 }
 
-static int bi_sum(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc; return dtype_reduce(S, argv, "sum", ad_reduce_sum, out);
-}
-static int bi_mean(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc; return dtype_reduce(S, argv, "mean", ad_reduce_mean, out);
-}
-static int bi_prod(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc; return dtype_reduce(S, argv, "prod", reduce_prod, out);
-}
+static int bi_sum(FN_ARGS) { (void)argc; return dtype_reduce(S, argv, "sum", ad_reduce_sum, out); }
+static int bi_mean(FN_ARGS) { (void)argc; return dtype_reduce(S, argv, "mean", ad_reduce_mean, out); }
+static int bi_prod(FN_ARGS) { (void)argc; return dtype_reduce(S, argv, "prod", reduce_prod, out); }
 
 static int bool_reduce(ad_state *S, ad_value *argv, const char *fn, int kid, ad_value *out) {
     rargs r;
@@ -301,15 +297,8 @@ static int bool_reduce(ad_state *S, ad_value *argv, const char *fn, int kid, ad_
     return ad_ret_tensor(S, o, out);
 }
 
-static int bi_all(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return bool_reduce(S, argv, "all", AD_K_red_all_b8, out);
-}
-
-static int bi_any(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return bool_reduce(S, argv, "any", AD_K_red_any_b8, out);
-}
+static int bi_all(FN_ARGS) { (void)argc; return bool_reduce(S, argv, "all", AD_K_red_all_b8, out); }
+static int bi_any(FN_ARGS) { (void)argc; return bool_reduce(S, argv, "any", AD_K_red_any_b8, out); }
 
 static int bi_trace(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
@@ -391,15 +380,8 @@ static int amax_amin(ad_state *S, ad_value *argv, bool is_max, const char *fn, a
     return ad_ret_tensor(S, o, out);
 }
 
-static int bi_amax(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return amax_amin(S, argv, true, "amax", out);
-}
-
-static int bi_amin(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return amax_amin(S, argv, false, "amin", out);
-}
+static int bi_amax(FN_ARGS) { (void)argc; return amax_amin(S, argv, true, "amax", out); }
+static int bi_amin(FN_ARGS) { (void)argc; return amax_amin(S, argv, false, "amin", out); }
 
 /* torch.max(a, b) with a tensor 'b' is torch.maximum: defer to that builtin. */
 static int binary_extreme(ad_state *S, ad_value *argv, bool is_max, ad_value *out) {
@@ -433,15 +415,8 @@ static int max_min(ad_state *S, ad_value *argv, bool is_max, const char *fn, ad_
     return ad_ret_pair(S, v, i, out);
 }
 
-static int bi_max(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return max_min(S, argv, true, "max", out);
-}
-
-static int bi_min(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return max_min(S, argv, false, "min", out);
-}
+static int bi_max(FN_ARGS) { (void)argc; return max_min(S, argv, true, "max", out); }
+static int bi_min(FN_ARGS) { (void)argc; return max_min(S, argv, false, "min", out); }
 
 /* argmax without dim indexes the flattened tensor. */
 static int argmax_argmin(ad_state *S, ad_value *argv, bool is_max, const char *fn, ad_value *out) {
@@ -457,15 +432,8 @@ static int argmax_argmin(ad_state *S, ad_value *argv, bool is_max, const char *f
     return ad_ret_tensor(S, i, out);
 }
 
-static int bi_argmax(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return argmax_argmin(S, argv, true, "argmax", out);
-}
-
-static int bi_argmin(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return argmax_argmin(S, argv, false, "argmin", out);
-}
+static int bi_argmax(FN_ARGS) { (void)argc; return argmax_argmin(S, argv, true, "argmax", out); }
+static int bi_argmin(FN_ARGS) { (void)argc; return argmax_argmin(S, argv, false, "argmin", out); }
 
 /* ---- builtins: logsumexp, norms, moments -------------------------------- */
 
@@ -529,14 +497,9 @@ static int norm_common(ad_state *S, ad_value *argv, const char *fn, bool linalg,
     return ad_ret_tensor(S, o, out);
 }
 
-static int bi_norm(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return norm_common(S, argv, "norm", false, out);
-}
-
-static int bi_vector_norm(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return norm_common(S, argv, "linalg_vector_norm", true, out);
+static int bi_norm(FN_ARGS) { (void)argc; return norm_common(S, argv, "norm", false, out); }
+static int bi_vector_norm(FN_ARGS) {
+    (void)argc; return norm_common(S, argv, "linalg_vector_norm", true, out);
 }
 
 /* var/std and their _mean forms: params (self, dim, correction, keepdim, unbiased). */
@@ -573,25 +536,10 @@ static int moments(ad_state *S, ad_value *argv, const char *fn, bool take_sqrt, 
     return ad_ret_tensor(S, v, out);
 }
 
-static int bi_var(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return moments(S, argv, "var", false, false, out);
-}
-
-static int bi_std(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return moments(S, argv, "std", true, false, out);
-}
-
-static int bi_var_mean(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return moments(S, argv, "var_mean", false, true, out);
-}
-
-static int bi_std_mean(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return moments(S, argv, "std_mean", true, true, out);
-}
+static int bi_var(FN_ARGS) { (void)argc; return moments(S, argv, "var", false, false, out); }
+static int bi_std(FN_ARGS) { (void)argc; return moments(S, argv, "std", true, false, out); }
+static int bi_var_mean(FN_ARGS) { (void)argc; return moments(S, argv, "var_mean", false, true, out); }
+static int bi_std_mean(FN_ARGS) { (void)argc; return moments(S, argv, "std_mean", true, true, out); }
 
 /* ---- builtins: softmax and scans ---------------------------------------- */
 
@@ -613,15 +561,8 @@ static int softmax_common(ad_state *S, ad_value *argv, bool log, const char *fn,
     return ad_ret_tensor(S, o, out);
 }
 
-static int bi_softmax(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return softmax_common(S, argv, false, "softmax", out);
-}
-
-static int bi_log_softmax(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return softmax_common(S, argv, true, "log_softmax", out);
-}
+static int bi_softmax(FN_ARGS) { (void)argc; return softmax_common(S, argv, false, "softmax", out); }
+static int bi_log_softmax(FN_ARGS) { (void)argc; return softmax_common(S, argv, true, "log_softmax", out); }
 
 /* (self, dim, dtype): integer and bool inputs scan in int64, as torch does. */
 static int scan_common(ad_state *S, ad_value *argv, const int *kids, const char *fn, ad_value *out) {
@@ -639,15 +580,8 @@ static int scan_common(ad_state *S, ad_value *argv, const int *kids, const char 
     return ad_ret_tensor(S, o, out);
 }
 
-static int bi_cumsum(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return scan_common(S, argv, K_CUMSUM, "cumsum", out);
-}
-
-static int bi_cumprod(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return scan_common(S, argv, K_CUMPROD, "cumprod", out);
-}
+static int bi_cumsum(FN_ARGS) { (void)argc; return scan_common(S, argv, K_CUMSUM, "cumsum", out); }
+static int bi_cumprod(FN_ARGS) { (void)argc; return scan_common(S, argv, K_CUMPROD, "cumprod", out); }
 
 /* ---- builtins: sorting and selection ------------------------------------ */
 
@@ -731,37 +665,26 @@ static int sort_select(ad_state *S, ad_tensor *t, int64_t dim, bool desc, int64_
     return ADDSL_OK;
 }
 
-/* sort(self, dim=-1, descending=false, stable=false): stable either way. */
-static int bi_sort(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
+/* sort and argsort(self, dim=-1, descending=false, stable=false): stable
+ * either way; sort returns (values, indices), argsort the indices. */
+static int sort_common(ad_state *S, ad_value *argv, const char *fn, bool with_vals, ad_value *out) {
     int64_t dim;
     bool desc;
     ad_tensor *t, *v = NULL, *i = NULL;
-    int rc = ad_arg_int(S, argv[1], "sort", "dim", &dim);
-    if (!rc) rc = ad_arg_bool(S, argv[2], "sort", "descending", &desc);
-    if (!rc) rc = ad_arg_tensor(S, argv[0], "sort", "input", &t);
+    int rc = ad_arg_int(S, argv[1], fn, "dim", &dim);
+    if (!rc) rc = ad_arg_bool(S, argv[2], fn, "descending", &desc);
+    if (!rc) rc = ad_arg_tensor(S, argv[0], fn, "input", &t);
     if (rc) return rc;
     rc = sort_select(S, t, dim, desc, -1, &v, &i);
     ad_tensor_decref(S, t);
     if (rc) return rc;
-    return ad_ret_pair(S, v, i, out);
-}
-
-static int bi_argsort(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    int64_t dim;
-    bool desc;
-    ad_tensor *t, *v = NULL, *i = NULL;
-    int rc = ad_arg_int(S, argv[1], "argsort", "dim", &dim);
-    if (!rc) rc = ad_arg_bool(S, argv[2], "argsort", "descending", &desc);
-    if (!rc) rc = ad_arg_tensor(S, argv[0], "argsort", "input", &t);
-    if (rc) return rc;
-    rc = sort_select(S, t, dim, desc, -1, &v, &i);
-    ad_tensor_decref(S, t);
-    if (rc) return rc;
+    if (with_vals) return ad_ret_pair(S, v, i, out);
     ad_tensor_decref(S, v);
     return ad_ret_tensor(S, i, out);
 }
+
+static int bi_sort(FN_ARGS) { (void)argc; return sort_common(S, argv, "sort", true, out); }
+static int bi_argsort(FN_ARGS) { (void)argc; return sort_common(S, argv, "argsort", false, out); }
 
 /* topk(self, k, dim=-1, largest=true, sorted=true): results are always sorted. */
 static int bi_topk(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -914,9 +837,8 @@ static int bi_kthvalue(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 }
 
 /* mode(self, dim=-1, keepdim=false) */
-static int bi_mode(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    return pick_rows(S, argv, "mode", argv[1], argv[2], pick_mode, 0, out);
+static int bi_mode(FN_ARGS) {
+    (void)argc; return pick_rows(S, argv, "mode", argv[1], argv[2], pick_mode, 0, out);
 }
 
 const ad_builtin_def ad_bi_reduce_defs[] = {

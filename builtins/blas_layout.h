@@ -47,4 +47,18 @@ static inline bool ad_flat_batch_stride(const int64_t *strides, int nb, const in
     return true;
 }
 
+/* The offsets, in elements, of batch 'bi' (a flat index over the batch shape
+ * 'bshape', nb dims) in two operands whose batch dims have strides sa and sb. */
+static inline void ad_batch_offsets(int64_t bi, int nb, const int64_t *bshape, const int64_t *sa,
+                                    const int64_t *sb, int64_t *ao, int64_t *bo) {
+    int64_t rem = bi;
+    *ao = *bo = 0;
+    for (int i = nb - 1; i >= 0; i--) {
+        int64_t ix = rem % bshape[i];
+        rem /= bshape[i];
+        *ao += ix * sa[i];
+        *bo += ix * sb[i];
+    }
+}
+
 #endif

@@ -34,6 +34,19 @@
         return a;                                                                  \
     }
 
+/* One long row: PART[b] is ROWFN over block b of ROW_BLOCKS fixed blocks of
+ * X[0..N) (EMPTY for a block past the end). The blocks depend on N only, so
+ * the result is independent of the number of threads. */
+#define ROW_PARTS(PART, X, N, ROWFN, EMPTY)                                        \
+    do {                                                                           \
+        const int64_t blk = ((N) + ROW_BLOCKS - 1) / ROW_BLOCKS;                   \
+        _Pragma("omp parallel for schedule(static)")                               \
+        for (int b = 0; b < ROW_BLOCKS; b++) {                                     \
+            int64_t lo = b * blk, hi = lo + blk < (N) ? lo + blk : (N);            \
+            PART[b] = lo < hi ? ROWFN(X + lo, hi - lo) : EMPTY;                    \
+        }                                                                          \
+    } while (0)
+
 /* Defines FN(x, out, outer, n, inner): x is [outer, n, inner], out [outer, inner]. */
 #define DEF_REDUCE(FN, T, ACC, ROWFN, INIT, STEP, FIN)                             \
     void FN(const void *xp, void *op, int64_t outer, int64_t n, int64_t inner) {   \
@@ -41,14 +54,8 @@
         T *o = op;                                                                 \
         const int par = outer * n * inner >= AD_OMP_THRESHOLD;                     \
         if (inner == 1 && outer == 1 && par) {                                     \
-            /* one long row: fixed blocks keep the result independent of threads */ \
-            const int64_t blk = (n + ROW_BLOCKS - 1) / ROW_BLOCKS;                 \
             ACC part[ROW_BLOCKS], a = INIT;                                        \
-            _Pragma("omp parallel for schedule(static)")                           \
-            for (int b = 0; b < ROW_BLOCKS; b++) {                                 \
-                int64_t lo = b * blk, hi = lo + blk < n ? lo + blk : n;            \
-                part[b] = lo < hi ? ROWFN(x + lo, hi - lo) : INIT;                 \
-            }                                                                      \
+            ROW_PARTS(part, x, n, ROWFN, INIT);                                    \
             for (int b = 0; b < ROW_BLOCKS; b++) a = STEP(a, part[b]);             \
             o[0] = FIN(a);                                                         \
             return;                                                                \
@@ -145,14 +152,8 @@ DEF_REDUCE(ad_red_any_b8, uint8_t, int, rowany_b8, 0, OR, SAME)
         T *o = op;                                                                 \
         const int par = outer * n * inner >= AD_OMP_THRESHOLD;                     \
         if (inner == 1 && outer == 1 && par) {                                     \
-            /* one long row: fixed blocks keep the result independent of threads */ \
-            const int64_t blk = (n + ROW_BLOCKS - 1) / ROW_BLOCKS;                 \
             double part[ROW_BLOCKS];                                               \
-            _Pragma("omp parallel for schedule(static)")                           \
-            for (int b = 0; b < ROW_BLOCKS; b++) {                                 \
-                int64_t lo = b * blk, hi = lo + blk < n ? lo + blk : n;            \
-                part[b] = lo < hi ? rowsum_##SUF(x + lo, hi - lo) : 0.0;           \
-            }                                                                      \
+            ROW_PARTS(part, x, n, rowsum_##SUF, 0.0);                              \
             for (int w = ROW_BLOCKS / 2; w > 0; w /= 2)                            \
                 for (int b = 0; b < w; b++) part[b] += part[b + w];                \
             o[0] = (T)FIN(part[0]);                                                \

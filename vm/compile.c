@@ -758,6 +758,15 @@ static void attr_assign_error(fstate *fs, ad_node *n) {
     cerror(fs, n->line, n->col, "%s", msg);
 }
 
+/* 'op dst, a, c' on the operand n->a, evaluated into a scratch register if it needs one. */
+static void expr_unary(fstate *fs, ad_node *n, ad_opcode op, int c, int dst) {
+    int save = fs->freereg;
+    int a = expr_any(fs, n->a);
+    setpos(fs, n);
+    emit_abc(fs, op, dst, a, c);
+    fs->freereg = save;
+}
+
 static void expr_inner(fstate *fs, ad_node *n, int dst);
 
 static void expr(fstate *fs, ad_node *n, int dst) {
@@ -806,14 +815,7 @@ static void expr_inner(fstate *fs, ad_node *n, int dst) {
         fs->freereg = save;
         break;
     }
-    case N_NOT: {
-        int save = fs->freereg;
-        int a = expr_any(fs, n->a);
-        setpos(fs, n);
-        emit_abc(fs, OP_NOT, dst, a, 0);
-        fs->freereg = save;
-        break;
-    }
+    case N_NOT: expr_unary(fs, n, OP_NOT, 0, dst); break;
     case N_AND: case N_OR: {
         expr(fs, n->a, dst);
         int j = emit_jump(fs, n->kind == N_AND ? OP_JMPIFNOT : OP_JMPIF, dst);
@@ -831,11 +833,7 @@ static void expr_inner(fstate *fs, ad_node *n, int dst) {
             if (!namespace_habit(fs, n)) expr_attr_named(fs, n, dst);
             break;
         }
-        int save = fs->freereg;
-        int a = expr_any(fs, n->a);
-        setpos(fs, n);
-        emit_abc(fs, OP_GETATTR, dst, a, attr);
-        fs->freereg = save;
+        expr_unary(fs, n, OP_GETATTR, attr, dst);
         break;
     }
     case N_LAMBDA: compile_function(fs, NULL, "<lambda>", n->list, n->b, dst); break;

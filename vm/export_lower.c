@@ -828,16 +828,21 @@ static int reduce_dims(ad_xctx *ctx, const xrec *r, int i, int64_t *dims, int *n
     return ADDSL_OK;
 }
 
+/* The nest of a reduction over the dims parameter i names (every dim when 'all'). */
+static int reduce_over(ad_xctx *ctx, const xrec *r, int src, int i, bool all, xnest *e) {
+    int64_t dims[AD_MAX_DIMS] = {0};
+    int nd = 0, rc;
+    if (!all && (rc = reduce_dims(ctx, r, i, dims, &nd, &all))) return rc;
+    return reduce_nest(ctx, r, src, dims, nd, all, e);
+}
+
 /* sum, mean, prod, amax, amin, max_all, min_all, logsumexp(-free): (self, dim, keepdim, ...) */
 static int lower_reduce(ad_xctx *ctx, const xrec *r, const char *kind) {
     int src = pref(r, 0);
     if (src < 0) return fail(ctx, "has no tensor input");
-    int64_t dims[AD_MAX_DIMS] = {0};
-    int nd = 0, rc;
     bool all = strcmp(kind, "max_all") == 0 || strcmp(kind, "min_all") == 0 || strcmp(kind, "trace") == 0;
-    if (!all && (rc = reduce_dims(ctx, r, 1, dims, &nd, &all))) return rc;
     xnest e;
-    rc = reduce_nest(ctx, r, src, dims, nd, all, &e);
+    int rc = reduce_over(ctx, r, src, 1, all, &e);
     if (rc) return rc;
     const char *k = kind;
     if (strcmp(k, "sum") == 0 || strcmp(k, "nansum") == 0) { e.init = "0"; e.comb = "acc += $E"; e.fin = "acc"; }
@@ -866,14 +871,9 @@ static int lower_norm(ad_xctx *ctx, const xrec *r, bool linalg) {
     double p = 2;
     ad_value pv = pconst(r, 1);
     if (pv.t != AD_TNONE && !pnum(r, 1, &p)) return fail(ctx, "has an order that is not a number");
-    int64_t dims[AD_MAX_DIMS] = {0};
-    int nd;
-    bool all;
-    int rc = reduce_dims(ctx, r, 2, dims, &nd, &all);
-    if (rc) return rc;
     (void)linalg;
     xnest e;
-    rc = reduce_nest(ctx, r, src, dims, nd, all, &e);
+    int rc = reduce_over(ctx, r, src, 2, false, &e);
     if (rc) return rc;
     if (e.acct != AD_FLOAT64) return fail(ctx, "is lowered for float32 and float64 only");
     e.ct = e.acct;
@@ -898,17 +898,12 @@ static int lower_norm(ad_xctx *ctx, const xrec *r, bool linalg) {
 static int lower_var(ad_xctx *ctx, const xrec *r, bool std) {
     int src = pref(r, 0);
     if (src < 0) return fail(ctx, "has no tensor input");
-    int64_t dims[AD_MAX_DIMS] = {0};
-    int nd;
-    bool all;
-    int rc = reduce_dims(ctx, r, 1, dims, &nd, &all);
+    xnest e;
+    int rc = reduce_over(ctx, r, src, 1, false, &e);
     if (rc) return rc;
     double corr = 1;
     if (pconst(r, 4).t == AD_TBOOL) corr = pconst(r, 4).u.b ? 1 : 0;
     else if (!pnum(r, 2, &corr)) return fail(ctx, "has a correction that is not a number");
-    xnest e;
-    rc = reduce_nest(ctx, r, src, dims, nd, all, &e);
-    if (rc) return rc;
     if (e.acct != AD_FLOAT64) return fail(ctx, "is lowered for float32 and float64 only");
     e.ct = AD_FLOAT64;
     ad_buf *b = ctx->body;

@@ -408,13 +408,8 @@ static int gemm_batched(ad_state *S, mat *a, mat *b, char *c, ad_dtype dt, doubl
     }
     ad_red_gemm_fn gemm = dt == AD_FLOAT64 ? ad_red_gemm_f64 : ad_red_gemm_f32;
     for (int64_t bi = 0; bi < nbatch; bi++) {
-        int64_t rem = bi, ao = 0, bo = 0;
-        for (int i = nb - 1; i >= 0; i--) {
-            int64_t ix = rem % a->shape[i];
-            rem /= a->shape[i];
-            ao += ix * a->strides[i];
-            bo += ix * b->strides[i];
-        }
+        int64_t ao, bo;
+        ad_batch_offsets(bi, nb, a->shape, a->strides, b->strides, &ao, &bo);
         gemm(blas, a->data + (size_t)ao * es, b->data + (size_t)bo * es, c + (size_t)(bi * M * N) * es, M, N, K,
              K ? lda : 1, K ? ldb : ad_blas_max64(N, 1), N, K ? ta : 0, K ? tb : 0, alpha, beta);
     }
