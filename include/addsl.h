@@ -63,7 +63,9 @@ typedef int (*addsl_interrupt_fn)(void *ud);
  * docs/security.md). Closed, they fail with ADDSL_ERUNTIME and a message
  * naming the door; the shipped op library is unaffected. */
 #define ADDSL_DENY_EXTERN 1u  /* extern declarations: dlopen/dlsym of any library */
-#define ADDSL_DENY_FILES  2u  /* load(), save(), plot(), makedirs() */
+#define ADDSL_DENY_FILES  2u  /* load(), save(), plot(), makedirs(), export_c(); import only
+                                 * of .ad files in the importing file's directory or below */
+#define ADDSL_DENY_IMPORT 4u  /* import of any file */
 
 typedef struct addsl_config {
     addsl_alloc_fn alloc;     /* default: realloc/free */

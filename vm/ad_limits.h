@@ -9,6 +9,7 @@
 #define AD_DEFAULT_MEMORY_LIMIT ((size_t)4 << 30)  /* bytes of tensor storage */
 #define AD_MAX_STRING ((size_t)1 << 30)            /* bytes in one string */
 #define AD_MAX_LIST ((int64_t)1 << 28)             /* elements in one list */
+#define AD_MAX_SOURCE ((size_t)64 << 20)           /* bytes of one source file (a script, an import) */
 #define AD_OMP_THRESHOLD 32768      /* elements before a kernel goes parallel */
 #define AD_OMP_MEMBOUND_MIN ((double)(512 << 10)) /* bytes an add or multiply reads and writes before it goes parallel
                                                     (bench/RESULTS.md: 2 threads won from 64K float32 elements up to 1e7) */

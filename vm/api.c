@@ -24,6 +24,7 @@
 #include "heap.h"
 #include "library.h"
 #include "module.h"
+#include "source.h"
 #include "op.h"
 #include "compiled.h"
 #include "export_c.h"
@@ -163,32 +164,12 @@ int addsl_dorepl(addsl_state *S, const char *code, const char *name) {
     return run(S, code, strlen(code), name ? name : "<stdin>", true);
 }
 
-int ad_read_file(addsl_state *S, const char *path, char **out, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return ad_error_code(S, ADDSL_EIO, "cannot open '%s': %s", path, strerror(errno));
-    ad_buf b;
-    ad_buf_init(&b, S);
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        if (ad_buf_add(&b, chunk, n)) break;
-    int err = ferror(f);
-    fclose(f);
-    if (b.failed) { ad_buf_free(&b); return ad_nomem(S); }
-    if (err) { ad_buf_free(&b); return ad_error_code(S, ADDSL_EIO, "cannot read '%s'", path); }
-    if (!b.data) ad_buf_add(&b, "", 0);
-    if (b.failed) { ad_buf_free(&b); return ad_nomem(S); }
-    *out = b.data;
-    *len = b.len;
-    return ADDSL_OK;
-}
-
 int addsl_dofile(addsl_state *S, const char *path) {
     if (!S || !path) return ADDSL_EARG;
     ad_clear_error(S);
     char *src;
     size_t len;
-    int rc = ad_read_file(S, path, &src, &len);
+    int rc = ad_source_read(S, path, NULL, false, &src, &len);
     if (rc) return rc;
     rc = run(S, src, len, path, false);
     ad_free(S, src);

@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "compile.h"
 #include "dict.h"
+#include "source.h"
 #include "state.h"
 #include "vm.h"
 
@@ -34,6 +35,49 @@ static int join_path(ad_state *S, const char *path, const char *importer, ad_buf
         ad_buf_add(out, importer, (size_t)(slash - importer + 1));
     ad_buf_puts(out, path);
     return out->failed ? ad_nomem(S) : ADDSL_OK;
+}
+
+/* The sandbox's rule for imports (ADDSL_DENY_FILES, docs/security.md): a
+ * relative path without '..' to a .ad file that, symlinks resolved, lies in
+ * the importing file's own directory or below it. Judged on the path's text
+ * before anything is looked up, then on the resolved path 'real'; code without
+ * a file (-e, standard input, the REPL: "<string>") imports nothing. */
+static int sandbox_refuse(ad_state *S, const char *path, const char *why) {
+    return ad_error(S, "cannot import \"%s\": file access is disabled by the host (ADDSL_DENY_FILES); %s", path, why);
+}
+
+static const char sandbox_rule[] = "a sandboxed script imports only .ad files in its own directory or below it";
+
+static bool ends_with_ad(const char *p) {
+    size_t n = strlen(p);
+    return n > 3 && strcmp(p + n - 3, ".ad") == 0;
+}
+
+static int sandbox_path_ok(ad_state *S, const char *path, const char *importer) {
+    if (!importer || importer[0] == '<')
+        return sandbox_refuse(S, path, "code that is not in a file (-e, standard input, the REPL) imports nothing");
+    bool dotdot = false;
+    for (const char *c = path; *c; c = strchr(c, '/') ? strchr(c, '/') + 1 : c + strlen(c))
+        if (c[0] == '.' && c[1] == '.' && (c[2] == '/' || c[2] == '\0')) dotdot = true;
+    if (path[0] == '/' || dotdot || !ends_with_ad(path)) return sandbox_refuse(S, path, sandbox_rule);
+    return ADDSL_OK;
+}
+
+/* 'real' (resolved) lies under the resolved directory of 'importer'. */
+static int sandbox_real_ok(ad_state *S, const char *path, const char *importer, const char *real) {
+    const char *slash = strrchr(importer, '/');
+    ad_buf dir;
+    ad_buf_init(&dir, S);
+    if (slash) ad_buf_add(&dir, importer, (size_t)(slash - importer) + 1);
+    else ad_buf_puts(&dir, ".");
+    if (dir.failed) { ad_buf_free(&dir); return ad_nomem(S); }
+    char *root = realpath(dir.data, NULL);
+    ad_buf_free(&dir);
+    size_t n = root ? strlen(root) : 0;
+    if (n && root[n - 1] == '/') n--;
+    bool inside = root && strncmp(real, root, n) == 0 && real[n] == '/' && ends_with_ad(real);
+    free(root);
+    return inside ? ADDSL_OK : sandbox_refuse(S, path, sandbox_rule);
 }
 
 /* A file whose import failed is forgotten, so a later import tries again. */
@@ -63,9 +107,27 @@ static int cycle_error(ad_state *S, const char *key, const char *shown) {
     return rc;
 }
 
+/* A module's text: a regular file only (a FIFO would block the import, a
+ * device would never end), of at most AD_MAX_SOURCE bytes. */
+static int read_module(ad_state *S, const char *path, const char *real, char **src, size_t *len) {
+    ad_buf who;
+    ad_buf_init(&who, S);
+    ad_buf_printf(&who, "cannot import \"%s\"", path);
+    int rc = who.failed ? ad_nomem(S) : ad_source_read(S, real, who.data, true, src, len);
+    ad_buf_free(&who);
+    return rc;
+}
+
 int ad_module_begin(ad_state *S, const char *path, const char *importer, ad_value *done,
                     struct ad_proto **main, char **key) {
     *done = ad_none(); *main = NULL; *key = NULL;
+    if (S->cfg.deny & ADDSL_DENY_IMPORT)
+        return ad_error(S, "cannot import \"%s\": import is disabled by the host (ADDSL_DENY_IMPORT)", path);
+    bool sandboxed = (S->cfg.deny & ADDSL_DENY_FILES) != 0;
+    if (sandboxed) {
+        int rc = sandbox_path_ok(S, path, importer);
+        if (rc) return rc;
+    }
     if (!S->modules && !(S->modules = ad_dict_new(S))) return S->errcode ? S->errcode : ADDSL_ENOMEM;
     ad_buf file;
     ad_buf_init(&file, S);
@@ -74,6 +136,11 @@ int ad_module_begin(ad_state *S, const char *path, const char *importer, ad_valu
     char *real = realpath(file.data, NULL);
     if (!real) {
         rc = ad_error(S, "cannot import \"%s\": %s (looked for %s)", path, strerror(errno), file.data);
+        ad_buf_free(&file);
+        return rc;
+    }
+    if (sandboxed && (rc = sandbox_real_ok(S, path, importer, real))) {
+        free(real);
         ad_buf_free(&file);
         return rc;
     }
@@ -97,7 +164,7 @@ int ad_module_begin(ad_state *S, const char *path, const char *importer, ad_valu
     free(real);
     char *src = NULL;
     size_t len = 0;
-    rc = *key ? ad_read_file(S, *key, &src, &len) : ADDSL_ENOMEM;
+    rc = *key ? read_module(S, path, *key, &src, &len) : ADDSL_ENOMEM;
     /* Entered as (name shown, names map) before it runs, so an import of it
      * from inside is seen as a cycle; finish replaces it with the module. */
     ad_list *entry = rc ? NULL : ad_list_new(S, AD_TTUPLE, 2);

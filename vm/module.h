@@ -25,8 +25,10 @@ void ad_modules_close(ad_state *S);
  * directory for <string>, <stdin> and the REPL). A module imported before
  * gives *done (a new reference) and no *main. Otherwise *main is its
  * compiled top level (a new reference, to run), and ad_module_finish must
- * follow with the run's status. Fails on a missing file, an import cycle and
- * a compile error (ADDSL_ECOMPILE, the message already located). */
+ * follow with the run's status. Fails on a missing file, anything but a
+ * regular file, an import cycle, a file the sandbox refuses (ADDSL_DENY_IMPORT,
+ * ADDSL_DENY_FILES: docs/security.md) and a compile error (ADDSL_ECOMPILE,
+ * the message already located). */
 int ad_module_begin(ad_state *S, const char *path, const char *importer, ad_value *done,
                     struct ad_proto **main, char **key);
 /* Registers the module whose main ran with status 'rc' and gives it in *out;
@@ -35,8 +37,5 @@ int ad_module_finish(ad_state *S, char *key, int rc, ad_value *out);
 
 /* m.name: the current value of a module's top-level name. */
 int ad_module_get(ad_state *S, ad_module *m, const char *name, ad_value *out);
-
-/* The whole file at 'path' in *out (NUL-terminated, caller frees); vm/api.c. */
-int ad_read_file(ad_state *S, const char *path, char **out, size_t *len);
 
 #endif
