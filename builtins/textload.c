@@ -79,6 +79,10 @@ static int field(ad_state *S, const char *path, int64_t line, int64_t col, const
     size_t n = (size_t)(e - s);
     if (n == 0) return ad_error(S, "load('%s'): line %lld, column %lld: an empty field where a number was expected",
                                 path, (long long)line, (long long)col);
+    /* The copy below would end the field at a NUL and read "2\0" as 2. */
+    const char *nul = memchr(s, '\0', n);
+    if (nul) return ad_error(S, "load('%s'): line %lld, column %lld: a NUL byte in a field", path, (long long)line,
+                             (long long)(col + (nul - s)));
     if (n >= sizeof tmp) n = sizeof tmp - 1;
     memcpy(tmp, s, n);
     tmp[n] = '\0';

@@ -13,6 +13,7 @@
 #include "dict.h"
 #include "grammar.h"
 #include "hint.h"
+#include "source.h"
 #include "state.h"
 
 /* ---- resolver: which declarations are captured by an inner function ---- */
@@ -1550,13 +1551,24 @@ static ad_proto *compile_chunk(ad_state *S, const char *src, size_t len, const c
     return fs.p;
 }
 
+/* A script's or module's text, its BOM dropped and its line endings made LF
+ * first (vm/source.c): the lexer, the error lines and the hints then agree. */
+static ad_proto *compile_text(ad_state *S, const char *src, size_t len, const char *name, bool repl,
+                              const char *modkey, ad_dict *modnames) {
+    char *owned;
+    if (ad_source_normalize(S, &src, &len, &owned)) { ad_nomem(S); return NULL; }
+    ad_proto *p = compile_chunk(S, src, len, name, repl, false, modkey, modnames);
+    ad_free(S, owned);
+    return p;
+}
+
 ad_proto *ad_compile(ad_state *S, const char *src, size_t len, const char *name, bool repl) {
-    return compile_chunk(S, src, len, name, repl, false, NULL, NULL);
+    return compile_text(S, src, len, name, repl, NULL, NULL);
 }
 
 ad_proto *ad_compile_module(ad_state *S, const char *src, size_t len, const char *name,
                             const char *key, ad_dict *names) {
-    return compile_chunk(S, src, len, name, false, false, key, names);
+    return compile_text(S, src, len, name, false, key, names);
 }
 
 ad_proto *ad_compile_library(ad_state *S, const char *src, size_t len, const char *name) {
