@@ -41,8 +41,6 @@ static int bi_makedirs(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     int rc = ad_arg_str(S, argv[0], "makedirs", "path", &path);
     if (!rc) rc = ad_arg_bool(S, argv[1], "makedirs", "exist_ok", &exist_ok);
     if (rc) return rc;
-    if (S->cfg.deny & ADDSL_DENY_FILES)
-        return ad_error(S, "makedirs('%s'): file access is disabled by the host (ADDSL_DENY_FILES)", path);
     if (!*path) return ad_error(S, "makedirs(): 'path' is empty");
     size_t n = strlen(path);
     char *copy = ad_malloc(S, n + 1);

@@ -24,10 +24,6 @@ static ftype file_type(const char *path) {
     return F_UNKNOWN;
 }
 
-static int files_denied(ad_state *S, const char *fn, const char *path) {
-    return ad_error(S, "%s('%s'): file access is disabled by the host (ADDSL_DENY_FILES)", fn, path);
-}
-
 static int text_options(ad_state *S, ftype ft, const ad_value *argv, char *delim, int64_t *skip, ad_dtype *dt) {
     *delim = ft == F_CSV ? ',' : 0;
     if (argv[0].t != AD_TNONE) {
@@ -52,7 +48,6 @@ static int bi_load(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     const char *path;
     int rc = ad_arg_str(S, argv[0], "load", "path", &path);
-    if (!rc && (S->cfg.deny & ADDSL_DENY_FILES)) rc = files_denied(S, "load", path);
     if (rc) return rc;
     ftype ft = file_type(path);
     bool text_args = argv[1].t != AD_TNONE || !(ad_is_number(argv[2]) && argv[2].u.n == 0) || argv[3].t != AD_TNONE;
@@ -89,7 +84,6 @@ static int bi_save(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     const char *path;
     int rc = ad_arg_str(S, argv[0], "save", "path", &path);
-    if (!rc && (S->cfg.deny & ADDSL_DENY_FILES)) rc = files_denied(S, "save", path);
     if (rc) return rc;
     ftype ft = file_type(path);
     ad_value v = argv[1];

@@ -262,8 +262,6 @@ static int bi_extern_fn(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     if (!rc) rc = ad_arg_str(S, argv[1], "extern_fn", "name", &name);
     if (!rc) rc = ad_arg_str(S, argv[2], "extern_fn", "sig", &sig);
     if (rc) return rc;
-    if (S->cfg.deny & ADDSL_DENY_EXTERN)
-        return ad_error(S, "extern %s from \"%s\": extern is disabled by the host (ADDSL_DENY_EXTERN)", name, lib);
     void *h = ad_kreg_dlopen(S, lib, name);
     if (!h) return S->errcode ? S->errcode : ADDSL_ERUNTIME;
     dlerror();

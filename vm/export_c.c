@@ -361,8 +361,6 @@ static void write_fun_c(ad_buf *b, const xfun *F, const char *what) {
 }
 
 static int write_file(ad_state *S, const char *path, const ad_buf *text) {
-    if (S->cfg.deny & ADDSL_DENY_FILES)
-        return ad_error(S, "export_c('%s'): file access is disabled by the host (ADDSL_DENY_FILES)", path);
     ad_atomic_file af;
     int rc = ad_atomic_begin(S, "export_c", path, &af);
     if (rc) return rc;

@@ -118,6 +118,7 @@ typedef struct ad_builtin {
     void *ud;             /* data of a builtin made at run time (e.g. an extern kernel) */
     int kid;              /* kernel id for kernel-backed builtins, else -1 */
     bool on_device;       /* takes GPU tensors (vm/device.c lists which) */
+    unsigned doors;       /* ADDSL_DENY_* bits that refuse it (vm/sandbox.c lists which) */
     int sizes_param;      /* 1 + index of the parameter written '*NAME'; 0: none */
     void (*ud_free)(ad_state *S, void *ud);
     /* A builtin made at run time that needs its own record (compile()'s

@@ -20,6 +20,7 @@
 #include "gradfn.h"
 #include "help.h"
 #include "module.h"
+#include "sandbox.h"
 #include "compile.h"
 #include "format.h"
 #include "library.h"
@@ -187,6 +188,7 @@ int ad_vm_register(ad_state *S, const ad_builtin_def *defs) {
         int rc = builtin_new(S, defs, &b);
         if (rc) return rc;
         b->on_device = table_on_device || ad_device_builtin_ok(defs->name);
+        b->doors = ad_sandbox_doors(defs->name);
         ad_value v; v.t = AD_TBUILTIN; v.u.bi = b;
         /* 'ad_NAME' keeps the raw builtin reachable when an op named NAME
          * (with derivative formulas) replaces it; kernel("ad_NAME") uses it. */
@@ -949,6 +951,8 @@ static int bind_args(ad_state *S, const char *fname, int np, const char *const *
 
 static int call_builtin(ad_state *S, ad_builtin *b, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
     *out = ad_none();
+    /* The one place a closed door refuses: before tracing or running it. */
+    if (b->doors & S->cfg.deny) return ad_sandbox_check(S, b, args, nargs, kw);
     if (ad_trace_on(S) && S->trace->through != b) return ad_trace_builtin(S, b, args, nargs, kw, out);
     if (b->call) return b->call(S, b, args, nargs, kw, out);
     /* A builtin that reads tensor memory on the host must never see a GPU
