@@ -130,7 +130,7 @@ int ad_npz_save(ad_state *S, const char *path, const ad_dict *d) {
     if (rc) return rc;
     if (!ad_zip_api_get(S, "save")) return S->errcode;
     ad_atomic_file af;
-    if ((rc = ad_atomic_begin(S, "save", path, &af))) return rc;
+    if ((rc = ad_atomic_begin_named(S, "save", path, &af))) return rc;
     if (d->len == 0) {
         /* libzip removes an archive left empty; numpy.savez({}) writes the bare
          * end-of-central-directory record, and so do we. */

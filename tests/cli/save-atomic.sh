@@ -1,6 +1,7 @@
 #!/bin/sh
 # save-atomic.sh: save() over a good file, killed with SIGKILL at random moments, never leaves a
-# torn file: the target always loads, with the old contents or the whole new ones.
+# torn file: the target always loads, with the old contents or the whole new ones; and no
+# temporary file outlives the next save.
 # Usage: save-atomic.sh PATH-TO-ADDSL
 addsl=${1:?usage: $0 PATH-TO-ADDSL}
 fail=0
@@ -29,8 +30,34 @@ print(t.shape[0], t[0].item(), t[-1].item())" 2>&1)
     "$addsl" -e "save(\"$target\", tensor([1.0, 2.0, 3.0]))"
 done
 echo "killed $killed of 8 saves mid-way or before"
-# A killed save may leave its temporary file (documented); clear them before the checks below.
-find "$tmp" -name '.good.npy.*' -exec rm -f {} +
+# A killed save leaves no temporary file: a .npy is written unnamed (O_TMPFILE) where the file
+# system allows, and every save first removes what killed saves to its name left (the .npz path,
+# which libzip writes by name, and file systems without O_TMPFILE), so after the saves above none
+# is left; before, each kill left a full-size .good.npy.XXXXXX (192 MB here).
+left=$(find "$tmp" -name '.good.npy.*' | wc -l)
+[ "$left" -eq 0 ] || { echo "FAIL: $left temporary files left by killed .npy saves: $(ls -A "$tmp")"; fail=1; }
+# The same for .npz: each kill mid-way leaves libzip's file and ours; the next save sweeps them.
+npz=$tmp/good.npz
+"$addsl" -e "save(\"$npz\", {\"a\": tensor([1.0, 2.0, 3.0])})" || fail=1
+stale=0
+for delay in 0.5 1 1.5 2; do
+    "$addsl" -e "save(\"$npz\", {\"a\": ones(48000000)})" &
+    pid=$!
+    sleep "$delay"
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    stale=$((stale + $(find "$tmp" -name '.good.npz.*' | wc -l)))
+    out=$("$addsl" -e "let t = load(\"$npz\")[\"a\"]
+print(t.shape[0], t[0].item(), t[-1].item())" 2>&1)
+    case $out in
+        "3 1 3"|"48000000 1 1") ;;
+        *) echo "FAIL: after a kill at ${delay}s the .npz reads as: $out"; fail=1 ;;
+    esac
+    "$addsl" -e "save(\"$npz\", {\"a\": tensor([1.0, 2.0, 3.0])})" || fail=1
+    left=$(find "$tmp" -name '.good.npz.*' | wc -l)
+    [ "$left" -eq 0 ] || { echo "FAIL: the save after a kill at ${delay}s left $left temporary files: $(ls -A "$tmp")"; fail=1; }
+done
+echo "killed .npz saves left $stale temporary files, all removed by the next save"
 
 # A save that cannot even start (no such directory) writes nothing anywhere.
 out=$("$addsl" -e "save(\"$tmp/no/such/dir/x.npy\", ones(2))" 2>&1)
