@@ -14,6 +14,23 @@ for f in "$srcdir"/tests/*/*.ad "$srcdir"/samples/*.ad "$srcdir"/tests/hostile/*
     # Scripts that need the file system or native code gain nothing in the sandbox.
     grep -q 'extern\|load(\|save(\|args\[' "$f" || cp -f "$f" "$out/program/$n.ad"
 done
+# Import-heavy seeds (issue 27): every kind of path the sandbox must refuse without reading it
+# (fuzz_program's "<fuzz>" chunk imports nothing), imports in functions, loops and modules' names,
+# and sources with a byte order mark and CR or CRLF line endings.
+i=0
+for imp in '"/etc/passwd"' '"../secret.ad"' '"sub/../../x.ad"' '"/dev/zero"' '"m.ad"' '"./m.ad"' \
+        '"dir/"' '""' '"a.ad\\0b"' '"\\n.ad"' '"/proc/self/fd/0"' '"m.txt"' '".ad"' '"//x.ad"'; do
+    i=$((i + 1))
+    printf 'import %s as m\nprint(m.x)\n' "$imp" > "$out/program/import-$i.ad"
+    printf 'fn f(n) {\n  import %s as m\n  return m.v + n\n}\nfor i in range(3) { f(i) }\n' "$imp" > "$out/program/import-fn-$i.ad"
+    cp "$out/program/import-$i.ad" "$out/compile/import-$i.ad"
+done
+printf 'import "a.ad" as a\nimport "b.ad" as b\nimport "a.ad" as c\nprint(a.f(1), b.g, c)\n' > "$out/program/import-many.ad"
+printf 'let m = 1\nimport "m.ad" as m\nm.f(m)\n' > "$out/program/import-shadow.ad"
+printf '\357\273\277import "m.ad" as m\rprint(1)\r\n' > "$out/program/import-bom-cr.ad"
+printf '\357\273\277let x = [1,\r  2]\rprint(x)\r' > "$out/program/bom-cr.ad"
+printf 'print(1)\r\nlet s = "a\rb"\r\n' > "$out/program/crlf-string.ad"
+cp "$out"/program/import-*.ad "$out"/program/bom-cr.ad "$out"/program/crlf-string.ad "$out/compile/"
 for f in "$srcdir"/lib/*.ad; do
     [ -f "$f" ] && cp "$f" "$out/compile/lib-$(basename "$f")"
 done
