@@ -131,13 +131,42 @@ static void grammar_doors(const char *dir) {
     unlink(path);
 }
 
+static int polls;
+static int stop_at_once(void *ud) { (void)ud; return ++polls > 0; }
+
+/* Reading a source file polls the host's interrupt between chunks: a script
+ * of 1 MiB (16 chunks) is stopped while it is read, by dofile and by import. */
+static void read_polls(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/long.ad", dir);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; f && i < 16384; i++) fputs("# a comment line of sixty-four bytes, to make the file long..\n", f);
+    if (f) fclose(f);
+    addsl_config cfg;
+    addsl_config_init(&cfg);
+    cfg.write = quiet;
+    cfg.interrupt = stop_at_once;
+    addsl_state *A = addsl_open(&cfg);
+    polls = 0;
+    int rc = A ? addsl_dofile(A, path) : -1;
+    ok(rc == ADDSL_EINTERRUPT && polls == 1, "addsl_dofile of 1 MiB stops at the first poll (%d, %d polls)", rc, polls);
+    char chunk[4200];
+    snprintf(chunk, sizeof chunk, "%s/main.ad", dir);
+    polls = 0;
+    rc = A ? addsl_dostring(A, "import \"long.ad\" as m", chunk) : -1;
+    ok(rc == ADDSL_EINTERRUPT && polls == 1, "importing it stops at the first poll too (%d, %d polls)", rc, polls);
+    addsl_close(A);
+    unlink(path);
+}
+
 int main(void) {
-    plan(12);
+    plan(14);
     char dir[] = "/tmp/test_sandbox.XXXXXX", open_dir[] = "/tmp/test_sandbox_open.XXXXXX";
     if (!mkdtemp(dir) || !mkdtemp(open_dir)) { printf("Bail out! mkdtemp\n"); return 1; }
     table_sorted();
     walk_builtins(dir, open_dir);
     grammar_doors(dir);
+    read_polls(dir);
     rmdir(dir);
     rmdir(open_dir);
     return done_testing();
