@@ -30,8 +30,10 @@ int ad_atomic_begin(ad_state *S, const char *fn, const char *path, ad_atomic_fil
 int ad_atomic_begin_named(ad_state *S, const char *fn, const char *path, ad_atomic_file *af);
 /* Removes, in 'dir' ("" for the current one), the temporary files of saves to
  * 'base' whose process is gone: ".BASE.addsl-PID-*" with no process PID,
- * regular and owned by this user; a live process's (another save now, or a
- * PID of another PID namespace) are left. Returns how many it removed. */
+ * regular and owned by this user; a live process's (another save now) are
+ * left. A save running in another PID namespace that shares the directory
+ * looks dead from here: such hosts give each its own directory. Returns how
+ * many it removed. */
 int ad_atomic_sweep(const char *dir, const char *base);
 /* Flushes, syncs and closes the temporary file and renames it over the
  * target. On any failure (or when 'ok' is false: the caller's write failed,
