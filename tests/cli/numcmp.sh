@@ -24,6 +24,7 @@ driver() {
 driver PASS within
 driver PASS golden
 driver FAIL outside
+driver FAIL outside_last
 driver FAIL text
 driver FAIL integer
 driver FAIL exact_line
@@ -32,7 +33,7 @@ driver FAIL golden_outside
 driver FAIL golden_exact
 driver ERROR bad_spec
 # The log says what moved, and why a failure failed.
-grep -q 'numcmp: matched, 2 number(s) within tolerance' "$tmp/within.log" || { echo "FAIL: within.log does not count the moved numbers"; fail=1; }
+grep -q 'numcmp: matched, 3 number(s) within tolerance' "$tmp/within.log" || { echo "FAIL: within.log does not count the moved numbers"; fail=1; }
 grep -q 'off by 0.0001, allowed 4.45e-05' "$tmp/outside.log" || { echo "FAIL: outside.log does not say how far off"; fail=1; }
 
 # numcmp STATUS ARGS...: tests/numcmp's exit status on ARGS.
@@ -48,6 +49,9 @@ status() {
 }
 status 0 -T rtol=1e-5 -s 'grad [-33.1129, -44.5156]' 'grad [-33.1129, -44.5155]'
 status 1 -T rtol=1e-6 -s 'grad [-33.1129, -44.5156]' 'grad [-33.1129, -44.5155]'
+status 0 -T last=1 -s "max error 0.0677 at x = -1.000" "max error 0.0678 at x = -1.000"
+status 1 -T last=1 -s "max error 0.0677" "max error 0.0679"
+status 2 -T digits=1 -s 1 1
 status 1 -s 'grad -44.5156' 'grad -44.5155'
 status 0 -T atol=1e-3 -s '1e-05 2.5E+3' '0.0 2500.0004'
 status 1 -T atol=1e-3 -s 'tensor([1.])' 'tensor([1.], dtype=float64)'
