@@ -8,7 +8,8 @@
 #    or: /usr/bin/python3 tests/gen_expect.py --fill tests/ops/x.ad
 #        rewrites the file in place: after every line with a `# torch: EXPR`
 #        comment it puts the `# expect:` lines of EXPR (replacing those already
-#        there), so each expectation names the torch expression it came from.
+#        there, and keeping a "# expect~ TOL:" tolerance where the first of them
+#        has one), so each expectation names the torch expression it came from.
 #        `# torch-exec: STATEMENT` lines run Python first (shared names). Output is what addsl's print() must write:
 #        torch's repr with `dtype=torch.float64` -> `dtype=float64`, `requires_grad=True`
 #        -> `requires_grad=true`, Python scalars and lists in addsl's spelling.
@@ -54,8 +55,13 @@ def fmt(v):
     return str(v)
 
 
-def expect_lines(value):
-    return ["# expect: " + line for line in fmt(value).split("\n")]
+def expect_lines(value, prefix="# expect: "):
+    return [prefix + line for line in fmt(value).split("\n")]
+
+
+def is_expect(line):
+    s = line.lstrip()
+    return s.startswith("# expect:") or (s.startswith("# expect~") and ":" in s)
 
 
 def fill(path):
@@ -71,9 +77,13 @@ def fill(path):
             exec(line.split("# torch-exec:", 1)[1].strip(), env)
         elif "# torch:" in line:
             expr = line.split("# torch:", 1)[1].strip()
-            while i < len(lines) and lines[i].lstrip().startswith("# expect:"):
+            # Lines compared to a tolerance ("# expect~ last=1: ...") keep it.
+            prefix = "# expect: "
+            if i < len(lines) and lines[i].lstrip().startswith("# expect~"):
+                prefix = lines[i].lstrip().split(":", 1)[0] + ": "
+            while i < len(lines) and is_expect(lines[i]):
                 i += 1
-            out.extend(expect_lines(eval(expr, env)))
+            out.extend(expect_lines(eval(expr, env), prefix))
     open(path, "w").write("\n".join(out))
 
 

@@ -18,6 +18,39 @@ check() {
     fi
 }
 
+# numcmp ARGS: tests/numcmp, the comparison to a stated tolerance that the .ad
+# tests share (the text and the integers exactly, other numbers to TOL); the
+# sourcing script is one folder below tests/.
+numcmp_path=$(cd "$(dirname "$0")/.." && pwd)/numcmp
+numcmp() { ${SHELL:-/bin/sh} "$numcmp_path" "$@"; }
+
+# check_near NAME TOL WANT GOT: compares one output whose numbers may move on a
+# correct machine by TOL ("rtol=R", "atol=A" or both), as "# expect~" lines do.
+check_near() {
+    why=$(numcmp -T "$2" -s "$3" "$4" 2>&1) || {
+        echo "FAIL: $1 (to $2):"
+        printf '%s\n' "$why" | sed 's/^/  /'
+        fail=1
+    }
+}
+
+# check_golden NAME GOLDEN FILE: FILE equals the golden file GOLDEN, byte for
+# byte or, where GOLDEN.tol states a tolerance, as tests/ad-driver compares a
+# sample's .out with its .out.tol.
+check_golden() {
+    if [ -f "$2.tol" ]; then
+        why=$(numcmp -t "$2.tol" "$2" "$3" 2>&1) || {
+            echo "FAIL: $1 (to the tolerance of $2.tol):"
+            printf '%s\n' "$why" | sed 's/^/  /'
+            fail=1
+        }
+    elif ! cmp -s "$2" "$3"; then
+        echo "FAIL: $1: differs from $2:"
+        diff "$2" "$3" | sed 's/^/  /'
+        fail=1
+    fi
+}
+
 # need_pty: skips the test (77) where util-linux 'script' cannot give the REPL a
 # terminal or 'timeout' cannot bound the session.
 need_pty() {

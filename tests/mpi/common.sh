@@ -43,9 +43,16 @@ expect_ok() {
     fi
 }
 
-# expect_out WHAT FILE: the last mpi_run's stdout equals FILE.
+# expect_out WHAT FILE: the last mpi_run's stdout equals FILE, to the tolerance
+# of FILE.tol where there is one (tests/numcmp, as tests/ad-driver compares a
+# sample with its golden).
 expect_out() {
-    if ! diff "$2" "$tmp/out" >"$tmp/diff"; then
+    if [ -f "$2.tol" ]; then
+        ${SHELL:-/bin/sh} "$srcdir/tests/numcmp" -t "$2.tol" "$2" "$tmp/out" >"$tmp/diff" 2>&1
+    else
+        diff "$2" "$tmp/out" >"$tmp/diff"
+    fi
+    if [ $? -ne 0 ]; then
         echo "FAIL: $1: stdout differs from $2"
         sed 's/^/  /' "$tmp/diff"
         fail=1
