@@ -6,6 +6,9 @@
 
 #include "state.h"
 
+/* glibc hands out its static C locale object here, allocating nothing; another
+ * libc may malloc it (outside the state's allocator) or fail, and then addsl_open
+ * fails as it does without memory. */
 locale_t ad_c_locale_new(void) {
     return newlocale(LC_ALL_MASK, "C", (locale_t)0);
 }
@@ -19,7 +22,8 @@ ad_c_scope ad_c_locale_enter(ad_state *S) {
     ad_c_scope sc = {uselocale(S->c_locale), S->host_locale};
     /* uselocale fails only for an invalid locale object, and S->c_locale is valid. */
     assert(sc.thread);
-    S->host_locale = sc.thread;
+    /* A scope inside a scope (a library file loaded by a call) keeps the host's. */
+    if (sc.thread != S->c_locale) S->host_locale = sc.thread;
     return sc;
 }
 

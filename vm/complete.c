@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "c_locale.h"
 #include "dict.h"
 #include "help.h"
 #include "library.h"
@@ -46,15 +45,6 @@ static bool scan_text(const char *text, size_t len, long *open_paren) {
     return quote != 0;
 }
 
-/* Resolves a global slot; a library name is loaded (lexed) in the C locale,
- * while the candidates go to the host's callback in its own. */
-static bool resolve(ad_state *S, int *slot) {
-    ad_c_scope sc = ad_c_locale_enter(S);
-    int rc = ad_global_resolve(S, slot);
-    ad_c_locale_leave(S, sc);
-    return rc == ADDSL_OK;
-}
-
 /* The value named by the chain of identifiers a.b.c that ends just before
  * 'end' in text (borrowed from a global, a module or a dict); false if none. */
 static bool chain_value(ad_state *S, const char *text, size_t end, ad_value *out) {
@@ -79,7 +69,7 @@ static bool chain_value(ad_state *S, const char *text, size_t end, ad_value *out
         name[lens[i]] = '\0';
         if (i == n - 1) {
             int slot = ad_global_user_slot(S, name, false, false);
-            if (slot < 0 || !resolve(S, &slot) || !S->globals->defined[slot]) return false;
+            if (slot < 0 || ad_global_resolve(S, &slot) || !S->globals->defined[slot]) return false;
             v = S->globals->values[slot];
         } else if (v.t == AD_TMODULE) {
             ad_value *slot = ad_dict_get_str(v.u.mod->slots, name);

@@ -108,6 +108,31 @@ static void test_export(addsl_state *S, const char *dir) {
        "export_c writes the C literals 1.5f and 0.25f, never 1,5");
 }
 
+static void count(void *ud, const char *word) { (void)word; (*(int *)ud)++; }
+
+/* Completing 't.' of a tensor loads the whole op library, from a call that runs
+ * no script: its literals too are read in the C locale (leaky_relu's default
+ * negative_slope=0.01 is not 0). */
+static void test_complete_loads(capture *c) {
+    addsl_config cfg;
+    addsl_config_init(&cfg);
+    cfg.write = cap_write;
+    cfg.write_ud = c;
+    addsl_state *S = addsl_open(&cfg);
+    int64_t shape[1] = {1};
+    addsl_tensor *t = S ? addsl_tensor_new(S, ADDSL_FLOAT32, 1, shape) : NULL;
+    if (!t) { ok(0, "open a second state"); addsl_close(S); return; }
+    *(float *)addsl_tensor_data(t) = -100.0f;
+    size_t start = 0;
+    int in_string = 0, n = 0;
+    int rc = addsl_set_global(S, "t", t);
+    if (!rc) rc = addsl_complete(S, "t.", &start, &in_string, count, &n);
+    ok(rc == ADDSL_OK && n > 10, "complete 't.' offers the tensor methods (%d)", n);
+    prints(S, c, "print(leaky_relu(t))", "tensor([-1.])\n");
+    addsl_tensor_release(S, t);
+    addsl_close(S);
+}
+
 /* The library leaves the host's locale as it found it. */
 static void test_host_kept(void) {
     char buf[16];
@@ -140,6 +165,7 @@ int main(void) {
         test_export(S, dir);
         addsl_close(S);
     }
+    test_complete_loads(&c);
     test_host_kept();
 
     char path[600];
