@@ -9,6 +9,8 @@
  * an error addsl_errmsg() gives the message, with the script location
  * ("FILE:LINE:COL: ...") when the error comes from a script.
  * One addsl_state per thread; states share nothing.
+ * Numbers are read and written in the C locale whatever the host's setlocale:
+ * the calls that run script code switch their thread with uselocale() and back.
  * Guide and reference: docs/embedding.md.
  */
 #ifndef ADDSL_H

@@ -18,6 +18,7 @@
 #include "../builtins/extern.h"
 #include "../builtins/kernel.h"
 #include "buf.h"
+#include "c_locale.h"
 #include "compile.h"
 #include "autograd.h"
 #include "inplace.h"
@@ -106,6 +107,10 @@ addsl_state *addsl_open(const addsl_config *cfg) {
     if (!S) return NULL;
     memset(S, 0, sizeof *S);
     S->cfg = c;
+    S->c_locale = ad_c_locale_new();
+    if (!S->c_locale) { c.alloc(c.alloc_ud, S, 0); return NULL; }
+    /* Loading the op library lexes its numbers. */
+    ad_c_scope sc = ad_c_locale_enter(S);
     S->grad_enabled = true;
     ad_rng_seed(&S->rng, 0);
     S->heap = ad_heap_new(S);
@@ -119,8 +124,10 @@ addsl_state *addsl_open(const addsl_config *cfg) {
     ad_globals_seal(S);
     if (addsl_set_args(S, 0, NULL)) goto fail;
     ad_clear_error(S);
+    ad_c_locale_leave(S, sc);
     return S;
 fail:
+    ad_c_locale_leave(S, sc);
     addsl_close(S);
     return NULL;
 }
@@ -140,17 +147,29 @@ void addsl_close(addsl_state *S) {
     ad_blas_close(S);
     if (S->kernels) ad_kreg_free(S, S->kernels);
     if (S->heap) ad_heap_free(S, S->heap);
+    ad_c_locale_free(S->c_locale);
     S->cfg.alloc(S->cfg.alloc_ud, S, 0);
 }
 
-static int run(addsl_state *S, const char *code, size_t len, const char *name, bool repl) {
-    if (!S || !code || !name) return ADDSL_EARG;
-    ad_clear_error(S);
+/* Entry points that compile, run or resolve (load) script code hold a C-locale
+ * scope: the lexer, print, str(), f-strings, load() and export_c then parse and
+ * print numbers with a '.' whatever the host's setlocale said. */
+
+static int run_code(addsl_state *S, const char *code, size_t len, const char *name, bool repl) {
     S->interrupted = 0;
     ad_proto *p = ad_compile(S, code, len, name, repl);
     if (!p) return S->errcode ? S->errcode : ADDSL_ECOMPILE;
     int rc = ad_vm_run_main(S, p);
     ad_proto_decref(S, p);
+    return rc;
+}
+
+static int run(addsl_state *S, const char *code, size_t len, const char *name, bool repl) {
+    if (!S || !code || !name) return ADDSL_EARG;
+    ad_clear_error(S);
+    ad_c_scope sc = ad_c_locale_enter(S);
+    int rc = run_code(S, code, len, name, repl);
+    ad_c_locale_leave(S, sc);
     return rc;
 }
 
@@ -167,12 +186,22 @@ int addsl_dorepl(addsl_state *S, const char *code, const char *name) {
 int addsl_dofile(addsl_state *S, const char *path) {
     if (!S || !path) return ADDSL_EARG;
     ad_clear_error(S);
+    ad_c_scope sc = ad_c_locale_enter(S);
     char *src;
     size_t len;
+<<<<<<< ours
     int rc = ad_source_read(S, path, NULL, false, &src, &len);
     if (rc) return rc;
     rc = run(S, src, len, path, false);
     ad_free(S, src);
+=======
+    int rc = ad_read_file(S, path, &src, &len);
+    if (!rc) {
+        rc = run_code(S, src, len, path, false);
+        ad_free(S, src);
+    }
+    ad_c_locale_leave(S, sc);
+>>>>>>> theirs
     return rc;
 }
 
@@ -182,9 +211,7 @@ int addsl_incomplete(addsl_state *S, const char *code) {
     return ad_compile_incomplete(code, strlen(code));
 }
 
-int addsl_disasm(addsl_state *S, const char *code, const char *name) {
-    if (!S || !code) return ADDSL_EARG;
-    ad_clear_error(S);
+static int disasm(addsl_state *S, const char *code, const char *name) {
     ad_proto *p = ad_compile(S, code, strlen(code), name ? name : "<string>", false);
     if (!p) return S->errcode ? S->errcode : ADDSL_ECOMPILE;
     ad_buf b;
@@ -193,6 +220,15 @@ int addsl_disasm(addsl_state *S, const char *code, const char *name) {
     if (!rc && b.data) ad_write(S, b.data, b.len, 0);
     ad_buf_free(&b);
     ad_proto_decref(S, p);
+    return rc;
+}
+
+int addsl_disasm(addsl_state *S, const char *code, const char *name) {
+    if (!S || !code) return ADDSL_EARG;
+    ad_clear_error(S);
+    ad_c_scope sc = ad_c_locale_enter(S);
+    int rc = disasm(S, code, name);
+    ad_c_locale_leave(S, sc);
     return rc;
 }
 
@@ -245,7 +281,7 @@ int addsl_set_global(addsl_state *S, const char *name, addsl_tensor *t) {
     return ad_global_set(S, name, ad_tensor_value(t));
 }
 
-int addsl_get_tensor(addsl_state *S, const char *name, addsl_tensor **out) {
+static int api_get_tensor(addsl_state *S, const char *name, addsl_tensor **out) {
     if (!S || !name || !out) return ADDSL_EARG;
     *out = NULL;
     ad_value v;
@@ -257,7 +293,15 @@ int addsl_get_tensor(addsl_state *S, const char *name, addsl_tensor **out) {
     return ADDSL_OK;
 }
 
-int addsl_call(addsl_state *S, const char *fname, int nargs, addsl_tensor **args, addsl_tensor **result) {
+int addsl_get_tensor(addsl_state *S, const char *name, addsl_tensor **out) {
+    if (!S) return ADDSL_EARG;
+    ad_c_scope sc = ad_c_locale_enter(S);
+    int rc = api_get_tensor(S, name, out);
+    ad_c_locale_leave(S, sc);
+    return rc;
+}
+
+static int api_call(addsl_state *S, const char *fname, int nargs, addsl_tensor **args, addsl_tensor **result) {
     if (!S || !fname || nargs < 0 || nargs > 255 || (nargs && !args)) return ADDSL_EARG;
     if (result) *result = NULL;
     ad_clear_error(S);
@@ -287,6 +331,14 @@ int addsl_call(addsl_state *S, const char *fname, int nargs, addsl_tensor **args
     }
     ad_value_decref(S, out);
     return ADDSL_OK;
+}
+
+int addsl_call(addsl_state *S, const char *fname, int nargs, addsl_tensor **args, addsl_tensor **result) {
+    if (!S) return ADDSL_EARG;
+    ad_c_scope sc = ad_c_locale_enter(S);
+    int rc = api_call(S, fname, nargs, args, result);
+    ad_c_locale_leave(S, sc);
+    return rc;
 }
 
 int addsl_register_kernel(addsl_state *S, const char *name, void (*fn)(void), const char *sig) {
@@ -391,7 +443,7 @@ static int call_global(ad_state *S, const char *name, int argc, const ad_value *
     return rc;
 }
 
-int addsl_backward(addsl_state *S, addsl_tensor *t, addsl_tensor *grad_output) {
+static int api_backward(addsl_state *S, addsl_tensor *t, addsl_tensor *grad_output) {
     if (!S) return ADDSL_EARG;
     ad_clear_error(S);
     if (!t) return ad_error_code(S, ADDSL_EARG, "addsl_backward: NULL tensor");
@@ -402,7 +454,15 @@ int addsl_backward(addsl_state *S, addsl_tensor *t, addsl_tensor *grad_output) {
     return rc;
 }
 
-int addsl_grad(addsl_state *S, addsl_tensor *output, int ninputs, addsl_tensor **inputs, addsl_tensor **grads) {
+int addsl_backward(addsl_state *S, addsl_tensor *t, addsl_tensor *grad_output) {
+    if (!S) return ADDSL_EARG;
+    ad_c_scope sc = ad_c_locale_enter(S);
+    int rc = api_backward(S, t, grad_output);
+    ad_c_locale_leave(S, sc);
+    return rc;
+}
+
+static int api_grad(addsl_state *S, addsl_tensor *output, int ninputs, addsl_tensor **inputs, addsl_tensor **grads) {
     if (!S) return ADDSL_EARG;
     ad_clear_error(S);
     if (!output || ninputs < 1 || !inputs || !grads) return ad_error_code(S, ADDSL_EARG, "addsl_grad: bad arguments");
@@ -427,6 +487,14 @@ int addsl_grad(addsl_state *S, addsl_tensor *output, int ninputs, addsl_tensor *
     return ADDSL_OK;
 }
 
+int addsl_grad(addsl_state *S, addsl_tensor *output, int ninputs, addsl_tensor **inputs, addsl_tensor **grads) {
+    if (!S) return ADDSL_EARG;
+    ad_c_scope sc = ad_c_locale_enter(S);
+    int rc = api_grad(S, output, ninputs, inputs, grads);
+    ad_c_locale_leave(S, sc);
+    return rc;
+}
+
 /* ---- numbers and mixed calls ---- */
 
 int addsl_set_number(addsl_state *S, const char *name, double x) {
@@ -437,7 +505,7 @@ int addsl_set_number(addsl_state *S, const char *name, double x) {
     return ad_global_set(S, name, is_int ? ad_int(x) : ad_num(x));
 }
 
-int addsl_get_number(addsl_state *S, const char *name, double *out) {
+static int api_get_number(addsl_state *S, const char *name, double *out) {
     if (!S) return ADDSL_EARG;
     ad_clear_error(S);
     if (!name || !out) return ad_error_code(S, ADDSL_EARG, "addsl_get_number: NULL argument");
@@ -448,6 +516,14 @@ int addsl_get_number(addsl_state *S, const char *name, double *out) {
     if (ad_is_number(v)) { *out = v.u.n; return ADDSL_OK; }
     if (v.t == AD_TTENSOR && v.u.tensor->numel == 1) return ad_tensor_item(S, v.u.tensor, out);
     return ad_error_code(S, ADDSL_EARG, "global '%s' is a %s, not a number", name, ad_type_name(v));
+}
+
+int addsl_get_number(addsl_state *S, const char *name, double *out) {
+    if (!S) return ADDSL_EARG;
+    ad_c_scope sc = ad_c_locale_enter(S);
+    int rc = api_get_number(S, name, out);
+    ad_c_locale_leave(S, sc);
+    return rc;
 }
 
 static int from_c(ad_state *S, const addsl_value *a, int i, ad_value *v) {
@@ -479,7 +555,7 @@ static void to_c(ad_value v, addsl_value *r) {
     }
 }
 
-int addsl_callv(addsl_state *S, const char *fname, int nargs, const addsl_value *args, int nres, addsl_value *results) {
+static int api_callv(addsl_state *S, const char *fname, int nargs, const addsl_value *args, int nres, addsl_value *results) {
     if (!S) return ADDSL_EARG;
     ad_clear_error(S);
     for (int i = 0; results && i < nres; i++) memset(&results[i], 0, sizeof results[i]);
@@ -506,6 +582,14 @@ int addsl_callv(addsl_state *S, const char *fname, int nargs, const addsl_value 
         to_c(out, &results[0]);
     ad_value_decref(S, out);
     return ADDSL_OK;
+}
+
+int addsl_callv(addsl_state *S, const char *fname, int nargs, const addsl_value *args, int nres, addsl_value *results) {
+    if (!S) return ADDSL_EARG;
+    ad_c_scope sc = ad_c_locale_enter(S);
+    int rc = api_callv(S, fname, nargs, args, nres, results);
+    ad_c_locale_leave(S, sc);
+    return rc;
 }
 
 void addsl_value_release(addsl_state *S, addsl_value *v) {

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "c_locale.h"
 #include "compile.h"
 #include "op.h"
 #include "state.h"
@@ -45,7 +46,7 @@ void ad_library_free(ad_state *S) {
     S->lib_tested = NULL;
 }
 
-static int run_text(ad_state *S, const char *src, const char *name) {
+static int run_text_c(ad_state *S, const char *src, const char *name) {
     ad_proto *p = ad_compile_library(S, src, strlen(src), name);
     if (!p) return S->errcode ? S->errcode : ADDSL_ECOMPILE;
     /* Library code runs with grad mode on and no anomaly mode, whatever the
@@ -61,6 +62,15 @@ static int run_text(ad_state *S, const char *src, const char *name) {
     S->fw_level = level;
     S->trace = trace;
     ad_proto_decref(S, p);
+    return rc;
+}
+
+/* A library file lexes its numbers in the C locale even when the load comes from
+ * a call that holds no C-locale scope of its own (addsl_complete's x.<Tab>). */
+static int run_text(ad_state *S, const char *src, const char *name) {
+    ad_c_scope sc = ad_c_locale_enter(S);
+    int rc = run_text_c(S, src, name);
+    ad_c_locale_leave(S, sc);
     return rc;
 }
 

@@ -2,6 +2,8 @@
  * Out of memory uses a fixed message so reporting it never allocates. */
 #include "state.h"
 
+#include "c_locale.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -60,7 +62,9 @@ void ad_free(ad_state *S, void *p) {
     if (p) S->cfg.alloc(S->cfg.alloc_ud, p, 0);
 }
 
+/* The write callback is the host's code: it runs in the host's locale. */
 void ad_write(ad_state *S, const char *text, size_t len, int is_err) {
+    locale_t lib = ad_c_locale_host(S);
     if (S->bar_shown && !is_err && len) {
         /* Normal output while a progress bar is drawn: wipe the bar first so
          * the text starts its own line (the next step draws the bar again). */
@@ -68,4 +72,5 @@ void ad_write(ad_state *S, const char *text, size_t len, int is_err) {
         S->cfg.write(S->cfg.write_ud, "\r\033[K", 4, 1);
     }
     S->cfg.write(S->cfg.write_ud, text, len, is_err);
+    uselocale(lib); /* (locale_t)0, outside an entry point, changes nothing */
 }

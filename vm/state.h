@@ -3,6 +3,7 @@
 #ifndef AD_STATE_H
 #define AD_STATE_H
 
+#include <locale.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -72,6 +73,8 @@ struct addsl_state {
     char export_c_path[1024];  /* addsl --export-c OUT.c: the path every export_c call writes; "" unless set */
     int export_c_calls;        /* export_c calls that wrote files since it was set */
     void *ad_state_ext;        /* autograd/forward-AD state (later issues) */
+    locale_t c_locale;         /* "C": the locale the entry points run in (vm/c_locale.c) */
+    locale_t host_locale;      /* the caller's thread locale inside an entry point, else 0 */
 };
 
 /* Sets the error message and returns 'code' (ADDSL_ERUNTIME unless told). */
