@@ -59,7 +59,7 @@ static const ad_builtin_def *const builtin_tables[] = {
     ad_bi_loss_defs, ad_bi_shape_defs, ad_bi_create_defs, ad_bi_tensor_defs, ad_bi_io_defs, ad_bi_format_defs, ad_bi_string_defs,
     ad_bi_autograd_defs, ad_bi_autograd_index_defs, ad_bi_extern_defs, ad_bi_traj_defs, ad_bi_device_defs,
     ad_inplace_defs,
-    ad_bi_dict_defs,
+    ad_bi_dict_defs, ad_bi_gc_defs,
     ad_bi_gradfn_defs,
     ad_help_defs,
     ad_bi_progress_defs, ad_bi_plot_defs, ad_bi_fs_defs,
@@ -104,6 +104,7 @@ addsl_state *addsl_open(const addsl_config *cfg) {
     ad_state *S = c.alloc(c.alloc_ud, NULL, sizeof *S);
     if (!S) return NULL;
     memset(S, 0, sizeof *S);
+    ad_gc_init(&S->gc);
     S->cfg = c;
     S->grad_enabled = true;
     ad_rng_seed(&S->rng, 0);
@@ -128,7 +129,7 @@ void addsl_close(addsl_state *S) {
     if (!S) return;
     ad_ops_unbind_operators(S);
     ad_library_free(S);
-    ad_dicts_break_cycles(S);
+    ad_gc_close(S);
     ad_modules_close(S);
     ad_vm_close(S);
     ad_globals_free(S);
