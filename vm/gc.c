@@ -86,20 +86,19 @@ void ad_gc_track(ad_state *S, ad_gclink *g, ad_vtype kind) {
     ad_gc *gc = &S->gc;
     g->kind = (uint8_t)(kind == AD_TTUPLE ? AD_TLIST : kind);
     g->flags = AD_GC_TRACKED;
-    g->refs = 0;
     if (++gc->young_alloc > gc->threshold && !gc->collecting && !gc->closed) ad_gc_collect(S, false);
     list_append(&gc->young, g);
     gc->nyoung++;
 }
 
-void ad_gc_untrack(ad_state *S, ad_gclink *g) {
-    if (!(g->flags & AD_GC_TRACKED)) return;
-    ad_gc *gc = &S->gc;
+static inline void untrack(ad_gc *gc, ad_gclink *g) {
     list_remove(g);
     if (g->flags & AD_GC_OLD) gc->nold--;
     else { gc->nyoung--; gc->young_alloc--; }
     g->flags = 0;
 }
+
+void ad_gc_untrack_tracked(ad_state *S, ad_gclink *g) { untrack(&S->gc, g); }
 
 static void destroy(ad_state *S, ad_gclink *g) {
     ad_obj *o = obj_of(g);
@@ -115,14 +114,17 @@ static void destroy(ad_state *S, ad_gclink *g) {
 
 void ad_gc_release(ad_state *S, ad_gclink *g) {
     ad_gc *gc = &S->gc;
-    ad_gc_untrack(S, g);
+    if (g->flags & AD_GC_TRACKED) untrack(gc, g);
     /* Off every list, the link chains the objects still to free; the
      * outermost release drains the chain, each destructor adding the
      * children it lets go of. */
-    g->next = gc->pending;
-    gc->pending = g;
-    if (gc->releasing) return;
+    if (gc->releasing) {
+        g->next = gc->pending;
+        gc->pending = g;
+        return;
+    }
     gc->releasing = true;
+    destroy(S, g);
     while (gc->pending) {
         ad_gclink *p = gc->pending;
         gc->pending = p->next;
@@ -233,13 +235,18 @@ static void subtract_internal(ad_gclink *child, ad_gclink *ctx) {
     if (child->flags & AD_GC_SCAN) child->refs--;
 }
 
-/* An examined member a reachable one refers to is reachable too: it moves
- * to the end of the queue the reachable pass walks, so each is visited once. */
-static void mark_child(ad_gclink *child, ad_gclink *queue) {
-    if ((child->flags & (AD_GC_SCAN | AD_GC_REACHED)) != AD_GC_SCAN) return;
-    child->flags |= AD_GC_REACHED;
-    list_remove(child);
-    list_append(queue, child);
+/* A member a reachable one refers to is reachable too (CPython's
+ * visit_reachable): one not yet met gets refs 1, so the walk over the
+ * examined list treats it as reachable when it gets there; one already set
+ * aside as unreachable goes back to the end of that list. */
+static void mark_child(ad_gclink *child, ad_gclink *scan) {
+    if (!(child->flags & AD_GC_SCAN)) return;
+    if (child->flags & AD_GC_UNREACHED) {
+        child->flags &= (uint8_t)~AD_GC_UNREACHED;
+        list_remove(child);
+        list_append(scan, child);
+        child->refs = 1;
+    } else if (child->refs == 0) child->refs = 1;
 }
 
 static double now_s(void) {
@@ -253,36 +260,39 @@ int64_t ad_gc_collect(ad_state *S, bool full) {
     if (gc->collecting || gc->closed) return 0;
     gc->collecting = true;
     double t0 = now_s();
-    ad_gclink scan, alive, dead;
-    list_init(&scan); list_init(&alive); list_init(&dead);
+    ad_gclink scan, dead;
+    list_init(&scan); list_init(&dead);
     list_splice(&scan, &gc->young);
     if (full) list_splice(&scan, &gc->old);
     gc->nyoung = 0;
     if (full) gc->nold = 0;
     for (ad_gclink *g = scan.next; g != &scan; g = g->next) {
         g->refs = obj_of(g)->refcount;
-        g->flags = (uint8_t)((g->flags & ~AD_GC_REACHED) | AD_GC_SCAN);
+        g->flags = (uint8_t)((g->flags & ~AD_GC_UNREACHED) | AD_GC_SCAN);
     }
     for (ad_gclink *g = scan.next; g != &scan; g = g->next) traverse(g, subtract_internal, NULL);
-    /* Roots: referenced from outside the set. */
+    /* One walk over the examined list: a member with refs > 0 is reachable
+     * and marks what it refers to; one with refs 0 is set aside until a
+     * reachable one refers to it. Only those set aside move, so a full
+     * collection over a heap that is all alive moves nothing. */
     for (ad_gclink *g = scan.next, *next; g != &scan; g = next) {
-        next = g->next;
         if (g->refs > 0) {
-            g->flags |= AD_GC_REACHED;
+            traverse(g, mark_child, &scan);
+            next = g->next;
+        } else {
+            next = g->next;
+            g->flags |= AD_GC_UNREACHED;
             list_remove(g);
-            list_append(&alive, g);
+            list_append(&dead, g);
         }
     }
-    /* Everything the roots reach, breadth first over the alive list. */
-    for (ad_gclink *g = alive.next; g != &alive; g = g->next) traverse(g, mark_child, &alive);
-    /* What is left on 'scan' only cycles hold. */
-    list_splice(&dead, &scan);
+    /* What was set aside and never reached only cycles hold. */
     int64_t nalive = 0;
-    for (ad_gclink *g = alive.next; g != &alive; g = g->next) {
+    for (ad_gclink *g = scan.next; g != &scan; g = g->next) {
         g->flags = (uint8_t)((g->flags & AD_GC_BUSY) | AD_GC_TRACKED | AD_GC_OLD);
         nalive++;
     }
-    list_splice(&gc->old, &alive);
+    list_splice(&gc->old, &scan);
     gc->nold += nalive;
     if (full) gc->promoted = 0;
     else gc->promoted += nalive;

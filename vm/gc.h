@@ -12,6 +12,15 @@
 
 #include "value.h"
 
+/* Flags of ad_gclink.flags. */
+enum {
+    AD_GC_TRACKED = 1,        /* on the young or old list */
+    AD_GC_OLD = 2,            /* on the old list */
+    AD_GC_BUSY = 4,           /* being printed: met again, it shows as [...] */
+    AD_GC_SCAN = 8,           /* in the set a collection examines */
+    AD_GC_UNREACHED = 16      /* that collection set it aside as unreachable, so far */
+};
+
 typedef struct ad_gc {
     ad_gclink young, old;     /* circular lists with these heads: every tracked container */
     int64_t nyoung, nold;     /* objects on each list */
@@ -29,21 +38,15 @@ typedef struct ad_gc {
     double max_pause_s, total_pause_s;
 } ad_gc;
 
-/* Flags of ad_gclink.flags. */
-enum {
-    AD_GC_TRACKED = 1,        /* on the young or old list */
-    AD_GC_OLD = 2,            /* on the old list */
-    AD_GC_BUSY = 4,           /* being printed: met again, it shows as [...] */
-    AD_GC_SCAN = 8,           /* in the set a collection examines */
-    AD_GC_REACHED = 16        /* that collection found it reachable */
-};
-
 void ad_gc_init(ad_gc *gc);
 /* Adds a fully built container (kind AD_TLIST, AD_TDICT, AD_TCELL, AD_TFUNC
  * or AD_TITER) to the young list; may run a young collection first. */
 void ad_gc_track(ad_state *S, ad_gclink *g, ad_vtype kind);
 /* Takes an object off its list (its destructor calls this; a no-op when untracked). */
-void ad_gc_untrack(ad_state *S, ad_gclink *g);
+void ad_gc_untrack_tracked(ad_state *S, ad_gclink *g);
+static inline void ad_gc_untrack(ad_state *S, ad_gclink *g) {
+    if (g->flags & AD_GC_TRACKED) ad_gc_untrack_tracked(S, g);
+}
 /* The refcount of a tracked object reached zero: frees it and, iteratively,
  * whatever that frees, so no depth of nesting grows the C stack. */
 void ad_gc_release(ad_state *S, ad_gclink *g);
