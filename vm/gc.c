@@ -78,6 +78,7 @@ void ad_gc_init(ad_gc *gc) {
     list_init(&gc->young);
     list_init(&gc->old);
     gc->threshold = AD_GC_YOUNG_THRESHOLD;
+    gc->full_min = AD_GC_FULL_MIN;
 }
 
 /* ---- tracking and release ---- */
@@ -322,7 +323,7 @@ int64_t ad_gc_collect(ad_state *S, bool full) {
     gc->collecting = false;
     /* A full collection once the old generation has grown by a quarter
      * since the last one: its cost stays proportional to what was made. */
-    if (!full && gc->promoted > AD_GC_FULL_MIN && gc->promoted > gc->nold / 4) ndead += ad_gc_collect(S, true);
+    if (!full && gc->promoted > gc->full_min && gc->promoted > gc->nold / 4) ndead += ad_gc_collect(S, true);
     return ndead;
 }
 

@@ -26,6 +26,7 @@ typedef struct ad_gc {
     int64_t nyoung, nold;     /* objects on each list */
     int64_t young_alloc;      /* made minus freed since the last collection (the trigger) */
     int64_t threshold;        /* young_alloc that starts a young collection */
+    int64_t full_min;         /* promotions before a full collection, at the least */
     int64_t promoted;         /* moved to old since the last full collection */
     ad_gclink *pending;       /* freed objects whose children are still to release */
     bool releasing;           /* a release loop is draining 'pending' */
