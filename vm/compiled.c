@@ -114,12 +114,13 @@ static int sig_value(ad_state *S, sigctx *c, ad_value v) {
         if (c->desc) ad_buf_puts(c->desc, v.t == AD_TLIST ? "[" : "(");
         /* A list holding itself has no finite signature: RecursionError. */
         int rc = ad_nest_enter(S, "while reading the arguments of a compiled function");
+        if (rc) return rc;
         for (int64_t i = 0; !rc && i < v.u.l->len; i++) {
             if (i && c->desc) ad_buf_puts(c->desc, ", ");
             rc = sig_value(S, c, v.u.l->items[i]);
         }
-        if (rc) return rc;
         ad_nest_leave(S);
+        if (rc) return rc;
         if (c->desc) ad_buf_puts(c->desc, v.t == AD_TLIST ? "]" : ")");
         return ADDSL_OK;
     }
