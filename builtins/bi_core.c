@@ -267,10 +267,15 @@ static int bi_zip(ad_state *S, ad_value *argv, int argc, ad_value *out) {
 
 /* ---- sorted ---- */
 
+/* Why a sort stopped: two values with no order, or lists nested deeper
+ * than AD_MAX_NEST_DEPTH (Python's RecursionError). */
+typedef struct { bool bad, deep; } order_err;
+
 /* Python's ordering for what sorted() compares: numbers (bools count as 0
- * and 1), strings by bytes, lists and tuples item by item. *bad is set when
- * two values have no order. */
-static int order_cmp(ad_value a, ad_value b, bool *bad) {
+ * and 1), strings by bytes, lists and tuples item by item, the first items
+ * that differ deciding; a list is equal to itself (Python's identity
+ * shortcut), so sorted([a, a]) of a list holding itself is [a, a]. */
+static int order_cmp(ad_value a, ad_value b, int depth, order_err *err) {
     bool an = ad_is_number(a) || a.t == AD_TBOOL, bn = ad_is_number(b) || b.t == AD_TBOOL;
     if (an && bn) {
         double x = a.t == AD_TBOOL ? a.u.b : a.u.n, y = b.t == AD_TBOOL ? b.u.b : b.u.n;
@@ -283,26 +288,28 @@ static int order_cmp(ad_value a, ad_value b, bool *bad) {
         return a.u.s->len < b.u.s->len ? -1 : a.u.s->len > b.u.s->len ? 1 : 0;
     }
     if (ad_is_seq(a) && a.t == b.t) {
+        if (a.u.l == b.u.l) return 0;
+        if (depth >= AD_MAX_NEST_DEPTH) { err->deep = true; return 0; }
         int64_t n = a.u.l->len < b.u.l->len ? a.u.l->len : b.u.l->len;
         for (int64_t i = 0; i < n; i++) {
-            int c = order_cmp(a.u.l->items[i], b.u.l->items[i], bad);
-            if (c || *bad) return c;
+            int c = order_cmp(a.u.l->items[i], b.u.l->items[i], depth + 1, err);
+            if (c || err->bad || err->deep) return c;
         }
         return a.u.l->len < b.u.l->len ? -1 : a.u.l->len > b.u.l->len ? 1 : 0;
     }
-    *bad = true;
+    err->bad = true;
     return 0;
 }
 
 /* Stable merge sort of idx[0..n) by keys[idx[i]]; tmp has room for n. */
-static void merge_sort(const ad_value *keys, int64_t *idx, int64_t *tmp, int64_t n, bool reverse, bool *bad) {
-    if (n < 2 || *bad) return;
+static void merge_sort(const ad_value *keys, int64_t *idx, int64_t *tmp, int64_t n, bool reverse, order_err *err) {
+    if (n < 2 || err->bad || err->deep) return;
     int64_t h = n / 2;
-    merge_sort(keys, idx, tmp, h, reverse, bad);
-    merge_sort(keys, idx + h, tmp, n - h, reverse, bad);
+    merge_sort(keys, idx, tmp, h, reverse, err);
+    merge_sort(keys, idx + h, tmp, n - h, reverse, err);
     int64_t i = 0, j = h, k = 0;
     while (i < h && j < n) {
-        int c = order_cmp(keys[idx[j]], keys[idx[i]], bad);
+        int c = order_cmp(keys[idx[j]], keys[idx[i]], 0, err);
         /* take the right one first only when strictly before: stability */
         if (reverse ? c > 0 : c < 0) tmp[k++] = idx[j++]; else tmp[k++] = idx[i++];
     }
@@ -334,9 +341,14 @@ static int bi_sorted(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         if (rc) goto done;
     }
     for (int64_t i = 0; i < n; i++) idx[i] = i;
-    bool bad = false;
-    merge_sort(keys ? keys : l->items, idx, idx + n, n, reverse, &bad);
-    if (bad) { rc = ad_error(S, "sorted(): the items have no order ('<' is not supported between them)"); goto done; }
+    order_err err = {false, false};
+    merge_sort(keys ? keys : l->items, idx, idx + n, n, reverse, &err);
+    if (err.deep) {
+        rc = ad_error(S, "RecursionError: maximum recursion depth exceeded in comparison (containers nested more than %d deep)",
+                      AD_MAX_NEST_DEPTH);
+        goto done;
+    }
+    if (err.bad) { rc = ad_error(S, "sorted(): the items have no order ('<' is not supported between them)"); goto done; }
     res = ad_list_new(S, AD_TLIST, n);
     if (!res) { rc = S->errcode; goto done; }
     for (int64_t i = 0; i < n; i++) { res->items[i] = l->items[idx[i]]; ad_value_incref(res->items[i]); }

@@ -26,6 +26,7 @@ extern const ad_builtin_def ad_bi_shape_defs[];       /* builtins/bi_shape.c */
 extern const ad_builtin_def ad_bi_create_defs[];      /* builtins/bi_create.c */
 extern const ad_builtin_def ad_bi_tensor_defs[];      /* builtins/bi_tensor.c: numel, item, tolist, to, detach, ... */
 extern const ad_builtin_def ad_bi_io_defs[];          /* builtins/npy.c: load, save */
+extern const ad_builtin_def ad_bi_gc_defs[];          /* builtins/bi_gc.c: gc_collect, gc_stats */
 extern const ad_builtin_def ad_bi_dict_defs[];        /* builtins/bi_dict.c: dict, keys, values, items, get, pop, update, copy */
 extern const ad_builtin_def ad_bi_format_defs[];      /* builtins/bi_format.c: format, int, f-string helpers */
 extern const ad_builtin_def ad_bi_string_defs[];      /* builtins/bi_string.c: Python's string methods */

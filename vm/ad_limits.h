@@ -22,6 +22,10 @@
 #define AD_HEAP_MAX_FREE_PER_CLASS 64 /* cached blocks kept per size class */
 #define AD_ERRMSG_MAX 1024          /* bytes of one error message */
 #define AD_MAX_SYNTAX_DEPTH 1000    /* nesting of expressions and blocks the compiler walks recursively */
+#define AD_MAX_NEST_DEPTH 1000     /* nesting of containers that printing, comparing and hashing walk recursively */
+#define AD_GC_YOUNG_THRESHOLD 1000  /* containers made (minus freed) that start a young collection (vm/gc.c) */
+#define AD_GC_FULL_MIN 10000        /* promotions to the old generation before a full collection, at the least;
+                                       past this a full one waits until the old generation grew by a quarter */
 #define AD_MAX_CALL_ARGS 256        /* arguments one call passes (the compiler emits at most 255) */
 #define AD_COMPILE_CACHE 8          /* signatures one compile()d function traces before it runs eagerly (as torch.compile's cache_size_limit) */
 #define AD_SUGGEST_MAX_LEN 64       /* longest name "did you mean" compares (vm/suggest.c) */

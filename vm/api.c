@@ -61,7 +61,7 @@ static const ad_builtin_def *const builtin_tables[] = {
     ad_bi_loss_defs, ad_bi_shape_defs, ad_bi_create_defs, ad_bi_tensor_defs, ad_bi_io_defs, ad_bi_format_defs, ad_bi_string_defs,
     ad_bi_autograd_defs, ad_bi_autograd_index_defs, ad_bi_extern_defs, ad_bi_traj_defs, ad_bi_device_defs,
     ad_inplace_defs,
-    ad_bi_dict_defs,
+    ad_bi_dict_defs, ad_bi_gc_defs,
     ad_bi_gradfn_defs,
     ad_help_defs,
     ad_bi_progress_defs, ad_bi_plot_defs, ad_bi_fs_defs,
@@ -106,6 +106,7 @@ addsl_state *addsl_open(const addsl_config *cfg) {
     ad_state *S = c.alloc(c.alloc_ud, NULL, sizeof *S);
     if (!S) return NULL;
     memset(S, 0, sizeof *S);
+    ad_gc_init(&S->gc);
     S->cfg = c;
     S->c_locale = ad_c_locale_new();
     if (!S->c_locale) { c.alloc(c.alloc_ud, S, 0); return NULL; }
@@ -136,7 +137,7 @@ void addsl_close(addsl_state *S) {
     if (!S) return;
     ad_ops_unbind_operators(S);
     ad_library_free(S);
-    ad_dicts_break_cycles(S);
+    ad_gc_close(S);
     ad_modules_close(S);
     ad_vm_close(S);
     ad_globals_free(S);
@@ -189,19 +190,12 @@ int addsl_dofile(addsl_state *S, const char *path) {
     ad_c_scope sc = ad_c_locale_enter(S);
     char *src;
     size_t len;
-<<<<<<< ours
     int rc = ad_source_read(S, path, NULL, false, &src, &len);
-    if (rc) return rc;
-    rc = run(S, src, len, path, false);
-    ad_free(S, src);
-=======
-    int rc = ad_read_file(S, path, &src, &len);
     if (!rc) {
         rc = run_code(S, src, len, path, false);
         ad_free(S, src);
     }
     ad_c_locale_leave(S, sc);
->>>>>>> theirs
     return rc;
 }
 

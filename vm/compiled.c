@@ -12,6 +12,7 @@
 #include "device.h"
 #include "op.h"
 #include "replay_graph.h"
+#include "gc.h"
 #include "state.h"
 #include "tensor.h"
 #include "trace.h"
@@ -111,11 +112,15 @@ static int sig_value(ad_state *S, sigctx *c, ad_value v) {
         ad_buf_add(c->sig, &tag, 1);
         ad_buf_add(c->sig, (const char *)&v.u.l->len, sizeof v.u.l->len);
         if (c->desc) ad_buf_puts(c->desc, v.t == AD_TLIST ? "[" : "(");
-        for (int64_t i = 0; i < v.u.l->len; i++) {
+        /* A list holding itself has no finite signature: RecursionError. */
+        int rc = ad_nest_enter(S, "while reading the arguments of a compiled function");
+        if (rc) return rc;
+        for (int64_t i = 0; !rc && i < v.u.l->len; i++) {
             if (i && c->desc) ad_buf_puts(c->desc, ", ");
-            int rc = sig_value(S, c, v.u.l->items[i]);
-            if (rc) return rc;
+            rc = sig_value(S, c, v.u.l->items[i]);
         }
+        ad_nest_leave(S);
+        if (rc) return rc;
         if (c->desc) ad_buf_puts(c->desc, v.t == AD_TLIST ? "]" : ")");
         return ADDSL_OK;
     }

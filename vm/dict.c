@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "gc.h"
 #include "state.h"
 
 #define DICT_MIN_SLOTS 8
@@ -24,7 +25,9 @@ static uint64_t str_hash(const char *s, size_t n) {
     return x;
 }
 
-static bool hash_key(ad_value k, uint64_t *h, int depth) {
+/* False for an unhashable key, with *deep set when it is a tuple nested
+ * more than AD_MAX_NEST_DEPTH deep. */
+static bool hash_at(ad_value k, uint64_t *h, int depth, bool *deep) {
     switch (k.t) {
     case AD_TNONE: *h = 0x6e6f6e65ULL; return true;
     case AD_TBOOL: *h = mix((uint64_t)k.u.b); return true;
@@ -39,11 +42,11 @@ static bool hash_key(ad_value k, uint64_t *h, int depth) {
     case AD_TDTYPE: *h = mix(0xd7e0ULL + (uint64_t)k.u.dtype); return true;
     case AD_TSTR: *h = str_hash(k.u.s->data, k.u.s->len); return true;
     case AD_TTUPLE: {
-        if (depth > 64) return false;
+        if (depth >= AD_MAX_NEST_DEPTH) { *deep = true; return false; }
         uint64_t x = 0x7475706cULL;
         for (int64_t i = 0; i < k.u.l->len; i++) {
             uint64_t e;
-            if (!hash_key(k.u.l->items[i], &e, depth + 1)) return false;
+            if (!hash_at(k.u.l->items[i], &e, depth + 1, deep)) return false;
             x = mix(x ^ e) + (uint64_t)i;
         }
         *h = x;
@@ -53,9 +56,18 @@ static bool hash_key(ad_value k, uint64_t *h, int depth) {
     }
 }
 
+static bool hash_key(ad_value k, uint64_t *h) {
+    bool deep = false;
+    return hash_at(k, h, 0, &deep);
+}
+
 int ad_dict_check_key(ad_state *S, ad_value key) {
     uint64_t h;
-    if (hash_key(key, &h, 0)) return ADDSL_OK;
+    bool deep = false;
+    if (hash_at(key, &h, 0, &deep)) return ADDSL_OK;
+    if (deep)
+        return ad_error(S, "RecursionError: maximum recursion depth exceeded while hashing a tuple (nested more than %d deep)",
+                        AD_MAX_NEST_DEPTH);
     return ad_error(S, "unhashable type: '%s' (dict keys are strings, numbers, bools, none or tuples of them)",
                     ad_type_name(key));
 }
@@ -66,13 +78,11 @@ ad_dict *ad_dict_new(ad_state *S) {
     ad_dict *d = ad_calloc(S, 1, sizeof *d);
     if (!d) return NULL;
     d->hdr.refcount = 1;
-    d->next = S->dicts;
-    if (d->next) d->next->prev = d;
-    S->dicts = d;
+    ad_gc_track(S, &d->gc, AD_TDICT);
     return d;
 }
 
-static void clear_entries(ad_state *S, ad_dict *d) {
+void ad_dict_clear(ad_state *S, ad_dict *d) {
     ad_dict_entry *e = d->e;
     int64_t n = d->n;
     d->e = NULL; d->n = d->cap = d->len = 0;
@@ -86,20 +96,8 @@ static void clear_entries(ad_state *S, ad_dict *d) {
     ad_free(S, e);
 }
 
-void ad_dicts_break_cycles(ad_state *S) {
-    /* Pinned first, so clearing one dict frees no other dict mid-walk. */
-    for (ad_dict *d = S->dicts; d; d = d->next) d->hdr.refcount++;
-    for (ad_dict *d = S->dicts; d; d = d->next) clear_entries(S, d);
-    for (ad_dict *d = S->dicts, *next; d; d = next) {
-        next = d->next;
-        ad_value_decref(S, ad_dict_value(d));
-    }
-}
-
 void ad_dict_free(ad_state *S, ad_dict *d) {
-    if (d->prev) d->prev->next = d->next;
-    else S->dicts = d->next;
-    if (d->next) d->next->prev = d->prev;
+    ad_gc_untrack(S, &d->gc);
     for (int64_t i = 0; i < d->n; i++) {
         if (!d->e[i].live) continue;
         ad_value_decref(S, d->e[i].key);
@@ -144,7 +142,7 @@ static int rebuild(ad_state *S, ad_dict *d, int64_t need) {
 
 bool ad_dict_get(const ad_dict *d, ad_value key, ad_value *out) {
     uint64_t h;
-    if (!d->len || !hash_key(key, &h, 0)) return false;
+    if (!d->len || !hash_key(key, &h)) return false;
     int64_t ix = d->slots[find_slot(d, key, h)];
     if (!ix) return false;
     *out = d->e[ix - 1].val;
@@ -197,7 +195,7 @@ int ad_dict_get_checked(ad_state *S, const ad_dict *d, ad_value key, ad_value *o
 
 int ad_dict_set(ad_state *S, ad_dict *d, ad_value key, ad_value val) {
     uint64_t h;
-    if (!hash_key(key, &h, 0)) return ad_dict_check_key(S, key);
+    if (!hash_key(key, &h)) return ad_dict_check_key(S, key);
     if (d->nslots) {
         int64_t ix = d->slots[find_slot(d, key, h)];
         if (ix) {
@@ -249,7 +247,7 @@ int ad_dict_set_str(ad_state *S, ad_dict *d, const char *key, ad_value val) {
 
 bool ad_dict_remove(ad_state *S, ad_dict *d, ad_value key, ad_value *old) {
     uint64_t h;
-    if (!d->len || !hash_key(key, &h, 0)) return false;
+    if (!d->len || !hash_key(key, &h)) return false;
     int64_t slot = find_slot(d, key, h);
     int64_t ix = d->slots[slot];
     if (!ix) return false;
@@ -307,26 +305,25 @@ int ad_dict_list(ad_state *S, const ad_dict *d, int which, ad_value *out) {
     return ADDSL_OK;
 }
 
-bool ad_dict_equal(ad_dict *a, ad_dict *b) {
+bool ad_dict_equal(ad_dict *a, ad_dict *b, int depth, bool *deep) {
     if (a == b) return true;
-    if (a->len != b->len || a->busy) return false;
-    a->busy = true;
-    bool eq = true;
+    if (a->len != b->len) return false;
+    if (depth >= AD_MAX_NEST_DEPTH) { *deep = true; return false; }
     int64_t it = 0;
     ad_value k, v, w;
-    while (eq && ad_dict_next(a, &it, &k, &v))
-        eq = ad_dict_get(b, k, &w) && ad_values_equal(v, w);
-    a->busy = false;
-    return eq;
+    while (ad_dict_next(a, &it, &k, &v))
+        if (!ad_dict_get(b, k, &w) || !ad_values_equal_at(v, w, depth + 1, deep)) return false;
+    return true;
 }
 
 int ad_dict_format(ad_state *S, ad_dict *d, ad_buf *b) {
     if (d->busy) return ad_buf_puts(b, "{...}");
+    int rc = ad_nest_enter(S, "while getting the str of an object");
+    if (rc) return rc;
     d->busy = true;
     ad_buf_puts(b, "{");
     int64_t it = 0, i = 0;
     ad_value k, v;
-    int rc = ADDSL_OK;
     while (!rc && ad_dict_next(d, &it, &k, &v)) {
         if (i++) ad_buf_puts(b, ", ");
         rc = ad_value_format(S, k, b, true);
@@ -334,6 +331,7 @@ int ad_dict_format(ad_state *S, ad_dict *d, ad_buf *b) {
         if (!rc) rc = ad_value_format(S, v, b, true);
     }
     d->busy = false;
+    ad_nest_leave(S);
     if (rc) return rc;
     return ad_buf_puts(b, "}");
 }

@@ -18,13 +18,13 @@ typedef struct ad_dict_entry {
 
 typedef struct ad_dict {
     ad_obj hdr;
+    ad_gclink gc;
     int64_t len;          /* live entries */
     int64_t n, cap;       /* entries used (live and popped) and allocated, in insertion order */
     ad_dict_entry *e;
     int64_t *slots;       /* open addressing: entry index + 1, 0 when empty */
     int64_t nslots;       /* a power of two, at least twice n */
-    bool busy;            /* being printed or compared: a cycle through it shows as {...} */
-    struct ad_dict *prev, *next; /* every live dict of the state, so close can break cycles */
+    bool busy;            /* being printed: a cycle through it shows as {...} */
 } ad_dict;
 
 static inline ad_value ad_dict_value(ad_dict *d) { ad_value v; v.t = AD_TDICT; v.u.d = d; return v; }
@@ -33,9 +33,8 @@ static inline ad_value ad_dict_value(ad_dict *d) { ad_value v; v.t = AD_TDICT; v
 ad_dict *ad_dict_new(ad_state *S);
 void ad_dict_free(ad_state *S, ad_dict *d);
 
-/* At close: empties every dict still alive, which frees what a cycle through
- * a dict (d["self"] = d) kept alive; the emptied dicts go with their owners. */
-void ad_dicts_break_cycles(ad_state *S);
+/* Releases every entry and leaves d empty (the collector breaking a cycle). */
+void ad_dict_clear(ad_state *S, ad_dict *d);
 
 /* Fails with "unhashable type: 'T' ..." unless 'key' may be a dict key. */
 int ad_dict_check_key(ad_state *S, ad_value key);
@@ -69,7 +68,9 @@ ad_dict *ad_dict_copy(ad_state *S, const ad_dict *d);
 /* d's keys, values or (key, value) tuples as a new list; which: 0, 1, 2. */
 int ad_dict_list(ad_state *S, const ad_dict *d, int which, ad_value *out);
 
-bool ad_dict_equal(ad_dict *a, ad_dict *b);
+/* Equality of the entries; 'depth' levels of containers are already open
+ * (AD_MAX_NEST_DEPTH bounds it: *deep is set and the dicts compare unequal). */
+bool ad_dict_equal(ad_dict *a, ad_dict *b, int depth, bool *deep);
 int ad_dict_format(ad_state *S, ad_dict *d, struct ad_buf *b);
 
 #endif

@@ -12,6 +12,7 @@
 #include "fileio.h"
 #include "library.h"
 #include "device.h"
+#include "gc.h"
 #include "state.h"
 #include "vm.h"
 
@@ -45,11 +46,13 @@ static int collect_inputs(ad_state *S, ad_trace *T, ad_value v) {
         if (ad_tensor_device(v.u.tensor)) return ad_error(S, "export_c(): example tensors must be on the CPU");
         return ad_trace_input(S, T, v.u.tensor);
     }
-    if (ad_is_seq(v))
-        for (int64_t i = 0; i < v.u.l->len; i++) {
-            int rc = collect_inputs(S, T, v.u.l->items[i]);
-            if (rc) return rc;
-        }
+    if (ad_is_seq(v)) {
+        int rc = ad_nest_enter(S, "while reading export_c()'s example arguments");
+        if (rc) return rc;
+        for (int64_t i = 0; !rc && i < v.u.l->len; i++) rc = collect_inputs(S, T, v.u.l->items[i]);
+        ad_nest_leave(S);
+        if (rc) return rc;
+    }
     return ADDSL_OK;
 }
 

@@ -3,6 +3,7 @@
 #include "iter.h"
 
 #include "dict.h"
+#include "gc.h"
 #include "state.h"
 #include "tensor.h"
 
@@ -28,11 +29,13 @@ int ad_iter_new(ad_state *S, const char *fn, const char *name, ad_value src, ad_
     it->hdr.refcount = 1;
     it->name = name;
     it->src = seq;
+    ad_gc_track(S, &it->gc, AD_TITER);
     *out = it;
     return ADDSL_OK;
 }
 
 void ad_iter_free(ad_state *S, ad_iter *it) {
+    ad_gc_untrack(S, &it->gc);
     if (it->fini) it->fini(S, it);
     ad_value_decref(S, it->src);
     ad_free(S, it);

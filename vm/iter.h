@@ -11,6 +11,7 @@ typedef struct ad_iter ad_iter;
 
 struct ad_iter {
     ad_obj hdr;
+    ad_gclink gc;
     const char *name;   /* printed as <name> (static text) */
     ad_value src;       /* the list, tuple, string or non-0-d tensor walked (owned) */
     /* Called by the loop before item 'i' is handed out, and once more with

@@ -11,6 +11,7 @@
 
 #include "addsl.h"
 #include "ad_limits.h"
+#include "gc.h"
 #include "value.h"
 
 struct ad_heap;
@@ -63,7 +64,7 @@ struct addsl_state {
     uint64_t grad_epoch;       /* bumped per backward pass */
     struct ad_opdef *op_add, *op_sub, *op_mul, *op_div, *op_rem, *op_pow, *op_neg, *op_matmul, *op_index, *op_sum;
     struct ad_device *device;  /* CUDA module and device memory (vm/device.c), NULL until used */
-    struct ad_dict *dicts;     /* every live dict (vm/dict.c), emptied at close to free cycles */
+    ad_gc gc;                  /* the cycle collector's lists and thresholds (vm/gc.h) */
     struct ad_dict *modules;   /* imported files (vm/module.c): real path -> module, or its name while it runs */
     struct ad_mpi *mpi;        /* rank, size and communicator (builtins/bi_mpi.c) */
     struct ad_cairo_api *cairo;/* plot()'s cairo functions (builtins/cairo_lazy.c), NULL until used */

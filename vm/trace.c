@@ -208,32 +208,41 @@ static void set_fail(ad_trace *T, const char *why) {
     if (!T->fail[0]) snprintf(T->fail, sizeof T->fail, "%s", why);
 }
 
-static bool holds_tensor(ad_value v) {
+/* Past AD_MAX_NEST_DEPTH levels (a list holding itself) the answer is
+ * "maybe", true: the walks that follow give up on the trace there. */
+static bool holds_tensor_at(ad_value v, int depth) {
     if (v.t == AD_TTENSOR) return true;
-    if (ad_is_seq(v))
-        for (int64_t i = 0; i < v.u.l->len; i++) if (holds_tensor(v.u.l->items[i])) return true;
+    if (ad_is_seq(v)) {
+        if (depth >= AD_MAX_NEST_DEPTH) return true;
+        for (int64_t i = 0; i < v.u.l->len; i++) if (holds_tensor_at(v.u.l->items[i], depth + 1)) return true;
+    }
     return false;
 }
+
+static bool holds_tensor(ad_value v) { return holds_tensor_at(v, 0); }
 
 static bool is_dep_tensor(const ad_trace *T, const ad_tensor *t) {
     int id = map_find(T, t);
     return id >= 0 && T->vals[id].dep;
 }
 
-static bool holds_dep(const ad_trace *T, ad_value v) {
+static bool holds_dep_at(const ad_trace *T, ad_value v, int depth) {
     if (v.t == AD_TTENSOR) return is_dep_tensor(T, v.u.tensor);
+    if ((ad_is_seq(v) || v.t == AD_TDICT) && depth >= AD_MAX_NEST_DEPTH) return true;
     if (ad_is_seq(v))
-        for (int64_t i = 0; i < v.u.l->len; i++) if (holds_dep(T, v.u.l->items[i])) return true;
+        for (int64_t i = 0; i < v.u.l->len; i++) if (holds_dep_at(T, v.u.l->items[i], depth + 1)) return true;
     if (v.t == AD_TDICT && !v.u.d->busy) {
         bool found = false;
         v.u.d->busy = true; /* a dict that holds itself */
         for (int64_t i = 0; i < v.u.d->n && !found; i++)
-            found = v.u.d->e[i].live && holds_dep(T, v.u.d->e[i].val);
+            found = v.u.d->e[i].live && holds_dep_at(T, v.u.d->e[i].val, depth + 1);
         v.u.d->busy = false;
         return found;
     }
     return false;
 }
+
+static bool holds_dep(const ad_trace *T, ad_value v) { return holds_dep_at(T, v, 0); }
 
 /* A tensor the trace never saw that shares memory with one computed from
  * the inputs came out of a path outside the seam: its replay would be stale. */
@@ -302,14 +311,18 @@ static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep
         if (T->vals[id].dep) *dep = true;
         return ADDSL_OK;
     }
-    if (ad_is_seq(v) && holds_tensor(v)) {
+    if (ad_is_seq(v) && holds_tensor(v) && S->gc.nest >= AD_MAX_NEST_DEPTH)
+        set_fail(T, "a list nested too deeply (or holding itself) is passed to a call or returned");
+    else if (ad_is_seq(v) && holds_tensor(v)) {
         int n = (int)v.u.l->len, rc = targ_seq(S, a, v);
         if (rc) return rc;
-        for (int i = 0; i < n; i++) {
+        S->gc.nest++;
+        for (int i = 0; i < n && !rc; i++) {
             a->nsub = i + 1;
             rc = make_targ(S, T, v.u.l->items[i], &a->sub[i], dep);
-            if (rc) return rc;
         }
+        S->gc.nest--;
+        if (rc) return rc;
         a->nsub = n;
         return ADDSL_OK;
     }
@@ -337,15 +350,18 @@ static int bind_out(ad_state *S, ad_trace *T, ad_value v, int node, bool dep, ad
         a->ref = id;
         return ADDSL_OK;
     }
-    if (ad_is_seq(v) && holds_tensor(v)) {
+    if (ad_is_seq(v) && holds_tensor(v) && S->gc.nest >= AD_MAX_NEST_DEPTH)
+        set_fail(T, "a call returned a list nested too deeply (or holding itself)");
+    else if (ad_is_seq(v) && holds_tensor(v)) {
         int n = (int)v.u.l->len, rc = targ_seq(S, a, v);
         if (rc) return rc;
-        for (int i = 0; i < n; i++) {
+        S->gc.nest++;
+        for (int i = 0; i < n && !rc; i++) {
             a->nsub = i + 1;
             rc = bind_out(S, T, v.u.l->items[i], node, dep, &a->sub[i]);
-            if (rc) return rc;
         }
-        return ADDSL_OK;
+        S->gc.nest--;
+        return rc;
     }
     a->c = v;
     ad_value_incref(v);
@@ -451,8 +467,12 @@ static int push_node(ad_state *S, ad_trace *T, const ad_tnode *n) {
 
 static void note_nodes(ad_state *S, ad_trace *T, ad_value v) {
     if (v.t == AD_TTENSOR && v.u.tensor->grad_fn) gnode_add(S, T, v.u.tensor->grad_fn);
-    if (ad_is_seq(v))
+    if (ad_is_seq(v)) {
+        if (S->gc.nest >= AD_MAX_NEST_DEPTH) { set_fail(T, "a call returned a list nested too deeply (or holding itself)"); return; }
+        S->gc.nest++;
         for (int64_t i = 0; i < v.u.l->len; i++) note_nodes(S, T, v.u.l->items[i]);
+        S->gc.nest--;
+    }
 }
 
 /* Runs the call one level down (where nothing is recorded), then appends it. */
@@ -1013,7 +1033,12 @@ void ad_trace_guard_object(ad_state *S, ad_value v) {
     ad_trace *T = S->trace;
     if (!T || !is_container(v)) return;
     if (v.t != AD_TDICT) {
-        for (int64_t i = 0; i < v.u.l->len; i++) ad_trace_guard_object(S, v.u.l->items[i]);
+        /* A list holding itself (or nested past the bound) cannot be guarded
+         * item by item: the function runs eagerly instead. */
+        if (S->gc.nest >= AD_MAX_NEST_DEPTH) { set_fail(T, "a list nested too deeply (or holding itself)"); return; }
+        S->gc.nest++;
+        for (int64_t i = 0; i < v.u.l->len && !T->fail[0]; i++) ad_trace_guard_object(S, v.u.l->items[i]);
+        S->gc.nest--;
         return;
     }
     for (int i = 0; i < T->nguards; i++)

@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "dict.h"
+#include "gc.h"
 #include "gradfn.h"
 #include "iter.h"
 #include "module.h"
@@ -22,31 +23,51 @@ void ad_value_incref(ad_value v) {
     else if (ad_is_obj(v)) v.u.o->refcount++;
 }
 
-static void list_free(ad_state *S, ad_list *l) {
+void ad_list_free(ad_state *S, ad_list *l) {
+    ad_gc_untrack(S, &l->gc);
     for (int64_t i = 0; i < l->len; i++) ad_value_decref(S, l->items[i]);
     if (l->names) ad_value_decref(S, ad_list_value(l->names, AD_TTUPLE));
     ad_free(S, l->items);
     ad_free(S, l);
 }
 
+void ad_cell_free(ad_state *S, ad_cell *c) {
+    ad_gc_untrack(S, &c->gc);
+    ad_value_decref(S, c->v);
+    ad_free(S, c);
+}
+
+ad_cell *ad_cell_new(ad_state *S, ad_value v) {
+    ad_cell *c = ad_malloc(S, sizeof *c);
+    if (!c) return NULL;
+    c->hdr.refcount = 1;
+    c->v = v;
+    ad_value_incref(v);
+    ad_gc_track(S, &c->gc, AD_TCELL);
+    return c;
+}
+
+/* Containers go through the collector's release, which frees them and what
+ * they hold iteratively: a chain of a million nested lists is no deeper on
+ * the C stack than one. */
 void ad_value_decref(ad_state *S, ad_value v) {
     if (!ad_is_obj(v)) return;
     if (v.t == AD_TTENSOR) { ad_tensor_decref(S, v.u.tensor); return; }
     if (--v.u.o->refcount > 0) return;
     switch (v.t) {
     case AD_TSTR: ad_free(S, v.u.s); break;
-    case AD_TLIST: case AD_TTUPLE: list_free(S, v.u.l); break;
+    case AD_TLIST: case AD_TTUPLE: ad_gc_release(S, &v.u.l->gc); break;
     case AD_TSLICE:
         ad_value_decref(S, v.u.sl->start); ad_value_decref(S, v.u.sl->stop);
         ad_value_decref(S, v.u.sl->step); ad_free(S, v.u.sl); break;
-    case AD_TCELL: ad_value_decref(S, v.u.cell->v); ad_free(S, v.u.cell); break;
-    case AD_TFUNC: ad_vm_closure_free(S, v.u.fn); break;
+    case AD_TCELL: ad_gc_release(S, &v.u.cell->gc); break;
+    case AD_TFUNC: ad_gc_release(S, &v.u.fn->gc); break;
     case AD_TBUILTIN: ad_vm_builtin_free(S, v.u.bi); break;
     case AD_TOP: ad_opdef_free(S, v.u.op); break;
-    case AD_TDICT: ad_dict_free(S, v.u.d); break;
+    case AD_TDICT: ad_gc_release(S, &v.u.d->gc); break;
     case AD_TGRADFN: ad_gradfn_free(S, v.u.gf); break;
     case AD_TMODULE: ad_module_free(S, v.u.mod); break;
-    case AD_TITER: ad_iter_free(S, v.u.it); break;
+    case AD_TITER: ad_gc_release(S, &v.u.it->gc); break;
     default: break;
     }
 }
@@ -83,6 +104,7 @@ ad_list *ad_list_new(ad_state *S, ad_vtype kind, int64_t len) {
         if (!l->items) { ad_free(S, l); return NULL; }
         for (int64_t i = 0; i < len; i++) l->items[i] = ad_none();
     }
+    ad_gc_track(S, &l->gc, AD_TLIST);
     return l;
 }
 
@@ -174,29 +196,46 @@ bool ad_truthy(ad_value v) {
     }
 }
 
-bool ad_values_equal(ad_value a, ad_value b) {
+/* Equality walking at most AD_MAX_NEST_DEPTH levels of containers; past
+ * that *deep is set and the answer is false. */
+static bool values_equal(ad_value a, ad_value b, int depth, bool *deep) {
     if (ad_is_number(a) && ad_is_number(b)) return a.u.n == b.u.n;
     if (ad_is_number(a) && b.t == AD_TBOOL) return a.u.n == (double)b.u.b;
     if (a.t == AD_TBOOL && ad_is_number(b)) return (double)a.u.b == b.u.n;
-    if (a.t != b.t) {
-        if (ad_is_seq(a) && ad_is_seq(b)) return false;
-        return false;
-    }
+    if (a.t != b.t) return false;
     switch (a.t) {
     case AD_TNONE: case AD_TELLIPSIS: return true;
     case AD_TBOOL: return a.u.b == b.u.b;
     case AD_TDTYPE: return a.u.dtype == b.u.dtype;
     case AD_TSTR: return a.u.s->len == b.u.s->len && memcmp(a.u.s->data, b.u.s->data, a.u.s->len) == 0;
     case AD_TLIST: case AD_TTUPLE:
+        if (a.u.l == b.u.l) return true;
         if (a.u.l->len != b.u.l->len) return false;
+        if (depth >= AD_MAX_NEST_DEPTH) { *deep = true; return false; }
         for (int64_t i = 0; i < a.u.l->len; i++)
-            if (!ad_values_equal(a.u.l->items[i], b.u.l->items[i])) return false;
+            if (!values_equal(a.u.l->items[i], b.u.l->items[i], depth + 1, deep)) return false;
         return true;
-    case AD_TDICT: return ad_dict_equal(a.u.d, b.u.d);
+    case AD_TDICT: return ad_dict_equal(a.u.d, b.u.d, depth, deep);
     case AD_TGRADFN: /* two reads of one t.grad_fn are the same node, as in torch */
         return a.u.gf->node == b.u.gf->node && a.u.gf->leaf == b.u.gf->leaf;
     default: return a.u.o == b.u.o;
     }
+}
+
+bool ad_values_equal_at(ad_value a, ad_value b, int depth, bool *deep) { return values_equal(a, b, depth, deep); }
+
+bool ad_values_equal(ad_value a, ad_value b) {
+    bool deep = false;
+    return values_equal(a, b, 0, &deep);
+}
+
+int ad_values_eq(ad_state *S, ad_value a, ad_value b, bool *out) {
+    bool deep = false;
+    *out = values_equal(a, b, 0, &deep);
+    if (deep)
+        return ad_error(S, "RecursionError: maximum recursion depth exceeded in comparison (containers nested more than %d deep)",
+                        AD_MAX_NEST_DEPTH);
+    return ADDSL_OK;
 }
 
 /* Shortest text that reads back as the same double, up to 16 significant
@@ -227,7 +266,7 @@ static int format_named(ad_state *S, const ad_list *t, ad_buf *b) {
     return ad_buf_puts(b, ")");
 }
 
-static int format_seq(ad_state *S, ad_value v, ad_buf *b) {
+static int format_items(ad_state *S, ad_value v, ad_buf *b) {
     bool tuple = v.t == AD_TTUPLE;
     if (tuple && v.u.l->names) return format_named(S, v.u.l, b);
     ad_buf_puts(b, tuple ? "(" : "[");
@@ -238,6 +277,20 @@ static int format_seq(ad_state *S, ad_value v, ad_buf *b) {
     }
     if (tuple && v.u.l->len == 1) ad_buf_puts(b, ",");
     return ad_buf_puts(b, tuple ? ")" : "]");
+}
+
+/* A list met again inside itself prints as [...] (a tuple as (...)), as in
+ * Python; nesting deeper than AD_MAX_NEST_DEPTH is a RecursionError. */
+static int format_seq(ad_state *S, ad_value v, ad_buf *b) {
+    ad_gclink *g = &v.u.l->gc;
+    if (g->flags & AD_GC_BUSY) return ad_buf_puts(b, v.t == AD_TTUPLE ? "(...)" : "[...]");
+    int rc = ad_nest_enter(S, "while getting the str of an object");
+    if (rc) return rc;
+    g->flags |= AD_GC_BUSY;
+    rc = format_items(S, v, b);
+    g->flags &= (uint8_t)~AD_GC_BUSY;
+    ad_nest_leave(S);
+    return rc;
 }
 
 static int format_quoted(ad_buf *b, const ad_str *s) {

@@ -37,6 +37,16 @@ typedef struct ad_obj {
     int64_t refcount;
 } ad_obj;
 
+/* A container's place in the cycle collector's lists (vm/gc.h): every kind
+ * that can hold other values (lists, tuples, dicts, cells, closures,
+ * iterators) has one right after its header. */
+typedef struct ad_gclink {
+    struct ad_gclink *prev, *next;
+    int64_t refs;     /* during a collection: references from outside the examined set */
+    uint8_t kind;     /* AD_TLIST (lists and tuples), AD_TDICT, AD_TCELL, AD_TFUNC or AD_TITER */
+    uint8_t flags;    /* AD_GC_* (vm/gc.h) */
+} ad_gclink;
+
 typedef struct ad_value {
     ad_vtype t;
     union {
@@ -67,6 +77,7 @@ typedef struct ad_str {
 
 typedef struct ad_list {
     ad_obj hdr;
+    ad_gclink gc;
     int64_t len, cap;
     ad_value *items;
     /* A named tuple (torch.return_types: max(x, dim=1).values): a tuple of
@@ -81,6 +92,7 @@ typedef struct ad_slice {
 
 typedef struct ad_cell {
     ad_obj hdr;
+    ad_gclink gc;
     ad_value v;
 } ad_cell;
 
@@ -162,8 +174,19 @@ static inline ad_value ad_list_value(ad_list *l, ad_vtype kind) { ad_value v; v.
 
 const char *ad_type_name(ad_value v);
 bool ad_truthy(ad_value v);
-/* Structural equality for numbers, strings, none, bools, dtypes, lists, tuples, dicts. */
+/* Structural equality for numbers, strings, none, bools, dtypes, lists, tuples,
+ * dicts; a container is equal to itself whatever it holds (Python's identity
+ * shortcut). Containers nested deeper than AD_MAX_NEST_DEPTH compare unequal
+ * here; ad_values_eq reports them as Python's RecursionError instead. */
 bool ad_values_equal(ad_value a, ad_value b);
+int ad_values_eq(ad_state *S, ad_value a, ad_value b, bool *out);
+/* The walk inside a container 'depth' levels down (vm/dict.c's equality). */
+bool ad_values_equal_at(ad_value a, ad_value b, int depth, bool *deep);
+/* A new cell holding v (a new reference of its own). */
+ad_cell *ad_cell_new(ad_state *S, ad_value v);
+/* Destructors the collector's release calls (vm/gc.c); others use ad_value_decref. */
+void ad_list_free(ad_state *S, ad_list *l);
+void ad_cell_free(ad_state *S, ad_cell *c);
 
 /* Text of a value as print() shows it (strings unquoted when 'quote_str' is false). */
 struct ad_buf;

@@ -17,6 +17,7 @@
 #include "trace.h"
 #include "iter.h"
 #include "dict.h"
+#include "gc.h"
 #include "gradfn.h"
 #include "help.h"
 #include "module.h"
@@ -88,6 +89,7 @@ void ad_proto_decref(ad_state *S, ad_proto *p) {
 }
 
 void ad_vm_closure_free(ad_state *S, ad_closure *f) {
+    ad_gc_untrack(S, &f->gc);
     for (int i = 0; i < f->nupvals; i++) {
         ad_value c; c.t = AD_TCELL; c.u.cell = f->upvals[i];
         if (f->upvals[i]) ad_value_decref(S, c);
@@ -514,8 +516,13 @@ static int compare(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *
         if (ad_trace_on(S)) return ad_trace_vm(S, AD_TN_COMPARE, cmp[op - OP_EQ], (ad_value[]){a, b}, 2, out);
         return ad_bi_compare(S, cmp[op - OP_EQ], a, b, out);
     }
-    if (op == OP_EQ) { *out = ad_bool(ad_values_equal(a, b)); return ADDSL_OK; }
-    if (op == OP_NE) { *out = ad_bool(!ad_values_equal(a, b)); return ADDSL_OK; }
+    if (op == OP_EQ || op == OP_NE) {
+        bool eq;
+        int rc = ad_values_eq(S, a, b, &eq);
+        if (rc) return rc;
+        *out = ad_bool(op == OP_EQ ? eq : !eq);
+        return ADDSL_OK;
+    }
     int c;
     if (num_like(a) && num_like(b)) {
         double x = num_of(a), y = num_of(b);
@@ -856,7 +863,10 @@ static int contains(ad_state *S, ad_value x, ad_value c, bool *out) {
     }
     case AD_TLIST: case AD_TTUPLE:
         *out = false;
-        for (int64_t i = 0; i < c.u.l->len && !*out; i++) *out = ad_values_equal(c.u.l->items[i], x);
+        for (int64_t i = 0; i < c.u.l->len && !*out; i++) {
+            int rc = ad_values_eq(S, c.u.l->items[i], x, out);
+            if (rc) return rc;
+        }
         return ADDSL_OK;
     case AD_TSTR:
         if (x.t != AD_TSTR) return ad_error(S, "'in <string>' requires a string on the left, not %s", ad_type_name(x));
@@ -1135,10 +1145,8 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         }
         /* Opcode: NEWCELL  Synopsis: R[A] = cell(R[B]) */
         vmcase(NEWCELL) {
-            ad_cell *c = ad_malloc(S, sizeof *c);
+            ad_cell *c = ad_cell_new(S, *RB);
             if (!c) { SAVEPC(); CHECK(ADDSL_ENOMEM); }
-            c->hdr.refcount = 1;
-            c->v = *RB; ad_value_incref(c->v);
             ad_value cv; cv.t = AD_TCELL; cv.u.cell = c;
             if (S->trace && ad_trace_on(S)) ad_trace_new_cell(S, c);
             setreg(S, RA, cv);
@@ -1432,6 +1440,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
                 c->hdr.refcount++;
                 f->upvals[i] = c;
             }
+            ad_gc_track(S, &f->gc, AD_TFUNC);
             ad_value v; v.t = AD_TFUNC; v.u.fn = f;
             setreg(S, RA, v);
             vmbreak;
@@ -1529,6 +1538,7 @@ int ad_vm_run_main(ad_state *S, ad_proto *main) {
     if (!f) return ADDSL_ENOMEM;
     f->hdr.refcount = 1;
     f->p = main; ad_proto_incref(main);
+    ad_gc_track(S, &f->gc, AD_TFUNC);
     int base = vm->nframes ? vm->frames[vm->nframes - 1].base + vm->frames[vm->nframes - 1].fn->p->nregs : 0;
     int floor = vm->nframes;
     bool grad = S->grad_enabled;

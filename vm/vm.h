@@ -78,6 +78,7 @@ typedef struct ad_proto {
 
 typedef struct ad_closure {
     ad_obj hdr;
+    ad_gclink gc;
     ad_proto *p;
     ad_value *defaults;  /* p->ndefaults values */
     int nupvals;

@@ -79,6 +79,7 @@ static inline void *test_alloc(void *ud, void *p, size_t n) {
 static inline ad_state *test_state(size_t limit) {
     ad_state *S = calloc(1, sizeof *S);
     if (!S) return NULL;
+    ad_gc_init(&S->gc); /* containers link into its lists (vm/gc.h) */
     S->cfg.alloc = test_alloc;
     S->cfg.memory_limit = limit;
     S->cfg.max_depth = AD_DEFAULT_MAX_DEPTH;
