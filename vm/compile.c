@@ -83,8 +83,9 @@ static void r_function(resolver *R, ad_node *fn, ad_nlist *params, ad_node *body
     if (fn && fn->kind == N_FNDEF) {
         /* Inside its own body the function refers to itself as SELF. */
         fn->slot = -2;
+        int before = R->n;
         r_declare(R, fn, fn->str);
-        R->b[R->n - 1].level = R->level - 1;
+        if (R->n > before) R->b[R->n - 1].level = R->level - 1; /* else out of memory: R->failed */
     }
     for (int i = 0; params && i < params->n; i++) r_declare(R, params->items[i], params->items[i]->str);
     r_list(R, body->list);
