@@ -68,7 +68,8 @@ typedef int (*addsl_interrupt_fn)(void *ud);
 typedef struct addsl_config {
     addsl_alloc_fn alloc;     /* default: realloc/free */
     void *alloc_ud;           /* default: NULL */
-    size_t memory_limit;      /* bytes of tensor storage; default 4 GiB; 0 = no limit */
+    size_t memory_limit;      /* live bytes of tensor storage and script objects (strings, lists, dicts,
+                               * closures, graph nodes, VM frames; docs/security.md); default 4 GiB; 0 = no limit */
     int max_depth;            /* script call depth; default 200 */
     addsl_write_fn write;     /* default: fwrite to stdout/stderr */
     void *write_ud;           /* default: NULL */
