@@ -74,7 +74,7 @@ static const char usage_text[] =
     "                       terminal and block-buffered otherwise)\n"
     "  -                    read the script from standard input (<stdin>)\n"
     "  --disasm             print the bytecode of the script instead of running it\n"
-    "  --memory-limit BYTES limit tensor storage (suffix K, M or G; 0 = no limit)\n"
+    "  --memory-limit BYTES limit tensors and other objects (suffix K, M or G; 0 = no limit)\n"
     "  --max-depth N        limit the script call depth to N\n"
     "  --export-c OUT.c     the script's export_c call writes OUT.c and OUT.h\n"
     "                       instead of the path it names (docs/export.md); a\n"

@@ -54,10 +54,8 @@ static int bi_concat(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         n += argv[i].u.s->len;
         if (n > AD_MAX_STRING) return ad_error(S, "string too long (%zu bytes; the limit is %zu)", n, (size_t)AD_MAX_STRING);
     }
-    ad_str *r = ad_malloc(S, sizeof *r + n + 1);
-    if (!r) return ADDSL_ENOMEM;
-    r->hdr.refcount = 1;
-    r->len = n;
+    ad_str *r = ad_str_alloc(S, n);
+    if (!r) return S->errcode;
     size_t k = 0;
     for (int i = 0; i < argc; i++) {
         memcpy(r->data + k, argv[i].u.s->data, argv[i].u.s->len);

@@ -72,7 +72,8 @@ typedef int (*addsl_interrupt_fn)(void *ud);
 typedef struct addsl_config {
     addsl_alloc_fn alloc;     /* default: realloc/free */
     void *alloc_ud;           /* default: NULL */
-    size_t memory_limit;      /* bytes of tensor storage; default 4 GiB; 0 = no limit */
+    size_t memory_limit;      /* live bytes of tensor storage and script objects (strings, lists, dicts,
+                               * closures, graph nodes, VM frames; docs/security.md); default 4 GiB; 0 = no limit */
     int max_depth;            /* script call depth; default 200 */
     addsl_write_fn write;     /* default: fwrite to stdout/stderr */
     void *write_ud;           /* default: NULL */
@@ -130,7 +131,10 @@ ADDSL_API void *addsl_tensor_data(addsl_tensor *t);
 ADDSL_API int addsl_tensor_ndim(const addsl_tensor *t);
 ADDSL_API const int64_t *addsl_tensor_shape(const addsl_tensor *t);
 ADDSL_API addsl_dtype addsl_tensor_dtype(const addsl_tensor *t);
-ADDSL_API void addsl_tensor_release(addsl_state *S, addsl_tensor *t);
+/* Drops the caller's reference. ADDSL_EARG (nothing released) when 't' was
+ * made by another state: every function taking a state and a tensor refuses
+ * a tensor of another state so, as states share nothing. */
+ADDSL_API int addsl_tensor_release(addsl_state *S, addsl_tensor *t);
 /* Another reference to 't' (returns 't'); release it like any other. */
 ADDSL_API addsl_tensor *addsl_tensor_retain(addsl_tensor *t);
 ADDSL_API int64_t addsl_tensor_numel(const addsl_tensor *t);
@@ -207,8 +211,9 @@ static inline addsl_value addsl_string(const char *s) { addsl_value v; v.type = 
  * any other value goes to results[0]. Release results with addsl_value_release. */
 ADDSL_API int addsl_callv(addsl_state *S, const char *fname, int nargs, const addsl_value *args,
                           int nres, addsl_value *results);
-/* Releases the tensor a result holds, if any, and sets it to none. */
-ADDSL_API void addsl_value_release(addsl_state *S, addsl_value *v);
+/* Releases the tensor a result holds, if any, and sets it to none
+ * (ADDSL_EARG, leaving it, when the tensor is another state's). */
+ADDSL_API int addsl_value_release(addsl_state *S, addsl_value *v);
 
 /* Kernels: registers C function 'fn' under 'name' with signature 'sig'
  * ("RET(ARG,...)" over v, i32, i64, f32, f64, p); scripts reach it through

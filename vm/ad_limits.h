@@ -5,6 +5,8 @@
 
 #define AD_MAX_DIMS 16              /* tensor rank limit */
 #define AD_MAX_REGS 250             /* registers per function frame */
+#define AD_REG_PRESSURE 32          /* an expression compiled with fewer free registers than this left reuses its
+                                       destination for partial results (vm/compile.c, binary chains) */
 #define AD_DEFAULT_MAX_DEPTH 200    /* script call depth before "stack overflow" */
 #define AD_DEFAULT_MEMORY_LIMIT ((size_t)4 << 30)  /* bytes of tensor storage */
 #define AD_MAX_STRING ((size_t)1 << 30)            /* bytes in one string */

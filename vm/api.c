@@ -265,12 +265,27 @@ void *addsl_tensor_data(addsl_tensor *t) { return t ? ad_tensor_data(t) : NULL; 
 int addsl_tensor_ndim(const addsl_tensor *t) { return t ? t->ndim : -1; }
 const int64_t *addsl_tensor_shape(const addsl_tensor *t) { return t ? t->shape : NULL; }
 addsl_dtype addsl_tensor_dtype(const addsl_tensor *t) { return t ? (addsl_dtype)t->dtype : ADDSL_FLOAT32; }
-void addsl_tensor_release(addsl_state *S, addsl_tensor *t) { if (S && t) ad_tensor_decref(S, t); }
+/* ADDSL_EARG when 't' was made by another state: its memory is in that
+ * state's heap, so using it here (or freeing it here) would corrupt both. */
+static int foreign(ad_state *S, const ad_tensor *t, const char *fn) {
+    if (!t || t->storage->owner == S) return ADDSL_OK;
+    return ad_error_code(S, ADDSL_EARG, "%s: the tensor belongs to another addsl_state (states share nothing)", fn);
+}
+
+int addsl_tensor_release(addsl_state *S, addsl_tensor *t) {
+    if (!S) return ADDSL_EARG;
+    if (!t) return ADDSL_OK;
+    int rc = foreign(S, t, "addsl_tensor_release");
+    if (!rc) ad_tensor_decref(S, t);
+    return rc;
+}
 
 static int global_value(ad_state *S, const char *name, const char *what, bool user, ad_value *v);
 
 int addsl_set_global(addsl_state *S, const char *name, addsl_tensor *t) {
     if (!S || !name || !t) return ADDSL_EARG;
+    int rc = foreign(S, t, "addsl_set_global");
+    if (rc) return rc;
     ad_tensor_incref(t);
     return ad_global_set(S, name, ad_tensor_value(t));
 }
@@ -305,6 +320,7 @@ static int api_call(addsl_state *S, const char *fname, int nargs, addsl_tensor *
     ad_value argv[255];
     for (int i = 0; i < nargs; i++) {
         if (!args[i]) return ad_error_code(S, ADDSL_EARG, "addsl_call: argument %d is NULL", i);
+        if ((rc = foreign(S, args[i], "addsl_call"))) return rc;
         argv[i] = ad_tensor_value(args[i]);
     }
     ad_value_incref(fn);
@@ -360,6 +376,7 @@ addsl_tensor *addsl_tensor_contiguous(addsl_state *S, addsl_tensor *t) {
     if (!S) return NULL;
     ad_clear_error(S);
     if (!t) { ad_error_code(S, ADDSL_EARG, "addsl_tensor_contiguous: NULL tensor"); return NULL; }
+    if (foreign(S, t, "addsl_tensor_contiguous")) return NULL;
     return ad_tensor_contiguous(S, t);
 }
 
@@ -367,6 +384,7 @@ int addsl_tensor_item(addsl_state *S, const addsl_tensor *t, double *out) {
     if (!S) return ADDSL_EARG;
     ad_clear_error(S);
     if (!t || !out) return ad_error_code(S, ADDSL_EARG, "addsl_tensor_item: NULL argument");
+    if (foreign(S, t, "addsl_tensor_item")) return ADDSL_EARG;
     int rc = ad_tensor_item(S, t, out);
     if (rc && S->errcode != ADDSL_ENOMEM) S->errcode = rc = ADDSL_EARG;
     return rc;
@@ -387,6 +405,7 @@ int addsl_tensor_set_requires_grad(addsl_state *S, addsl_tensor *t, int requires
     if (!S) return ADDSL_EARG;
     ad_clear_error(S);
     if (!t) return ad_error_code(S, ADDSL_EARG, "addsl_tensor_set_requires_grad: NULL tensor");
+    if (foreign(S, t, "addsl_tensor_set_requires_grad")) return ADDSL_EARG;
     if (requires_grad && !ad_dtype_is_float(t->dtype))
         return ad_error_code(S, ADDSL_EARG, "only Tensors of floating point dtype can require gradients");
     if (t->grad_fn)
@@ -399,6 +418,8 @@ int addsl_tensor_grad(addsl_state *S, addsl_tensor *t, addsl_tensor **grad) {
     if (!S) return ADDSL_EARG;
     ad_clear_error(S);
     if (!t || !grad) return ad_error_code(S, ADDSL_EARG, "addsl_tensor_grad: NULL argument");
+    *grad = NULL;
+    if (foreign(S, t, "addsl_tensor_grad")) return ADDSL_EARG;
     *grad = t->grad;
     if (t->grad) ad_tensor_incref(t->grad);
     return ADDSL_OK;
@@ -408,6 +429,7 @@ int addsl_tensor_zero_grad(addsl_state *S, addsl_tensor *t) {
     if (!S) return ADDSL_EARG;
     ad_clear_error(S);
     if (!t) return ad_error_code(S, ADDSL_EARG, "addsl_tensor_zero_grad: NULL tensor");
+    if (foreign(S, t, "addsl_tensor_zero_grad")) return ADDSL_EARG;
     ad_tensor *g = t->grad;
     t->grad = NULL;
     ad_tensor_decref(S, g);
@@ -441,6 +463,7 @@ static int api_backward(addsl_state *S, addsl_tensor *t, addsl_tensor *grad_outp
     if (!S) return ADDSL_EARG;
     ad_clear_error(S);
     if (!t) return ad_error_code(S, ADDSL_EARG, "addsl_backward: NULL tensor");
+    if (foreign(S, t, "addsl_backward") || foreign(S, grad_output, "addsl_backward")) return ADDSL_EARG;
     ad_value argv[2] = {ad_tensor_value(t), grad_output ? ad_tensor_value(grad_output) : ad_none()};
     ad_value out;
     int rc = call_global(S, "ad_backward", 2, argv, &out);
@@ -463,7 +486,9 @@ static int api_grad(addsl_state *S, addsl_tensor *output, int ninputs, addsl_ten
     for (int i = 0; i < ninputs; i++) {
         grads[i] = NULL;
         if (!inputs[i]) return ad_error_code(S, ADDSL_EARG, "addsl_grad: input %d is NULL", i);
+        if (foreign(S, inputs[i], "addsl_grad")) return ADDSL_EARG;
     }
+    if (foreign(S, output, "addsl_grad")) return ADDSL_EARG;
     ad_list *l = ad_list_new(S, AD_TLIST, ninputs);
     if (!l) return S->errcode;
     for (int i = 0; i < ninputs; i++) { ad_tensor_incref(inputs[i]); l->items[i] = ad_tensor_value(inputs[i]); }
@@ -527,6 +552,7 @@ static int from_c(ad_state *S, const addsl_value *a, int i, ad_value *v) {
     case ADDSL_TNUMBER: *v = ad_num(a->as.number); return ADDSL_OK;
     case ADDSL_TTENSOR:
         if (!a->as.tensor) break;
+        if (foreign(S, a->as.tensor, "addsl_callv")) return ADDSL_EARG;
         ad_tensor_incref(a->as.tensor);
         *v = ad_tensor_value(a->as.tensor);
         return ADDSL_OK;
@@ -586,8 +612,10 @@ int addsl_callv(addsl_state *S, const char *fname, int nargs, const addsl_value 
     return rc;
 }
 
-void addsl_value_release(addsl_state *S, addsl_value *v) {
-    if (!v) return;
-    if (v->type == ADDSL_TTENSOR && S && v->as.tensor) ad_tensor_decref(S, v->as.tensor);
-    memset(v, 0, sizeof *v);
+int addsl_value_release(addsl_state *S, addsl_value *v) {
+    if (!v) return ADDSL_OK;
+    int rc = ADDSL_OK;
+    if (v->type == ADDSL_TTENSOR && v->as.tensor) rc = addsl_tensor_release(S, v->as.tensor);
+    if (!rc) memset(v, 0, sizeof *v);
+    return rc;
 }

@@ -160,6 +160,8 @@ static bool parse_tokens(ad_parse *P, ad_lexer *lexer) {
             break;
         }
         ad_parser(parser, type, t);
+        /* the stack overflow handler sees no token: the error is at this one */
+        if (P->error && P->err_line == 0) { P->err_line = t.line; P->err_col = t.col; }
         if (P->error) { ad_hint_syntax(&hint, &t, P); break; }
         ad_hint_track(&hint, &t);
     }

@@ -84,8 +84,9 @@ static void r_function(resolver *R, ad_node *fn, ad_nlist *params, ad_node *body
     if (fn && fn->kind == N_FNDEF) {
         /* Inside its own body the function refers to itself as SELF. */
         fn->slot = -2;
+        int before = R->n;
         r_declare(R, fn, fn->str);
-        R->b[R->n - 1].level = R->level - 1;
+        if (R->n > before) R->b[R->n - 1].level = R->level - 1; /* else out of memory: R->failed */
     }
     for (int i = 0; params && i < params->n; i++) r_declare(R, params->items[i], params->items[i]->str);
     r_list(R, body->list);
@@ -759,10 +760,92 @@ static void attr_assign_error(fstate *fs, ad_node *n) {
     cerror(fs, n->line, n->col, "%s", msg);
 }
 
+/* Fewer than 'need' + AD_REG_PRESSURE registers left: an expression then
+ * reuses its destination (always a temporary, never a local's home) for
+ * partial results instead of taking a register per level, which changes the
+ * bytecode only where the registers would run out. */
+static bool under_pressure(const fstate *fs, int need) {
+    return fs->freereg + need + AD_REG_PRESSURE > AD_MAX_REGS;
+}
+
+static bool is_plain_local(fstate *fs, const ad_node *n) {
+    if (n->kind != N_NAME) return false;
+    int li = find_local(fs, n->str);
+    return li >= 0 && !fs->vars[li].cell;
+}
+
+/* A literal reads nothing, so when it is evaluated cannot be seen. */
+static bool is_literal(const ad_node *n) {
+    return n->kind == N_NUM || n->kind == N_STR || n->kind == N_TRUE || n->kind == N_FALSE || n->kind == N_NONE;
+}
+
+/* 'dst = a op b' for one node whose left operand is no binary operation
+ * (the end of a left chain, or any node under register pressure). */
+static void binop_one(fstate *fs, ad_node *n, int dst) {
+    int save = fs->freereg;
+    int a, b;
+    if (!under_pressure(fs, 2)) {
+        a = expr_any(fs, n->a);
+        b = expr_any(fs, n->b);
+    } else if (is_literal(n->a)) {
+        /* b first, straight into dst: a right-nested chain such as
+         * 1 + (1 + (1 + ...)) or 2 ** 2 ** ... holds no register per level */
+        expr(fs, n->b, dst);
+        b = dst;
+        a = reserve(fs, 1);
+        expr(fs, n->a, a);
+    } else {
+        a = expr_any(fs, n->a);
+        if (is_plain_local(fs, n->b)) b = expr_any(fs, n->b);
+        else { expr(fs, n->b, dst); b = dst; }
+    }
+    setpos(fs, n);
+    emit_abc(fs, binop_code(n->op), dst, a, b);
+    fs->freereg = save;
+}
+
+/* A binary operation whose left operand is one too: the left chain
+ * ((a op b) op c) op ... is walked with a loop, not recursion, so its length
+ * is bounded by neither the C stack nor AD_MAX_SYNTAX_DEPTH. When its
+ * registers fit it gets the registers the recursive walk gave (level i's left
+ * value in base + i), else every partial result goes to dst: O(1) registers. */
+static void expr_binop(fstate *fs, ad_node *n, int dst) {
+    int len = 1;
+    for (ad_node *m = n->a; m->kind == N_BINOP; m = m->a) len++;
+    if (len == 1) { binop_one(fs, n, dst); return; }
+    ad_node *small[32], **spine = small;
+    if (len > 32 && !(spine = ad_malloc(fs->C->S, (size_t)len * sizeof *spine))) { nomem(fs); return; }
+    ad_node *m = n;
+    for (int i = 0; i < len; i++, m = m->a) spine[i] = m;
+    int save = fs->freereg;
+    bool acc = under_pressure(fs, len + 1);
+    /* spine[len-1] is the deepest node: its left operand starts the chain */
+    int left;
+    if (acc) {
+        fs->freereg = save;
+        if (is_plain_local(fs, spine[len - 1]->a)) left = expr_any(fs, spine[len - 1]->a);
+        else { expr(fs, spine[len - 1]->a, dst); left = dst; }
+    } else {
+        fs->freereg = save + len - 1;
+        if (fs->freereg > fs->p->nregs) fs->p->nregs = fs->freereg;
+        left = expr_any(fs, spine[len - 1]->a);
+    }
+    for (int i = len - 1; i >= 0 && !fs->C->failed; i--) {
+        int target = i == 0 || acc ? dst : save + i - 1;
+        if (i < len - 1) fs->freereg = acc ? save : save + i + 1;
+        int b = expr_any(fs, spine[i]->b);
+        setpos(fs, spine[i]);
+        emit_abc(fs, binop_code(spine[i]->op), target, left, b);
+        left = target;
+    }
+    fs->freereg = save;
+    if (spine != small) ad_free(fs->C->S, spine);
+}
+
 /* 'op dst, a, c' on the operand n->a, evaluated into a scratch register if it needs one. */
 static void expr_unary(fstate *fs, ad_node *n, ad_opcode op, int c, int dst) {
     int save = fs->freereg;
-    int a = expr_any(fs, n->a);
+    int a = under_pressure(fs, 1) && !is_plain_local(fs, n->a) ? (expr(fs, n->a, dst), dst) : expr_any(fs, n->a);
     setpos(fs, n);
     emit_abc(fs, op, dst, a, c);
     fs->freereg = save;
@@ -798,18 +881,10 @@ static void expr_inner(fstate *fs, ad_node *n, int dst) {
     case N_ELLIPSIS: { ad_value e; e.t = AD_TELLIPSIS; e.u.n = 0; emit_abx(fs, OP_LOADK, dst, add_k(fs, e)); break; }
     case N_NAME: load_var(fs, resolve(fs, n->str, false), dst); break;
     case N_LIST: case N_TUPLE: expr_seq(fs, n, dst); break;
-    case N_BINOP: {
-        int save = fs->freereg;
-        int a = expr_any(fs, n->a);
-        int b = expr_any(fs, n->b);
-        setpos(fs, n);
-        emit_abc(fs, binop_code(n->op), dst, a, b);
-        fs->freereg = save;
-        break;
-    }
+    case N_BINOP: expr_binop(fs, n, dst); break;
     case N_UNOP: {
         int save = fs->freereg;
-        int a = expr_any(fs, n->a);
+        int a = under_pressure(fs, 1) && !is_plain_local(fs, n->a) ? (expr(fs, n->a, dst), dst) : expr_any(fs, n->a);
         setpos(fs, n);
         if (n->op == TK_MINUS) emit_abc(fs, OP_UNM, dst, a, 0);
         else if (a != dst) emit_abc(fs, OP_MOVE, dst, a, 0);

@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "gc.h"
+#include "heap.h"
 #include "state.h"
 
 #define DICT_MIN_SLOTS 8
@@ -74,8 +75,13 @@ int ad_dict_check_key(ad_state *S, ad_value key) {
 
 /* ---- the table ---- */
 
+/* What a dict holds of the state's memory, counted against the memory limit. */
+static size_t dict_bytes(const ad_dict *d) {
+    return sizeof *d + (size_t)d->cap * sizeof(ad_dict_entry) + (size_t)d->nslots * sizeof(int64_t);
+}
+
 ad_dict *ad_dict_new(ad_state *S) {
-    ad_dict *d = ad_calloc(S, 1, sizeof *d);
+    ad_dict *d = ad_obj_alloc(S, sizeof *d);
     if (!d) return NULL;
     d->hdr.refcount = 1;
     ad_gc_track(S, &d->gc, AD_TDICT);
@@ -85,6 +91,7 @@ ad_dict *ad_dict_new(ad_state *S) {
 void ad_dict_clear(ad_state *S, ad_dict *d) {
     ad_dict_entry *e = d->e;
     int64_t n = d->n;
+    ad_heap_discharge_objects(S, dict_bytes(d) - sizeof *d);
     d->e = NULL; d->n = d->cap = d->len = 0;
     ad_free(S, d->slots);
     d->slots = NULL; d->nslots = 0;
@@ -103,9 +110,10 @@ void ad_dict_free(ad_state *S, ad_dict *d) {
         ad_value_decref(S, d->e[i].key);
         ad_value_decref(S, d->e[i].val);
     }
+    ad_heap_discharge_objects(S, dict_bytes(d) - sizeof *d);
     ad_free(S, d->e);
     ad_free(S, d->slots);
-    ad_free(S, d);
+    ad_obj_free(S, d, sizeof *d);
 }
 
 /* Slot of 'key' in the index (holding its entry) or of the empty slot where it would go. */
@@ -121,14 +129,18 @@ static int64_t find_slot(const ad_dict *d, ad_value key, uint64_t h) {
 
 /* Compacts popped entries away and rebuilds the index for at least 'need' entries. */
 static int rebuild(ad_state *S, ad_dict *d, int64_t need) {
+    int64_t ns = DICT_MIN_SLOTS;
+    while (ns < 2 * need + 2) ns *= 2;
+    /* the new index first: failing, the dict is left as it was (compacting
+     * first would leave the old index pointing at moved entries) */
+    if (ad_heap_charge_objects(S, (size_t)ns * sizeof(int64_t))) return ADDSL_ENOMEM;
+    int64_t *slots = ad_calloc(S, (size_t)ns, sizeof *slots);
+    if (!slots) { ad_heap_discharge_objects(S, (size_t)ns * sizeof(int64_t)); return ADDSL_ENOMEM; }
     int64_t live = 0;
     for (int64_t i = 0; i < d->n; i++)
         if (d->e[i].live) d->e[live++] = d->e[i];
     d->n = live;
-    int64_t ns = DICT_MIN_SLOTS;
-    while (ns < 2 * need + 2) ns *= 2;
-    int64_t *slots = ad_calloc(S, (size_t)ns, sizeof *slots);
-    if (!slots) return ADDSL_ENOMEM;
+    ad_heap_discharge_objects(S, (size_t)d->nslots * sizeof(int64_t));
     ad_free(S, d->slots);
     d->slots = slots;
     d->nslots = ns;
@@ -215,8 +227,10 @@ int ad_dict_set(ad_state *S, ad_dict *d, ad_value key, ad_value val) {
         }
         if (d->n == d->cap) {
             int64_t cap = d->cap ? d->cap * 2 : 4;
+            size_t more = (size_t)(cap - d->cap) * sizeof(ad_dict_entry);
+            if (ad_heap_charge_objects(S, more)) return ADDSL_ENOMEM;
             ad_dict_entry *e = ad_realloc(S, d->e, (size_t)cap * sizeof *e);
-            if (!e) return ADDSL_ENOMEM;
+            if (!e) { ad_heap_discharge_objects(S, more); return ADDSL_ENOMEM; }
             d->e = e; d->cap = cap;
         }
     }

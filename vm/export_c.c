@@ -562,6 +562,7 @@ static int bi_export_c(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_buf_init(&prelude, S);
     for (int k = 0; k < 3; k++) F[k].prelude = &prelude;
     const char *ch = chunk ? base_name(chunk) : "?";
+    uint64_t cleared = S->nomem_cleared;
     rc = export_forward(S, &F[0], f, argv[1]);
     if (!rc) rc = lower_fun(S, &F[0], ch, name, &opt);
     if (!rc) rc = export_derivative(S, &F[1], &F[0], false, f, argv[1], ch, &opt);
@@ -571,6 +572,9 @@ static int bi_export_c(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     for (int k = 0; k < 3; k++) xfun_free(S, &F[k]);
     if (!rc && prelude.failed) rc = ADDSL_ENOMEM;
     ad_buf_free(&prelude);
+    /* A trace short of memory keeps a call as one record or gives up a
+     * guard, which export_c then refuses with a reason that is not the cause. */
+    if (rc && rc != ADDSL_ENOMEM && S->nomem_cleared != cleared) rc = ad_nomem(S);
     return rc;
 }
 

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "dict.h"
+#include "heap.h"
 #include "iter.h"
 #include "state.h"
 #include "vm.h"
@@ -187,6 +188,8 @@ static void clear(ad_state *S, ad_gclink *g) {
         int64_t n = l->len;
         ad_value *items = l->items;
         ad_list *names = l->names;
+        /* The list keeps its header; its items' bytes leave the memory limit's count. */
+        ad_heap_discharge_objects(S, (size_t)l->cap * sizeof(ad_value));
         l->len = l->cap = 0;
         l->items = NULL;
         l->names = NULL;

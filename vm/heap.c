@@ -2,6 +2,7 @@
  * and the memory limit, plus a small-object pool for tensor headers. */
 #include "heap.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,15 +163,35 @@ static int limit_error(ad_state *S, size_t nbytes) {
     const ad_heap_stats *st = &S->heap->st;
     return ad_error_code(S, ADDSL_ENOMEM,
                          "out of memory: tensor heap limit of %zu bytes reached "
-                         "(live %zu bytes, requested %zu bytes)",
-                         S->cfg.memory_limit, st->live_bytes + st->device_bytes, nbytes);
+                         "(live %zu bytes, other objects %zu bytes, requested %zu bytes)",
+                         S->cfg.memory_limit, st->live_bytes + st->device_bytes, st->object_bytes, nbytes);
 }
 
-/* Whether 'nbytes' more live bytes (host and GPU together) pass the limit. */
+/* Whether 'nbytes' more live bytes (tensor storage on host and GPU, and the
+ * script's other objects, together) pass the limit. */
 static bool over_limit(ad_state *S, size_t nbytes) {
     const ad_heap_stats *st = &S->heap->st;
-    size_t lim = S->cfg.memory_limit, live = st->live_bytes + st->device_bytes;
+    size_t lim = S->cfg.memory_limit, live = st->live_bytes + st->device_bytes + st->object_bytes;
     return lim && (nbytes > lim || live > lim - nbytes);
+}
+
+int ad_heap_charge_objects(ad_state *S, size_t nbytes) {
+    struct ad_heap *h = S->heap;
+    if (!h) return ADDSL_OK; /* after close began: nothing is counted any more */
+    if (over_limit(S, nbytes))
+        return ad_error_code(S, ADDSL_ENOMEM,
+                             "out of memory: memory limit of %zu bytes reached (tensors %zu bytes, "
+                             "other objects %zu bytes, requested %zu bytes)",
+                             S->cfg.memory_limit, h->st.live_bytes + h->st.device_bytes, h->st.object_bytes, nbytes);
+    h->st.object_bytes += nbytes;
+    return ADDSL_OK;
+}
+
+void ad_heap_discharge_objects(ad_state *S, size_t nbytes) {
+    struct ad_heap *h = S->heap;
+    if (!h) return;
+    assert(nbytes <= h->st.object_bytes);
+    h->st.object_bytes = nbytes <= h->st.object_bytes ? h->st.object_bytes - nbytes : 0;
 }
 
 int ad_heap_charge_device(ad_state *S, size_t nbytes) {
@@ -297,8 +318,23 @@ static void spare_start(ad_state *S, struct ad_heap *h) {
     ad_prefault_start(&h->pf, sl, bytes, true);
 }
 
+static void *header_take(ad_state *S, struct ad_heap *h, size_t size);
+
+/* Every op makes headers: their charge is inlined here, and only the
+ * refusal takes the call that words the error. */
 void *ad_heap_alloc_header(ad_state *S, size_t size) {
     struct ad_heap *h = S->heap;
+    if (S->cfg.memory_limit && over_limit(S, size)) {
+        ad_heap_charge_objects(S, size); /* refused: it words the error */
+        return NULL;
+    }
+    h->st.object_bytes += size;
+    void *p = header_take(S, h, size);
+    if (!p) h->st.object_bytes -= size;
+    return p;
+}
+
+static void *header_take(ad_state *S, struct ad_heap *h, size_t size) {
     size_t c = size ? (size - 1) / HDR_GRAIN : 0;
     if (c >= HDR_CLASSES) {
         if (size > SIZE_MAX - sizeof(hdr)) { ad_nomem(S); return NULL; }
@@ -328,6 +364,8 @@ void *ad_heap_alloc_header(ad_state *S, size_t size) {
 void ad_heap_release_header(ad_state *S, void *p, size_t size) {
     if (!p) return;
     struct ad_heap *h = S->heap;
+    assert(size <= h->st.object_bytes);
+    h->st.object_bytes -= size;
     size_t c = size ? (size - 1) / HDR_GRAIN : 0;
     if (c >= HDR_CLASSES) {
         hdr *x = (hdr *)p - 1;

@@ -13,6 +13,9 @@ typedef struct ad_heap_stats {
     size_t peak_bytes;
     size_t pooled_bytes;    /* bytes held in free lists */
     size_t device_bytes;    /* bytes of GPU storage live (the same memory limit counts them) */
+    size_t object_bytes;    /* bytes of everything else a script can grow: tensor and graph node
+                             * headers, strings, lists, dicts, closures, cells, the VM's stack and
+                             * frames (the same memory limit counts them; docs/security.md) */
     uint64_t system_allocs; /* calls to the underlying allocator for storage */
     uint64_t pool_hits;     /* storage requests served from a free list */
 } ad_heap_stats;
@@ -42,5 +45,11 @@ void ad_heap_release_header(ad_state *S, void *hdr, size_t size);
  * limit like any other: charge fails with the heap's out-of-memory error. */
 int ad_heap_charge_host(ad_state *S, size_t nbytes);
 void ad_heap_discharge_host(ad_state *S, size_t nbytes);
+/* The bytes of a script object (string, list, dict, closure, cell, the VM's
+ * stack and frames) as it is allocated or grown, and as it is freed or
+ * shrunk: charge fails, with the memory-limit error, when they would pass
+ * the limit together with the tensors. */
+int ad_heap_charge_objects(ad_state *S, size_t nbytes);
+void ad_heap_discharge_objects(ad_state *S, size_t nbytes);
 
 #endif

@@ -37,6 +37,7 @@ int ad_nomem(ad_state *S) {
 }
 
 void ad_clear_error(ad_state *S) {
+    if (S->errcode == ADDSL_ENOMEM) S->nomem_cleared++;
     S->errmsg[0] = '\0';
     S->errcode = ADDSL_OK;
 }

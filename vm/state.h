@@ -47,6 +47,8 @@ struct addsl_state {
     struct ad_globals *globals;/* global slots by name (compile-time resolved) */
     ad_rng rng;
     int errcode;
+    uint64_t nomem_cleared; /* out-of-memory errors a degrading path cleared (ad_clear_error): a caller
+                             * whose result degraded into another error reports out of memory */
     char errmsg[AD_ERRMSG_MAX];
     int exit_code;
     volatile int interrupted;  /* set by addsl_interrupt, polled by the VM */

@@ -147,6 +147,7 @@ static ad_storage *storage_new(ad_state *S, size_t nbytes, int device) {
         st->version = 0;
         st->device = 0;
         st->inline_data = true;
+        st->owner = S;
         return st;
     }
     ad_storage *st = ad_heap_alloc_header(S, sizeof *st);
@@ -166,6 +167,7 @@ static ad_storage *storage_new(ad_state *S, size_t nbytes, int device) {
     st->release = NULL;
     st->version = 0;
     st->device = (int16_t)device;
+    st->owner = S;
     return st;
 }
 
@@ -275,6 +277,7 @@ ad_tensor *ad_tensor_wrap(ad_state *S, ad_dtype dt, int ndim, const int64_t *sha
     st->version = 0;
     st->device = 0;
     st->inline_data = false;
+    st->owner = S;
     return header_new(S, st, dt, ndim, shape, numel);
 }
 

@@ -30,6 +30,8 @@ typedef struct ad_storage {
     uint32_t version;      /* bumped by every in-place write (autograd checks it) */
     int16_t device;        /* 0: CPU */
     bool inline_data;      /* data lives right after this header (small CPU tensors) */
+    const struct addsl_state *owner; /* the state whose heap holds it: the C API refuses
+                                      * another state's tensor (states share nothing) */
 } ad_storage;
 
 /* Where a wrapped storage keeps its release callback's user data. */

@@ -11,6 +11,7 @@
 #include "dict.h"
 #include "gc.h"
 #include "gradfn.h"
+#include "heap.h"
 #include "iter.h"
 #include "module.h"
 #include "state.h"
@@ -27,6 +28,7 @@ void ad_list_free(ad_state *S, ad_list *l) {
     ad_gc_untrack(S, &l->gc);
     for (int64_t i = 0; i < l->len; i++) ad_value_decref(S, l->items[i]);
     if (l->names) ad_value_decref(S, ad_list_value(l->names, AD_TTUPLE));
+    ad_heap_discharge_objects(S, sizeof *l + (size_t)l->cap * sizeof(ad_value));
     ad_free(S, l->items);
     ad_free(S, l);
 }
@@ -34,11 +36,11 @@ void ad_list_free(ad_state *S, ad_list *l) {
 void ad_cell_free(ad_state *S, ad_cell *c) {
     ad_gc_untrack(S, &c->gc);
     ad_value_decref(S, c->v);
-    ad_free(S, c);
+    ad_obj_free(S, c, sizeof *c);
 }
 
 ad_cell *ad_cell_new(ad_state *S, ad_value v) {
-    ad_cell *c = ad_malloc(S, sizeof *c);
+    ad_cell *c = ad_obj_alloc(S, sizeof *c);
     if (!c) return NULL;
     c->hdr.refcount = 1;
     c->v = v;
@@ -55,11 +57,11 @@ void ad_value_decref(ad_state *S, ad_value v) {
     if (v.t == AD_TTENSOR) { ad_tensor_decref(S, v.u.tensor); return; }
     if (--v.u.o->refcount > 0) return;
     switch (v.t) {
-    case AD_TSTR: ad_free(S, v.u.s); break;
+    case AD_TSTR: ad_heap_discharge_objects(S, sizeof(ad_str) + v.u.s->len + 1); ad_free(S, v.u.s); break;
     case AD_TLIST: case AD_TTUPLE: ad_gc_release(S, &v.u.l->gc); break;
     case AD_TSLICE:
         ad_value_decref(S, v.u.sl->start); ad_value_decref(S, v.u.sl->stop);
-        ad_value_decref(S, v.u.sl->step); ad_free(S, v.u.sl); break;
+        ad_value_decref(S, v.u.sl->step); ad_heap_discharge_objects(S, sizeof(ad_slice)); ad_free(S, v.u.sl); break;
     case AD_TCELL: ad_gc_release(S, &v.u.cell->gc); break;
     case AD_TFUNC: ad_gc_release(S, &v.u.fn->gc); break;
     case AD_TBUILTIN: ad_vm_builtin_free(S, v.u.bi); break;
@@ -72,14 +74,33 @@ void ad_value_decref(ad_state *S, ad_value v) {
     }
 }
 
-ad_str *ad_str_new(ad_state *S, const char *data, size_t len) {
+void *ad_obj_alloc(ad_state *S, size_t n) {
+    if (ad_heap_charge_objects(S, n)) return NULL;
+    void *p = ad_calloc(S, 1, n);
+    if (!p) ad_heap_discharge_objects(S, n);
+    return p;
+}
+
+void ad_obj_free(ad_state *S, void *p, size_t n) {
+    if (!p) return;
+    ad_heap_discharge_objects(S, n);
+    ad_free(S, p);
+}
+
+ad_str *ad_str_alloc(ad_state *S, size_t len) {
     if (len > AD_MAX_STRING) { ad_error(S, "string too long (%zu bytes; the limit is %zu)", len, (size_t)AD_MAX_STRING); return NULL; }
+    if (ad_heap_charge_objects(S, sizeof(ad_str) + len + 1)) return NULL;
     ad_str *s = ad_malloc(S, sizeof *s + len + 1);
-    if (!s) return NULL;
+    if (!s) { ad_heap_discharge_objects(S, sizeof(ad_str) + len + 1); return NULL; }
     s->hdr.refcount = 1;
     s->len = len;
-    if (len) memcpy(s->data, data, len);
     s->data[len] = '\0';
+    return s;
+}
+
+ad_str *ad_str_new(ad_state *S, const char *data, size_t len) {
+    ad_str *s = ad_str_alloc(S, len);
+    if (s && len) memcpy(s->data, data, len);
     return s;
 }
 
@@ -93,15 +114,17 @@ int ad_string_value(ad_state *S, const char *data, size_t len, ad_value *out) {
 ad_list *ad_list_new(ad_state *S, ad_vtype kind, int64_t len) {
     (void)kind;
     if (len < 0 || len > AD_MAX_LIST) { ad_error(S, "list too long (%lld items; the limit is %lld)", (long long)len, (long long)AD_MAX_LIST); return NULL; }
+    size_t bytes = sizeof(ad_list) + (size_t)len * sizeof(ad_value);
+    if (ad_heap_charge_objects(S, bytes)) return NULL;
     ad_list *l = ad_malloc(S, sizeof *l);
-    if (!l) return NULL;
+    if (!l) { ad_heap_discharge_objects(S, bytes); return NULL; }
     l->hdr.refcount = 1;
     l->len = len; l->cap = len;
     l->items = NULL;
     l->names = NULL;
     if (len) {
         l->items = ad_calloc(S, (size_t)len, sizeof(ad_value));
-        if (!l->items) { ad_free(S, l); return NULL; }
+        if (!l->items) { ad_free(S, l); ad_heap_discharge_objects(S, bytes); return NULL; }
         for (int64_t i = 0; i < len; i++) l->items[i] = ad_none();
     }
     ad_gc_track(S, &l->gc, AD_TLIST);
@@ -119,8 +142,10 @@ int ad_list_push(ad_state *S, ad_list *l, ad_value v) {
     if (l->len == l->cap) {
         if (l->len >= AD_MAX_LIST) { ad_value_decref(S, v); return ad_error(S, "list too long (the limit is %lld items)", (long long)AD_MAX_LIST); }
         int64_t cap = l->cap ? l->cap * 2 : 4;
+        size_t more = (size_t)(cap - l->cap) * sizeof(ad_value);
+        if (ad_heap_charge_objects(S, more)) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
         ad_value *p = ad_realloc(S, l->items, (size_t)cap * sizeof *p);
-        if (!p) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+        if (!p) { ad_heap_discharge_objects(S, more); ad_value_decref(S, v); return ADDSL_ENOMEM; }
         l->items = p; l->cap = cap;
     }
     l->items[l->len++] = v;

@@ -156,6 +156,14 @@ void ad_value_decref(ad_state *S, ad_value v);
 
 /* Objects: each returns a new reference, or sets an error and fails. */
 ad_str *ad_str_new(ad_state *S, const char *data, size_t len);
+/* A zeroed block of 'n' bytes for a script object (cell, slice, closure),
+ * counted against the memory limit; NULL with the error set. ad_obj_free
+ * takes the same 'n' back. */
+void *ad_obj_alloc(ad_state *S, size_t n);
+void ad_obj_free(ad_state *S, void *p, size_t n);
+/* A string of 'len' bytes to fill (refcount 1, NUL-terminated), counted
+ * against the memory limit; NULL with the error set. */
+ad_str *ad_str_alloc(ad_state *S, size_t len);
 int ad_string_value(ad_state *S, const char *data, size_t len, ad_value *out);
 /* A list or tuple of 'len' none items (AD_TLIST or AD_TTUPLE). */
 ad_list *ad_list_new(ad_state *S, ad_vtype kind, int64_t len);

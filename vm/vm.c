@@ -19,6 +19,7 @@
 #include "dict.h"
 #include "gc.h"
 #include "gradfn.h"
+#include "heap.h"
 #include "help.h"
 #include "module.h"
 #include "sandbox.h"
@@ -96,10 +97,10 @@ void ad_vm_closure_free(ad_state *S, ad_closure *f) {
     }
     if (f->defaults) {
         for (int i = 0; i < f->p->ndefaults; i++) ad_value_decref(S, f->defaults[i]);
-        ad_free(S, f->defaults);
+        ad_obj_free(S, f->defaults, (size_t)f->p->ndefaults * sizeof(ad_value));
     }
     ad_proto_decref(S, f->p);
-    ad_free(S, f);
+    ad_obj_free(S, f, sizeof *f + (size_t)f->nupvals * sizeof(ad_cell *));
 }
 
 const char *ad_vm_closure_name(const ad_closure *f) { return f->p->name; }
@@ -255,8 +256,10 @@ static int ensure_stack(ad_state *S, int need) {
     if (need <= vm->stacksize) return ADDSL_OK;
     int size = vm->stacksize ? vm->stacksize : 1024;
     while (size < need) size *= 2;
+    size_t more = (size_t)(size - vm->stacksize) * sizeof(ad_value);
+    if (ad_heap_charge_objects(S, more)) return ADDSL_ENOMEM;
     ad_value *st = ad_realloc(S, vm->stack, (size_t)size * sizeof *st);
-    if (!st) return ADDSL_ENOMEM;
+    if (!st) { ad_heap_discharge_objects(S, more); return ADDSL_ENOMEM; }
     for (int i = vm->stacksize; i < size; i++) st[i] = ad_none();
     vm->stack = st;
     vm->stacksize = size;
@@ -269,8 +272,10 @@ static int push_frame(ad_state *S, ad_closure *fn, int base, int ret) {
         return ad_error(S, "stack overflow (more than %d nested calls)", S->cfg.max_depth);
     if (vm->nframes == vm->capframes) {
         int cap = vm->capframes ? vm->capframes * 2 : 16;
+        size_t more = (size_t)(cap - vm->capframes) * sizeof(ad_frame);
+        if (ad_heap_charge_objects(S, more)) return ADDSL_ENOMEM;
         ad_frame *f = ad_realloc(S, vm->frames, (size_t)cap * sizeof *f);
-        if (!f) return ADDSL_ENOMEM;
+        if (!f) { ad_heap_discharge_objects(S, more); return ADDSL_ENOMEM; }
         vm->frames = f; vm->capframes = cap;
     }
     int rc = ensure_stack(S, base + fn->p->nregs + 1);
@@ -491,12 +496,10 @@ static int arith(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value *ou
         size_t n = a.u.s->len + b.u.s->len; /* each is at most AD_MAX_STRING: no wrap */
         if (n > AD_MAX_STRING)
             return ad_error(S, "string too long (%zu bytes; the limit is %zu)", n, (size_t)AD_MAX_STRING);
-        ad_str *r = ad_malloc(S, sizeof *r + n + 1);
-        if (!r) return ADDSL_ENOMEM;
-        r->hdr.refcount = 1; r->len = n;
+        ad_str *r = ad_str_alloc(S, n);
+        if (!r) return S->errcode;
         memcpy(r->data, a.u.s->data, a.u.s->len);
         memcpy(r->data + a.u.s->len, b.u.s->data, b.u.s->len);
-        r->data[n] = '\0';
         out->t = AD_TSTR; out->u.s = r;
         return ADDSL_OK;
     }
@@ -1330,7 +1333,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             vmbreak;
         }
         vmcase(NEWSLICE) {
-            ad_slice *s = ad_malloc(S, sizeof *s);
+            ad_slice *s = ad_obj_alloc(S, sizeof *s);
             if (!s) { SAVEPC(); CHECK(ADDSL_ENOMEM); }
             s->hdr.refcount = 1;
             s->start = RB[0]; s->stop = RB[1]; s->step = RB[2];
@@ -1424,13 +1427,13 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         /* Opcode: CLOSURE  Synopsis: R[A] = closure(proto Bx, defaults R[A+1..], upvalues in the next words) */
         vmcase(CLOSURE) {
             ad_proto *p = cl->p->protos[AD_BX(ins)];
-            ad_closure *f = ad_calloc(S, 1, sizeof *f + (size_t)p->nupvals * sizeof(ad_cell *));
+            ad_closure *f = ad_obj_alloc(S, sizeof *f + (size_t)p->nupvals * sizeof(ad_cell *));
             if (!f) { SAVEPC(); CHECK(ADDSL_ENOMEM); }
             f->hdr.refcount = 1;
             f->p = p; ad_proto_incref(p);
             f->nupvals = p->nupvals;
             if (p->ndefaults) {
-                f->defaults = ad_calloc(S, (size_t)p->ndefaults, sizeof(ad_value));
+                f->defaults = ad_obj_alloc(S, (size_t)p->ndefaults * sizeof(ad_value));
                 if (!f->defaults) { ad_vm_closure_free(S, f); SAVEPC(); CHECK(ADDSL_ENOMEM); }
                 for (int i = 0; i < p->ndefaults; i++) { f->defaults[i] = RA[1 + i]; ad_value_incref(f->defaults[i]); }
             }
@@ -1534,7 +1537,7 @@ fail:
 
 int ad_vm_run_main(ad_state *S, ad_proto *main) {
     struct ad_vm *vm = S->vm;
-    ad_closure *f = ad_calloc(S, 1, sizeof *f);
+    ad_closure *f = ad_obj_alloc(S, sizeof *f);
     if (!f) return ADDSL_ENOMEM;
     f->hdr.refcount = 1;
     f->p = main; ad_proto_incref(main);

@@ -13,6 +13,7 @@ typedef struct alloc_count {
     long fail_at;   /* the allocation (1-based) that fails; 0: none */
     long live;      /* blocks allocated and not yet freed */
     int failed;     /* the failure happened */
+    int persist;    /* nonzero: every allocation from fail_at on fails too (memory gone for good) */
 } alloc_count;
 
 static inline void *counting_alloc(void *ud, void *ptr, size_t size) {
@@ -21,7 +22,8 @@ static inline void *counting_alloc(void *ud, void *ptr, size_t size) {
         if (ptr) { f->live--; free(ptr); }
         return NULL;
     }
-    if (++f->count == f->fail_at) { f->failed = 1; return NULL; }
+    ++f->count;
+    if (f->fail_at && (f->count == f->fail_at || (f->persist && f->count > f->fail_at))) { f->failed = 1; return NULL; }
     void *q = realloc(ptr, size);
     if (q && !ptr) f->live++;
     return q;
