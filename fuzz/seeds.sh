@@ -31,6 +31,32 @@ printf '\357\273\277import "m.ad" as m\rprint(1)\r\n' > "$out/program/import-bom
 printf '\357\273\277let x = [1,\r  2]\rprint(x)\r' > "$out/program/bom-cr.ad"
 printf 'print(1)\r\nlet s = "a\rb"\r\n' > "$out/program/crlf-string.ad"
 cp "$out"/program/import-*.ad "$out"/program/bom-cr.ad "$out"/program/crlf-string.ad "$out/compile/"
+# Container-building seeds (issue 27): self-holding lists, dicts and closures printed, compared,
+# sorted, hashed and dropped; deep chains; cycles left for the collector (gc_collect()).
+cat > "$out/program/cycle-list.ad" <<'EOS'
+let l = [1]
+append(l, l)
+print(l, str(l), len(l), l == l, sorted([l, l]))
+EOS
+cat > "$out/program/cycle-dict.ad" <<'EOS'
+let d = {"k": 1}
+d["s"] = d
+let t = (d, [d])
+print(d, t, gc_collect())
+EOS
+cat > "$out/program/cycle-closure.ad" <<'EOS'
+let fs = []
+for i in range(50) { let f = fn() => len(fs) + i; append(fs, f); let d = {"f": f, "d": fs} }
+print(fs[3](), gc_collect())
+EOS
+cat > "$out/program/deep-chain.ad" <<'EOS'
+let l = []
+for i in range(3000) { l = [l, (l,)] }
+let d = {}
+for i in range(3000) { d = {"k": d} }
+print(len(l))
+EOS
+cp "$out"/program/cycle-*.ad "$out"/program/deep-chain.ad "$out/compile/"
 for f in "$srcdir"/lib/*.ad; do
     [ -f "$f" ] && cp "$f" "$out/compile/lib-$(basename "$f")"
 done
