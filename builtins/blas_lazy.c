@@ -3,6 +3,11 @@
 #include "blas_lazy.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "dl_table.h"
 
@@ -23,7 +28,10 @@
 #endif
 
 static const char *const blas_names[] = {AD_BLAS_FUNCS(AD_DL_NAME)};
-_Static_assert(AD_DL_FITS(ad_blas_api, blas_names), "dl_table.c fills ad_blas_api as one pointer after another");
+/* The part dl_table.c fills, laid out as it writes it. */
+_Static_assert(offsetof(ad_blas_api, dl) == 0 &&
+                   offsetof(ad_blas_api, one_thread) == sizeof(void *) * (1 + sizeof blas_names / sizeof *blas_names),
+               "dl_table.c fills ad_blas_api as one pointer after another");
 
 static const ad_dl_table blas_table = {
     .soname = AD_BLAS_SONAME,
@@ -36,9 +44,38 @@ static const ad_dl_table blas_table = {
     .hint = " (apt-get install libopenblas0-openmp)",
 };
 
+/* Whether OpenBLAS's OpenMP functions are not ours: its omp_in_parallel()
+ * would then answer for another runtime's teams, never for ours. A build
+ * without OpenMP has no team for it to miss; OpenBLAS's pthread build has no
+ * omp_in_parallel at all. */
+static int blas_runtime_foreign(void *dl) {
+#ifdef _OPENMP
+    void *theirs = dlsym(dl, "omp_in_parallel"), *ours;
+    int (*fn)(void) = omp_in_parallel;
+    memcpy(&ours, &fn, sizeof ours);
+    return theirs && theirs != ours;
+#else
+    (void)dl;
+    return 0;
+#endif
+}
+
 const ad_blas_api *ad_blas_load(ad_state *S, const char *who) {
-    S->blas = ad_dl_table_load(S, &blas_table, who);
-    return S->blas;
+    void *fns = ad_dl_table_load(S, &blas_table, who);
+    if (!fns) return NULL;
+    ad_blas_api *blas = ad_calloc(S, 1, sizeof *blas);
+    if (!blas) {
+        ad_free(S, fns);
+        ad_nomem(S);
+        return NULL;
+    }
+    memcpy(blas, fns, offsetof(ad_blas_api, one_thread));
+    ad_free(S, fns);
+    /* Process-wide, as OpenBLAS's thread count is: every state agrees. */
+    blas->one_thread = blas_runtime_foreign(blas->dl);
+    if (blas->one_thread) blas->openblas_set_num_threads(1);
+    S->blas = blas;
+    return blas;
 }
 
 /* The library stays loaded: a host that opens states one after another pays

@@ -451,14 +451,27 @@ DEF_SORT(i64, int64_t)
 #define GEMM_PIECE 1000000
 #define GEMM_PIECE_MIN_ROWS 8
 
+/* Where OpenBLAS runs on one thread (ad_blas_api.one_thread), a product over
+ * GEMM_SPLIT_MAX is cut into this many pieces of at least GEMM_PIECE_MIN_ROWS
+ * rows, so the team still shares it. */
+#define GEMM_ONE_THREAD_PIECES 32
+
 /* Rows per piece of an m x n x k product, or 0 to leave it whole: a cut where a
  * piece of GEMM_PIECE multiply-adds holds at least GEMM_PIECE_MIN_ROWS rows, into
- * an even count of pieces of equal rows but the last. */
-static int64_t gemm_piece_rows(int64_t m, int64_t n, int64_t k) {
+ * an even count of pieces of equal rows but the last. 'one_thread': OpenBLAS
+ * does not thread, so no product is left whole for it to thread. */
+static int64_t gemm_piece_rows(int64_t m, int64_t n, int64_t k, int one_thread) {
     double mnk = (double)m * (double)n * (double)k;
-    if (mnk < GEMM_SPLIT_MIN || mnk > GEMM_SPLIT_MAX) return 0;
+    if (mnk < GEMM_SPLIT_MIN) return 0;
     int64_t rows = GEMM_PIECE / (n * k);
-    if (rows < GEMM_PIECE_MIN_ROWS) return 0;
+    if (mnk > GEMM_SPLIT_MAX) {
+        if (!one_thread) return 0;
+        rows = (m + GEMM_ONE_THREAD_PIECES - 1) / GEMM_ONE_THREAD_PIECES;
+    }
+    if (rows < GEMM_PIECE_MIN_ROWS) {
+        if (!one_thread) return 0;
+        rows = GEMM_PIECE_MIN_ROWS;
+    }
     int64_t pieces = (m + rows - 1) / rows;
     if (pieces < 2) pieces = 2;
     pieces += pieces & 1; /* two threads get equal halves */
@@ -473,7 +486,8 @@ static int64_t gemm_piece_rows(int64_t m, int64_t n, int64_t k) {
                            int32_t trans_a, int32_t trans_b, double alpha, double beta) {             \
         const enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;                       \
         const enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;                       \
-        const int64_t cut = gemm_piece_rows(m, n, k), rows = cut ? cut : m;                         \
+        const int64_t cut = gemm_piece_rows(m, n, k, blas->one_thread);                             \
+        const int64_t rows = cut ? cut : m;                                                         \
         const int64_t pieces = cut ? (m + rows - 1) / rows : 1, a_step = trans_a ? 1 : lda;         \
         PAR_FOR(pieces > 1, for (int64_t p = 0; p < pieces; p++) {                                  \
             const int64_t r0 = p * rows, mp = m - r0 < rows ? m - r0 : rows;                        \
