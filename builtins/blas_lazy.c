@@ -30,7 +30,7 @@
 static const char *const blas_names[] = {AD_BLAS_FUNCS(AD_DL_NAME)};
 /* The part dl_table.c fills, laid out as it writes it. */
 _Static_assert(offsetof(ad_blas_api, dl) == 0 &&
-                   offsetof(ad_blas_api, one_thread) == sizeof(void *) * (1 + sizeof blas_names / sizeof *blas_names),
+                   offsetof(ad_blas_api, foreign_omp_set_num_threads) == sizeof(void *) * (1 + sizeof blas_names / sizeof *blas_names),
                "dl_table.c fills ad_blas_api as one pointer after another");
 
 static const ad_dl_table blas_table = {
@@ -44,19 +44,21 @@ static const ad_dl_table blas_table = {
     .hint = " (apt-get install libopenblas0-openmp)",
 };
 
-/* Whether OpenBLAS's OpenMP functions are not ours: its omp_in_parallel()
- * would then answer for another runtime's teams, never for ours. A build
- * without OpenMP has no team for it to miss; OpenBLAS's pthread build has no
- * omp_in_parallel at all. */
-static int blas_runtime_foreign(void *dl) {
+/* OpenBLAS's omp_set_num_threads when its OpenMP runtime is not ours, else
+ * NULL: its omp_in_parallel() then answers for another runtime's teams,
+ * never for ours. A build without OpenMP has no team for it to miss;
+ * OpenBLAS's pthread build has no OpenMP functions at all. */
+static void (*blas_foreign_omp(void *dl))(int) {
 #ifdef _OPENMP
-    void *theirs = dlsym(dl, "omp_in_parallel"), *ours;
+    void *theirs = dlsym(dl, "omp_in_parallel"), *ours, *set = dlsym(dl, "omp_set_num_threads");
     int (*fn)(void) = omp_in_parallel;
     memcpy(&ours, &fn, sizeof ours);
-    return theirs && theirs != ours;
+    void (*set_fn)(int) = NULL;
+    if (theirs && set && theirs != ours) memcpy(&set_fn, &set, sizeof set_fn);
+    return set_fn;
 #else
     (void)dl;
-    return 0;
+    return NULL;
 #endif
 }
 
@@ -69,11 +71,14 @@ const ad_blas_api *ad_blas_load(ad_state *S, const char *who) {
         ad_nomem(S);
         return NULL;
     }
-    memcpy(blas, fns, offsetof(ad_blas_api, one_thread));
+    memcpy(blas, fns, offsetof(ad_blas_api, foreign_omp_set_num_threads));
     ad_free(S, fns);
-    /* Process-wide, as OpenBLAS's thread count is: every state agrees. */
-    blas->one_thread = blas_runtime_foreign(blas->dl);
-    if (blas->one_thread) blas->openblas_set_num_threads(1);
+    blas->foreign_omp_set_num_threads = blas_foreign_omp(blas->dl);
+    /* And OpenBLAS's own count, which releases that read it instead. */
+    if (blas->foreign_omp_set_num_threads) {
+        blas->foreign_omp_set_num_threads(1);
+        blas->openblas_set_num_threads(1);
+    }
     S->blas = blas;
     return blas;
 }

@@ -50,11 +50,14 @@ typedef struct ad_blas_api {
         AD_BLAS_FUNCS(AD_BLAS_MEMBER)
 #undef AD_BLAS_MEMBER
     };
-    /* OpenBLAS links another OpenMP runtime than ours (a clang build's libomp
-     * beside openblas-openmp's libgomp), so it cannot see our team and would
-     * thread each of our row pieces itself: it is then set to one thread,
-     * and kernels_reduce.c cuts every product it would have threaded. */
-    int one_thread;
+    /* Set where OpenBLAS links another OpenMP runtime than ours (a clang
+     * build's libomp beside openblas-openmp's libgomp): that runtime's
+     * omp_set_num_threads. OpenBLAS asks its runtime how many threads the
+     * calling thread may use (omp_get_max_threads) and whether it is in a
+     * team (omp_in_parallel, never true of ours), so it would thread each of
+     * our row pieces itself; kernels_reduce.c calls this with 1 in every
+     * thread before a piece, and cuts every product it would have threaded. */
+    void (*foreign_omp_set_num_threads)(int);
 } ad_blas_api;
 
 /* Opens the library into S->blas; NULL with S's error set (naming 'who',
