@@ -26,6 +26,7 @@ source_file() { # PATH (relative to SRCDIR)
 }
 missing=0
 checked=0
+set -f # a name like tests/lang/*.ad is a pattern in the text, not files here
 for page in "$srcdir"/README.md "$srcdir"/docs/*.md "$srcdir"/bench/*.md; do
     [ -f "$page" ] || continue
     rel_page=${page#"$srcdir"/}
