@@ -26,7 +26,10 @@ source_file() { # PATH (relative to SRCDIR)
 }
 missing=0
 checked=0
-set -f # a name like tests/lang/*.ad is a pattern in the text, not files here
+# The pages name files as patterns too (vm/ast.[ch], tests/lang/*.ad): they
+# are expanded in the source tree.
+distdir=$(cd "$distdir" && pwd) && cd "$srcdir" || exit 1
+srcdir=.
 for page in "$srcdir"/README.md "$srcdir"/docs/*.md "$srcdir"/bench/*.md; do
     [ -f "$page" ] || continue
     rel_page=${page#"$srcdir"/}
@@ -36,7 +39,7 @@ for page in "$srcdir"/README.md "$srcdir"/docs/*.md "$srcdir"/bench/*.md; do
                     grep -oE '\]\([^) ]+\)' "$page" | sed 's/^](//; s/)$//') |
                   sed 's/#.*//; s/:[0-9][0-9,:-]*$//; s|^\./||' | sort -u); do
         case $name in /* | *'$'* | '~'* | *://* | -* | '') continue ;; esac
-        for f in "$name" "$page_dir/$name"; do
+        for f in $name $page_dir/$name; do
             f=${f#./}
             source_file "$f" || continue
             checked=$((checked + 1))
