@@ -3,6 +3,11 @@
 #include "blas_lazy.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "dl_table.h"
 
@@ -23,7 +28,10 @@
 #endif
 
 static const char *const blas_names[] = {AD_BLAS_FUNCS(AD_DL_NAME)};
-_Static_assert(AD_DL_FITS(ad_blas_api, blas_names), "dl_table.c fills ad_blas_api as one pointer after another");
+/* The part dl_table.c fills, laid out as it writes it. */
+_Static_assert(offsetof(ad_blas_api, dl) == 0 &&
+                   offsetof(ad_blas_api, foreign_omp_set_num_threads) == sizeof(void *) * (1 + sizeof blas_names / sizeof *blas_names),
+               "dl_table.c fills ad_blas_api as one pointer after another");
 
 static const ad_dl_table blas_table = {
     .soname = AD_BLAS_SONAME,
@@ -36,9 +44,43 @@ static const ad_dl_table blas_table = {
     .hint = " (apt-get install libopenblas0-openmp)",
 };
 
+/* OpenBLAS's omp_set_num_threads when its OpenMP runtime is not ours, else
+ * NULL: its omp_in_parallel() then answers for another runtime's teams,
+ * never for ours. A build without OpenMP has no team for it to miss;
+ * OpenBLAS's pthread build has no OpenMP functions at all. */
+static void (*blas_foreign_omp(void *dl))(int) {
+#ifdef _OPENMP
+    void *theirs = dlsym(dl, "omp_in_parallel"), *ours, *set = dlsym(dl, "omp_set_num_threads");
+    int (*fn)(void) = omp_in_parallel;
+    memcpy(&ours, &fn, sizeof ours);
+    void (*set_fn)(int) = NULL;
+    if (theirs && set && theirs != ours) memcpy(&set_fn, &set, sizeof set_fn);
+    return set_fn;
+#else
+    (void)dl;
+    return NULL;
+#endif
+}
+
 const ad_blas_api *ad_blas_load(ad_state *S, const char *who) {
-    S->blas = ad_dl_table_load(S, &blas_table, who);
-    return S->blas;
+    void *fns = ad_dl_table_load(S, &blas_table, who);
+    if (!fns) return NULL;
+    ad_blas_api *blas = ad_calloc(S, 1, sizeof *blas);
+    if (!blas) {
+        ad_free(S, fns);
+        ad_nomem(S);
+        return NULL;
+    }
+    memcpy(blas, fns, offsetof(ad_blas_api, foreign_omp_set_num_threads));
+    ad_free(S, fns);
+    blas->foreign_omp_set_num_threads = blas_foreign_omp(blas->dl);
+    /* And OpenBLAS's own count, which releases that read it instead. */
+    if (blas->foreign_omp_set_num_threads) {
+        blas->foreign_omp_set_num_threads(1);
+        blas->openblas_set_num_threads(1);
+    }
+    S->blas = blas;
+    return blas;
 }
 
 /* The library stays loaded: a host that opens states one after another pays

@@ -40,13 +40,24 @@ void dgetri_(const int *n, double *a, const int *lda, const int *ipiv, double *w
  * export_c links its own, vm/export_blas.c). */
 #define AD_BLAS_FUNCS(X) \
     X(cblas_sgemm) X(cblas_dgemm) X(cblas_sdot) X(cblas_ddot) \
-    X(dpotrf_) X(dgeqrf_) X(dorgqr_) X(dgesdd_) X(dsyevd_) X(dtrsm_) X(dgetrf_) X(dgetrs_) X(dgetri_)
+    X(dpotrf_) X(dgeqrf_) X(dorgqr_) X(dgesdd_) X(dsyevd_) X(dtrsm_) X(dgetrf_) X(dgetrs_) X(dgetri_) \
+    X(openblas_set_num_threads)
 
 typedef struct ad_blas_api {
-    void *dl;
+    struct { /* what ad_dl_table_load fills: the handle, then one pointer per name */
+        void *dl;
 #define AD_BLAS_MEMBER(name) __typeof__(name) *name;
-    AD_BLAS_FUNCS(AD_BLAS_MEMBER)
+        AD_BLAS_FUNCS(AD_BLAS_MEMBER)
 #undef AD_BLAS_MEMBER
+    };
+    /* Set where OpenBLAS links another OpenMP runtime than ours (a clang
+     * build's libomp beside openblas-openmp's libgomp): that runtime's
+     * omp_set_num_threads. OpenBLAS asks its runtime how many threads the
+     * calling thread may use (omp_get_max_threads) and whether it is in a
+     * team (omp_in_parallel, never true of ours), so it would thread each of
+     * our row pieces itself; kernels_reduce.c calls this with 1 in every
+     * thread before a piece, and cuts every product it would have threaded. */
+    void (*foreign_omp_set_num_threads)(int);
 } ad_blas_api;
 
 /* Opens the library into S->blas; NULL with S's error set (naming 'who',

@@ -451,14 +451,27 @@ DEF_SORT(i64, int64_t)
 #define GEMM_PIECE 1000000
 #define GEMM_PIECE_MIN_ROWS 8
 
+/* Where OpenBLAS runs on one thread (ad_blas_api.foreign_omp_set_num_threads), a product over
+ * GEMM_SPLIT_MAX is cut into this many pieces of at least GEMM_PIECE_MIN_ROWS
+ * rows, so the team still shares it. */
+#define GEMM_ONE_THREAD_PIECES 32
+
 /* Rows per piece of an m x n x k product, or 0 to leave it whole: a cut where a
  * piece of GEMM_PIECE multiply-adds holds at least GEMM_PIECE_MIN_ROWS rows, into
- * an even count of pieces of equal rows but the last. */
-static int64_t gemm_piece_rows(int64_t m, int64_t n, int64_t k) {
+ * an even count of pieces of equal rows but the last. 'one_thread': OpenBLAS
+ * does not thread, so no product is left whole for it to thread. */
+static int64_t gemm_piece_rows(int64_t m, int64_t n, int64_t k, int one_thread) {
     double mnk = (double)m * (double)n * (double)k;
-    if (mnk < GEMM_SPLIT_MIN || mnk > GEMM_SPLIT_MAX) return 0;
+    if (mnk < GEMM_SPLIT_MIN) return 0;
     int64_t rows = GEMM_PIECE / (n * k);
-    if (rows < GEMM_PIECE_MIN_ROWS) return 0;
+    if (mnk > GEMM_SPLIT_MAX) {
+        if (!one_thread) return 0;
+        rows = (m + GEMM_ONE_THREAD_PIECES - 1) / GEMM_ONE_THREAD_PIECES;
+    }
+    if (rows < GEMM_PIECE_MIN_ROWS) {
+        if (!one_thread) return 0;
+        rows = GEMM_PIECE_MIN_ROWS;
+    }
     int64_t pieces = (m + rows - 1) / rows;
     if (pieces < 2) pieces = 2;
     pieces += pieces & 1; /* two threads get equal halves */
@@ -473,10 +486,13 @@ static int64_t gemm_piece_rows(int64_t m, int64_t n, int64_t k) {
                            int32_t trans_a, int32_t trans_b, double alpha, double beta) {             \
         const enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;                       \
         const enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;                       \
-        const int64_t cut = gemm_piece_rows(m, n, k), rows = cut ? cut : m;                         \
+        void (*const one_thread)(int) = blas->foreign_omp_set_num_threads;                          \
+        const int64_t cut = gemm_piece_rows(m, n, k, one_thread != NULL);                           \
+        const int64_t rows = cut ? cut : m;                                                         \
         const int64_t pieces = cut ? (m + rows - 1) / rows : 1, a_step = trans_a ? 1 : lda;         \
         PAR_FOR(pieces > 1, for (int64_t p = 0; p < pieces; p++) {                                  \
             const int64_t r0 = p * rows, mp = m - r0 < rows ? m - r0 : rows;                        \
+            if (one_thread) one_thread(1); /* this thread's count, in OpenBLAS's runtime */          \
             blas->CALL(CblasRowMajor, ta, tb, (blasint)mp, (blasint)n, (blasint)k, (T)alpha,        \
                        (const T *)a + r0 * a_step, (blasint)lda, b, (blasint)ldb, (T)beta,          \
                        (T *)c + r0 * ldc, (blasint)ldc);                                            \

@@ -2,6 +2,7 @@
 #include "dlmodule.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,9 +75,11 @@ static void *open_beside_me(const char *file, int flags, char *why, size_t why_l
     const char *subdirs[] = {"", ".libs/", "addsl/", from_bin};
     size_t count = bindir_to_pkglibdir(from_bin, sizeof from_bin) ? 4 : 3;
     for (size_t i = 0; i < count; i++) {
-        char path[1700];
+        char path[1700], real[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s%s", dir, subdirs[i], file);
-        void *h = try_path(path, flags, why, why_len);
+        /* "bin/../lib/addsl/x.so" as the file it is, in the loader's
+         * messages too */
+        void *h = try_path(realpath(path, real) ? real : path, flags, why, why_len);
         if (h) return h;
     }
     return NULL;
@@ -93,10 +96,15 @@ void *ad_dlmodule_open(const char *file, const char *env, int flags, char *why, 
         }
         return h;
     }
-    char installed[1100];
-    snprintf(installed, sizeof installed, "%s/%s", ADDSL_PKGLIBDIR, file);
-    void *h = try_path(installed, flags, why, why_len);
-    if (!h) h = open_beside_me(file, flags, why, why_len);
+    /* Beside this code before the configured pkglibdir: a build tree, or a
+     * tree installed with 'make install prefix=...', moved or staged, must
+     * load its own modules even where the configured prefix holds others. */
+    void *h = open_beside_me(file, flags, why, why_len);
+    if (!h) {
+        char installed[1100];
+        snprintf(installed, sizeof installed, "%s/%s", ADDSL_PKGLIBDIR, file);
+        h = try_path(installed, flags, why, why_len);
+    }
     if (!h) h = dlopen(file, flags);
     if (h) why[0] = '\0';
     return h;

@@ -8,6 +8,7 @@
 # cases script wrote (DIR/main.c) and runs it against the interpreter's
 # values, under valgrind when VALGRIND is 1 and valgrind is installed (not
 # for an ASan build of addsl, $addsl). Returns 0, 1 after a FAIL line, or 77.
+. "${srcdir:-.}/tests/valgrind/check.sh"
 export_check() {
     _d=$1 _p=$2 _vg=$3
     cat "$_d"/"$_p"[0-9]*.c > "$_d/all.c"
@@ -28,8 +29,10 @@ export_check() {
         $_cc -std=c99 -O0 -g -I"$_d" "$_d/main.c" "$_d/all.o" -lm -o "$_d/main" || { echo "FAIL: driver"; return 1; }
         "$_d/main" || { echo "FAIL: $_cc build differs from the interpreter"; return 1; }
         if [ "$_vg" = 1 ] && command -v valgrind >/dev/null 2>&1 && ! ldd "$addsl" 2>/dev/null | grep -q libasan; then
-            valgrind -q --error-exitcode=3 "$_d/main" > /dev/null || { echo "FAIL: valgrind"; return 1; }
-            echo "# valgrind: clean"
+            _vg_out=$(valgrind_check "$_d/main")
+            _vg_st=$?
+            echo "$_vg_out" | sed 's/^valgrind:/# valgrind:/'
+            [ "$_vg_st" -eq 0 ] || return 1
         fi
         _ran=$_cc
     done

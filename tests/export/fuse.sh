@@ -35,9 +35,9 @@ bad=$(nm -u "$dir/fuse/cases.o" | awk '{print $NF}' | grep -E '^(malloc|calloc|r
 [ -z "$(nm "$dir/fuse/cases.o" | awk '$2 ~ /^[BDbd]$/')" ] || { echo "FAIL: the exported code has writable data"; exit 1; }
 grep -q 'one loop for 8 element-wise records' "$dir/fuse/c1.c" || { echo "FAIL: the broadcast chain is not one loop"; exit 1; }
 if ldd "$dir/fuse/main" 2>/dev/null | grep -q libasan; then :
-elif command -v valgrind >/dev/null 2>&1; then
-    valgrind -q --error-exitcode=3 "$dir/fuse/main" > /dev/null || { echo "FAIL: valgrind"; exit 1; }
-    echo "valgrind: clean"
+else
+    . "$src/tests/valgrind/check.sh"
+    valgrind_check "$dir/fuse/main" || exit 1
 fi
 
 build nofuse
