@@ -178,6 +178,14 @@ static void traverse(ad_gclink *g, visit_fn visit, ad_gclink *ctx) {
     }
 }
 
+/* Empties the slot before the release, so that whatever the release frees
+ * finds this object already without the reference. */
+static void drop(ad_state *S, ad_value *slot) {
+    ad_value v = *slot;
+    *slot = ad_none();
+    ad_value_decref(S, v);
+}
+
 /* Lets go of every reference the object holds; it stays a valid, empty
  * object until its last reference goes. */
 static void clear(ad_state *S, ad_gclink *g) {
@@ -199,13 +207,7 @@ static void clear(ad_state *S, ad_gclink *g) {
         break;
     }
     case AD_TDICT: ad_dict_clear(S, (ad_dict *)o); break;
-    case AD_TCELL: {
-        ad_cell *c = (ad_cell *)o;
-        ad_value v = c->v;
-        c->v = ad_none();
-        ad_value_decref(S, v);
-        break;
-    }
+    case AD_TCELL: drop(S, &((ad_cell *)o)->v); break;
     case AD_TFUNC: {
         ad_closure *f = (ad_closure *)o;
         for (int i = 0; i < f->nupvals; i++) {
@@ -214,20 +216,10 @@ static void clear(ad_state *S, ad_gclink *g) {
             if (c) ad_value_decref(S, (ad_value){.t = AD_TCELL, .u.cell = c});
         }
         if (f->defaults)
-            for (int i = 0; i < f->p->ndefaults; i++) {
-                ad_value v = f->defaults[i];
-                f->defaults[i] = ad_none();
-                ad_value_decref(S, v);
-            }
+            for (int i = 0; i < f->p->ndefaults; i++) drop(S, &f->defaults[i]);
         break;
     }
-    case AD_TITER: {
-        ad_iter *it = (ad_iter *)o;
-        ad_value v = it->src;
-        it->src = ad_none();
-        ad_value_decref(S, v);
-        break;
-    }
+    case AD_TITER: drop(S, &((ad_iter *)o)->src); break;
     default: break;
     }
 }
