@@ -276,10 +276,12 @@ static int nll_prepare(ad_state *S, ad_tensor *x, ad_value *argv, const char *fn
         rc = ad_error(S, "expected scalar type Long but found %s", ad_torch_dtype_name(t->dtype));
     else
         rc = nll_shapes(S, x, t);
-    o->N = x->ndim == 1 ? 1 : x->shape[0];
-    o->C = x->ndim == 1 ? x->shape[0] : x->shape[1];
-    o->D = 1;
-    for (int i = 2; i < x->ndim; i++) o->D *= x->shape[i];
+    if (!rc) { /* nll_shapes has checked x is at least 1-D */
+        o->N = x->ndim == 1 ? 1 : x->shape[0];
+        o->C = x->ndim == 1 ? x->shape[0] : x->shape[1];
+        o->D = 1;
+        for (int i = 2; i < x->ndim; i++) o->D *= x->shape[i];
+    }
     if (!rc && argv[2].t != AD_TNONE && !(rc = ad_arg_tensor(S, argv[2], fn, "weight", &w))) {
         char s[SHAPE_TEXT];
         if (w->ndim != 1 || w->shape[0] != o->C)
