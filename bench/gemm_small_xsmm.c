@@ -1,4 +1,4 @@
-/* gemm_small_xsmm.c: batched small matrix products, addsl's hand kernel (kernels_gemm_small.c)
+/* gemm_small_xsmm.c: batched small matrix products, addsl's hand kernel (kernels/gemm_small.c)
  * against libxsmm's JIT kernels and a cblas call per matrix; built by bench/gemm_small_xsmm.sh
  * only where libxsmm is installed (never by make check). Prints one line per size and dtype:
  * microseconds per batch of BATCH products (median of REPS) and the largest difference. */
@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "bench_clock.h"
-#include "kernels_reduce.h"
+#include "kernels/reduce.h"
 
 enum { BATCH = 1000, REPS = 21 };
 

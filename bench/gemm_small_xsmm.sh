@@ -14,6 +14,6 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/addsl-xsmm.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 # the hand kernel built as the library builds it (-O2 plus its own O3 pragma, OpenMP)
 $CC -std=c11 -O2 -fopenmp -I"$TOP/builtins" -I"$TOP/vm" -o "$TMP/gemm_small_xsmm" \
-    "$BENCH/gemm_small_xsmm.c" "$TOP/builtins/kernels_gemm_small.c" \
+    "$BENCH/gemm_small_xsmm.c" "$TOP/builtins/kernels/gemm_small.c" \
     $(pkg-config --cflags openblas) $(pkg-config --libs libxsmm) $(pkg-config --libs openblas) -lm
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} "$TMP/gemm_small_xsmm"

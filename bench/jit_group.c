@@ -1,13 +1,13 @@
 /* jit_group.c: a bench-only prototype of a JIT for compile()'s fused groups
- * (issue 14, "Block interpreter or JIT"), to measure against vm/fuse.c.
+ * (issue 14, "Block interpreter or JIT"), to measure against vm/jit/fuse.c.
  *
  * It compiles, with Debian's libgccjit, the fused group of bench/compile.ad's
  * chain100k rows: N records 'y = y * 1.0001' over a float32 [4] register,
- * ended by a sum (accumulated in double, as vm/fuse.c does). The group is
+ * ended by a sum (accumulated in double, as vm/jit/fuse.c does). The group is
  * split into functions of CHUNK records (one function of 100,000 statements
  * is slow to compile; each function loads the register, runs its records on
  * it and stores it back), each a loop over the elements whose body is the
- * chunk's records on one scalar, as code generated from vm/plan.h's group
+ * chunk's records on one scalar, as code generated from vm/jit/plan.h's group
  * instructions would be. (The block interpreter reads the input and stores
  * nothing: its sum ends the group; the chunks here write their value for the
  * next chunk, a store per element per chunk.) The result is checked bit for bit against the same

@@ -6,7 +6,7 @@
 
 #include "../vm/buf.h"
 #include "../vm/dict.h"
-#include "../vm/library.h"
+#include "../vm/autograd/library.h"
 #include "../vm/state.h"
 #include "../vm/vm.h"
 #include "builtins.h"

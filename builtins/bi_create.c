@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "builtins.h"
-#include "device.h"
+#include "tensor/device.h"
 #include "state.h"
 #include "buf.h"
 

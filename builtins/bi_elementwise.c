@@ -5,12 +5,12 @@
 
 #include "../cuda/traj_cuda.h"
 #include "builtins.h"
-#include "device.h"
-#include "ew_nd.h"
-#include "ew_par.h"
+#include "tensor/device.h"
+#include "kernels/ew_nd.h"
+#include "kernels/ew_par.h"
 #include "kernel_ids.h"
 #include "state.h"
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 #define NO_K (-1)
 #define UNDEF_DT (-1)
@@ -240,7 +240,7 @@ static int ew_device(ad_state *S, int kid, ad_tensor *out, const ew_ops *o, cons
                          name);
 }
 
-/* The shape of every binary kernel (kernels_elementwise.h), called directly
+/* The shape of every binary kernel (kernels/elementwise.h), called directly
  * on each run: runs are often ten elements long (the GMM's [K,1,D] - [1,N,D]),
  * where the registry's argument packing per call was a visible share. */
 typedef void (*ew_bin_fn)(void *out, const void *a, int64_t sa, const void *b, int64_t sb, int64_t n);
@@ -275,12 +275,12 @@ static void ew_walk_rows(void *vc, char *const *ptr, const int64_t *step, int64_
     }
 }
 
-/* Bytes per element of every array a call touches, for the cut (ew_par.h). */
+/* Bytes per element of every array a call touches, for the cut (kernels/ew_par.h). */
 static size_t ew_esize(const ad_tensor *out) { return ad_dtype_size(out->dtype); }
 
 /* Runs kernel 'kid' along the innermost dimension of broadcast or strided
  * operands, in parallel (by whole runs, or by pieces of a single run) when
- * the cut of ew_par.h says so; 'membound' as there. */
+ * the cut of kernels/ew_par.h says so; 'membound' as there. */
 static int ew_walk(ad_state *S, int kid, ad_tensor *out, ew_ops *o, const double *param, bool membound) {
     int rc = ew_walk_plan(S, o, out->dtype);
     if (rc) return rc;
@@ -368,7 +368,7 @@ enum {
     EW_INT_DIV = 4,   /* integer division: a zero divisor raises */
     EW_LOGICAL = 8,   /* inputs are read as bool */
     EW_NO_BOOL = 16,  /* subtraction refuses two bools */
-    EW_MEMBOUND = 32  /* one cheap instruction per element: split across threads only while in cache (ew_par.h) */
+    EW_MEMBOUND = 32  /* one cheap instruction per element: split across threads only while in cache (kernels/ew_par.h) */
 };
 
 typedef struct ew_binop {
@@ -535,7 +535,7 @@ static int ew_unary_p(ad_state *S, const ew_unop *op, ad_value x, const double *
 
 #define UN_F(n) {#n, {AD_K_##n##_f32, AD_K_##n##_f64, NO_K, NO_K}, UN_FLOAT, false}
 
-/* One builtin per float op of the lists in kernels_elementwise.h. */
+/* One builtin per float op of the lists in kernels/elementwise.h. */
 #define AD_BI_UN_FLOAT(n) \
     static int bi_##n(ad_state *S, ad_value *argv, int argc, ad_value *out) { \
         static const ew_unop op = UN_F(n); (void)argc; return ew_unary_p(S, &op, argv[0], NULL, out); }

@@ -2,7 +2,7 @@
  * a full collection now, gc_stats reports what the collector has done. */
 #include "../vm/dict.h"
 #include "../vm/gc.h"
-#include "../vm/heap.h"
+#include "../vm/tensor/heap.h"
 #include "../vm/state.h"
 #include "builtins.h"
 

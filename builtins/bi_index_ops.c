@@ -7,7 +7,7 @@
 
 #include "buf.h"
 #include "builtins.h"
-#include "device.h"
+#include "tensor/device.h"
 #include "state.h"
 
 #define FN_ARGS ad_state *S, ad_value *argv, int argc, ad_value *out

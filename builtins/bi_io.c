@@ -6,10 +6,10 @@
 
 #include "builtins.h"
 #include "dict.h"
-#include "npy.h"
-#include "npz.h"
+#include "system/npy.h"
+#include "system/npz.h"
 #include "state.h"
-#include "textload.h"
+#include "system/textload.h"
 
 typedef enum { F_UNKNOWN, F_NPY, F_NPZ, F_CSV, F_TXT } ftype;
 

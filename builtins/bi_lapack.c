@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "blas_lazy.h"
+#include "system/blas_lazy.h"
 #include "builtins.h"
 #include "state.h"
 
@@ -222,7 +222,7 @@ done:
 
 /* LAPACK leaves each vector's sign to its algorithm; the library fixes it so
  * that other implementations (export_c's Jacobi iterations in C,
- * vm/export_eig.c, which applies the same rule) give the same vectors: the
+ * vm/export/lower_eig.c, which applies the same rule) give the same vectors: the
  * first component larger in magnitude than 1/(2 sqrt(n)) is positive (a unit
  * vector has one of at least 1/sqrt(n), so the rule always picks one, away
  * from the ties of "the largest component"). True: v (n components, stride

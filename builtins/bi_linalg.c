@@ -5,14 +5,14 @@
 
 #include "../cuda/traj_cuda.h"
 #include "builtins.h"
-#include "device.h"
+#include "tensor/device.h"
 #include "blas_layout.h"
-#include "blas_lazy.h"
+#include "system/blas_lazy.h"
 #include "kernel_ids.h"
-#include "kernels_reduce.h"
+#include "kernels/reduce.h"
 #include "state.h"
 
-/* The shipped gemm kernels (kernels_reduce.def), called directly: a batch calls one per
+/* The shipped gemm kernels (kernels/reduce.def), called directly: a batch calls one per
  * matrix, and through the registry's libffi path (i32 and f64 arguments) each call cost
  * about 150 ns, more than a 4x4 product. Shipped kernels cannot be replaced, so this is
  * the function the registry would call. */
@@ -84,7 +84,7 @@ static int gemm_device(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, do
     return rc;
 }
 
-/* Small square float matrices go to one call for the whole batch (kernels_gemm_small.c)
+/* Small square float matrices go to one call for the whole batch (kernels/gemm_small.c)
  * when both operands' batches advance by one flat stride (contiguous or broadcast); false
  * when the product is not one for it. Measured against a direct BLAS call per matrix
  * ([1000, m, k] @ [1000, k, n], one thread): the kernel wins on squares up to 4 (2.6 vs

@@ -6,7 +6,7 @@
 
 #include "builtins.h"
 #include "kernel_ids.h"
-#include "kernels_reduce.h"
+#include "kernels/reduce.h"
 #include "state.h"
 
 enum { RED_NONE, RED_MEAN, RED_SUM };

@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "builtins.h"
-#include "device.h"
-#include "mpi_lazy.h"
+#include "tensor/device.h"
+#include "system/mpi_lazy.h"
 #include "state.h"
 
 #define FN_ARGS ad_state *S, ad_value *argv, int argc, ad_value *out

@@ -6,9 +6,9 @@
 
 #include "../cuda/traj_cuda.h"
 #include "builtins.h"
-#include "device.h"
+#include "tensor/device.h"
 #include "kernel_ids.h"
-#include "kernels_reduce.h"
+#include "kernels/reduce.h"
 #include "state.h"
 
 #define FN_ARGS ad_state *S, ad_value *argv, int argc, ad_value *out

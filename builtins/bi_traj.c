@@ -5,9 +5,9 @@
 
 #include "../cuda/traj_cuda.h"
 #include "builtins.h"
-#include "device.h"
+#include "tensor/device.h"
 #include "state.h"
-#include "traj.h"
+#include "kernels/traj.h"
 
 enum { STEP_ACC, STEP_JERK, STEP_POS };
 

@@ -1,6 +1,6 @@
 /* blas_layout.h: how a matrix or a batch of them is read in place by BLAS.
  * Shared by the eager products (bi_linalg.c) and compile()'s planned ones
- * (vm/plan_kernels.c), which must pick the same calls to give the same bits. */
+ * (vm/jit/plan_ops.c), which must pick the same calls to give the same bits. */
 #ifndef ADDSL_BLAS_LAYOUT_H
 #define ADDSL_BLAS_LAYOUT_H
 

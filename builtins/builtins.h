@@ -5,7 +5,7 @@
 #define AD_BUILTINS_H
 
 #include "../vm/value.h"
-#include "../vm/tensor.h"
+#include "../vm/tensor/tensor.h"
 
 /* Each table ends with a {NULL, NULL, NULL} row. A row is
  *     {"name", bi_name, "params", "One paragraph.\nExample: code"},
@@ -14,7 +14,7 @@
  * (tests/api/help-examples.sh runs every example, in a scratch directory).
  * A row may leave doc out (the build allows it: -Wno-missing-field-initializers)
  * only when its public name is an op of the library (lib/NAME.ad), whose '#' comment is then the
- * doc, or when help treats the name as internal (vm/help.c ad_help_internal);
+ * doc, or when help treats the name as internal (vm/repl/help.c ad_help_internal);
  * tests/api/help-coverage.sh fails for any other public name without a doc. */
 extern const ad_builtin_def ad_bi_core_defs[];        /* builtins/bi_core.c: print, len, str, range, assert, clock, exit, ... (VM side) */
 extern const ad_builtin_def ad_bi_elementwise_defs[]; /* builtins/bi_elementwise.c */
@@ -25,13 +25,13 @@ extern const ad_builtin_def ad_bi_loss_defs[];        /* builtins/bi_loss.c */
 extern const ad_builtin_def ad_bi_shape_defs[];       /* builtins/bi_shape.c */
 extern const ad_builtin_def ad_bi_create_defs[];      /* builtins/bi_create.c */
 extern const ad_builtin_def ad_bi_tensor_defs[];      /* builtins/bi_tensor.c: numel, item, tolist, to, detach, ... */
-extern const ad_builtin_def ad_bi_io_defs[];          /* builtins/npy.c: load, save */
+extern const ad_builtin_def ad_bi_io_defs[];          /* builtins/system/npy.c: load, save */
 extern const ad_builtin_def ad_bi_gc_defs[];          /* builtins/bi_gc.c: gc_collect, gc_stats */
 extern const ad_builtin_def ad_bi_dict_defs[];        /* builtins/bi_dict.c: dict, keys, values, items, get, pop, update, copy */
 extern const ad_builtin_def ad_bi_format_defs[];      /* builtins/bi_format.c: format, int, f-string helpers */
 extern const ad_builtin_def ad_bi_string_defs[];      /* builtins/bi_string.c: Python's string methods */
-extern const ad_builtin_def ad_bi_progress_defs[];    /* builtins/progress.c: progress */
-extern const ad_builtin_def ad_bi_plot_defs[];        /* builtins/plot.c: plot, plot_is_available */
+extern const ad_builtin_def ad_bi_progress_defs[];    /* builtins/system/progress.c: progress */
+extern const ad_builtin_def ad_bi_plot_defs[];        /* builtins/system/plot.c: plot, plot_is_available */
 extern const ad_builtin_def ad_bi_fs_defs[];          /* builtins/bi_fs.c: makedirs */
 extern const ad_builtin_def ad_bi_index_ops_defs[];   /* builtins/bi_index_ops.c: cummax, cummin, logcumsumexp, scatter_reduce, _index_check */
 extern const ad_builtin_def ad_bi_random_defs[];      /* builtins/bi_random.c: poisson, multinomial */
@@ -64,7 +64,7 @@ int ad_bi_pow(ad_state *S, ad_value a, ad_value b, ad_value *out);
 int ad_bi_matmul(ad_state *S, ad_value a, ad_value b, ad_value *out);
 /* c = a b + beta c for CPU matrices a [M, K], b [K, N] (any strides) and a
  * contiguous c [M, N], by the calls matmul makes for them (the same bits):
- * the backward engine's path for a product's gradient (vm/autograd.c). */
+ * the backward engine's path for a product's gradient (vm/autograd/engine.c). */
 int ad_linalg_gemm2d(ad_state *S, ad_tensor *a, ad_tensor *b, ad_tensor *c, double beta);
 int ad_bi_neg(ad_state *S, ad_value a, ad_value *out);
 /* Comparisons: AD_CMP_EQ.. give bool tensors. */

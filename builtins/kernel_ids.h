@@ -3,9 +3,9 @@
 #ifndef AD_KERNEL_IDS_H
 #define AD_KERNEL_IDS_H
 
-#include "kernel.h"
-#include "kernels_elementwise.h"
-#include "kernels_reduce.h"
+#include "kernel_registry.h"
+#include "kernels/elementwise.h"
+#include "kernels/reduce.h"
 
 enum {
 #define AD_KERNEL(id, fn, sig) AD_K_##id,

@@ -22,7 +22,7 @@ extern "C" {
 #define ADDSL_CUDA_EARG (-2)      /* bad argument (rank > 16, unknown dtype, ...) */
 #define ADDSL_CUDA_MAX_DIMS 16
 
-/* The elementwise kernel that builtins/kernels_elementwise.def names 'kname'
+/* The elementwise kernel that builtins/kernels/elementwise.def names 'kname'
  * ("add_f32", "gt_f64", "where_f32", "leaky_relu_f64", "logical_not_b8"...),
  * with the same arguments and the same results:
  *   unary   nin 1, np 0       out[i] = f(in0[i])
@@ -33,7 +33,7 @@ extern "C" {
  * s[k] is 1 (n elements) or 0 (in_k[0] for every i); it is read only for the
  * binary, ternary and addc shapes, and any other value is EARG. The output
  * dtype is the CPU kernel's (bool for comparisons and predicates). Every name
- * of kernels_elementwise.def has a device kernel (the table is generated from
+ * of kernels/elementwise.def has a device kernel (the table is generated from
  * the same op lists); another name gives ENOKERNEL, a wrong nin or np EARG.
  * Float results match the CPU's to the last bit for arithmetic, rounding,
  * comparisons, clamps and the like, to a few ulp for library functions
@@ -41,7 +41,7 @@ extern "C" {
 int addsl_cuda_ew(const char *kname, void *out, int nin, const void *const *in, const int64_t *s,
                   int64_t n, const double *p, int np, void *stream);
 
-/* dst[idx] = src[idx] converted from dtype sdt to ddt (as vm/tensor.c's
+/* dst[idx] = src[idx] converted from dtype sdt to ddt (as vm/tensor/tensor.c's
  * copies: float -> int64 truncates, NaN and out-of-range give INT64_MIN;
  * anything -> bool is != 0) for every idx of 'shape'. dst and src point at
  * element 0 of their views; strides are in elements and may be 0 (src

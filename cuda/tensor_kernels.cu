@@ -1,7 +1,7 @@
 // tensor_kernels.cu: the generic tensor kernels of the CUDA module (elementwise
 // ops by CPU kernel name, strided copies and fills, reductions); tensor_cuda.h.
 //
-// The elementwise formulas are those of builtins/kernels_elementwise.c term by
+// The elementwise formulas are those of builtins/kernels/elementwise.c term by
 // term (a float32 op calls the single-precision function where <tgmath.h>
 // picks the float one there), and the name table is generated from the same
 // op lists, so a kernel added to the CPU lists without a device functor here
@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../builtins/kernels_elementwise.h"
-#include "../builtins/scalar_math.h"
-#include "../builtins/special_math.h"
+#include "../builtins/kernels/elementwise.h"
+#include "../builtins/kernels/scalar_math.h"
+#include "../builtins/kernels/special_math.h"
 #include "tensor_cuda.h"
 
 namespace {
@@ -186,7 +186,7 @@ BI_OP(remainder, fremainder(a, b), ad_iremainder(a, b))
 BI_OP(fmod, m_fmod(a, b), b == 0 || b == -1 ? 0 : a % b)
 BI_OP(div_trunc, m_trunc(a / b), b == -1 ? ad_wrap_neg(a) : b == 0 ? 0 : a / b)
 BI_OP(div_floor, ad_floordiv(a, b), ad_ifloordiv(a, b))
-/* the exponents the CPU computes exactly (scalar_math.h) are computed the same way here */
+/* the exponents the CPU computes exactly (kernels/scalar_math.h) are computed the same way here */
 __device__ __forceinline__ float pow_dev(float a, float b) {
     float r;
     return ad_pow_exact_f32(a, b, &r) ? r : m_pow(a, b);
@@ -322,7 +322,7 @@ cudaError_t l_addc(void *out, const void *const *in, const int64_t *s, int64_t n
     return cudaGetLastError();
 }
 
-// ---- the name table, rows as in builtins/kernels_elementwise.def ----------------
+// ---- the name table, rows as in builtins/kernels/elementwise.def ----------------
 
 enum ew_shape { SH_UNARY, SH_PARAM, SH_BINARY, SH_TERNARY, SH_ADDC };
 const int SHAPE_NIN[] = {1, 1, 2, 3, 3};
@@ -427,7 +427,7 @@ struct dims {
 };
 
 // Drops size-1 dims and merges dims contiguous with each other in both
-// operands (as vm/tensor.c's coalesce), so most copies become one flat loop
+// operands (as vm/tensor/tensor.c's coalesce), so most copies become one flat loop
 // without divisions. Returns the element count.
 int64_t dims_make(dims *D, int ndim, const int64_t *shape, const int64_t *ds, const int64_t *ss) {
     int64_t numel = 1;
@@ -464,7 +464,7 @@ __device__ __forceinline__ void unravel(const dims &D, int64_t i, int64_t *od, i
     *os = s;
 }
 
-// vm/tensor.c's conversions: float -> int64 truncates, NaN and out of range
+// vm/tensor/tensor.c's conversions: float -> int64 truncates, NaN and out of range
 // give INT64_MIN; int64 -> float is the direct (rounded) cast; -> bool is != 0.
 __device__ __host__ __forceinline__ int64_t to_i64(double v) {
     if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;

@@ -1,5 +1,5 @@
 /* test_tensor_cuda.c: the generic CUDA tensor kernels of tensor_cuda.h against
- * the CPU kernels (every elementwise kernel, the reductions) and vm/tensor.c's
+ * the CPU kernels (every elementwise kernel, the reductions) and vm/tensor/tensor.c's
  * conversion rules (copies, fills); TAP, 77 without a GPU. */
 #include <float.h>
 #include <math.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "builtins/kernels_elementwise.h"
-#include "builtins/kernels_reduce.h"
+#include "../builtins/kernels/elementwise.h"
+#include "../builtins/kernels/reduce.h"
 #include "tensor_cuda.h"
 #include "traj_cuda.h"
 #include "test_cuda_util.h"
@@ -20,7 +20,7 @@
 typedef struct krow { const char *name; void (*fn)(void); const char *sig; } krow;
 static const krow KROWS[] = {
 #define AD_KERNEL(id, fn, sig) {#id, (void (*)(void))fn, sig},
-#include "builtins/kernels_elementwise.def"
+#include "../builtins/kernels/elementwise.def"
 #undef AD_KERNEL
 };
 
@@ -370,7 +370,7 @@ static void test_ew_args(uint64_t *rng) {
 
 /* ---- strided copies and fills ---------------------------------------------------- */
 
-/* vm/tensor.c's rules: float -> int64 truncates, NaN and out of range give
+/* vm/tensor/tensor.c's rules: float -> int64 truncates, NaN and out of range give
  * INT64_MIN; int64 -> float is one rounding; anything -> bool is != 0. */
 static int64_t ref_to_i64(double v) {
     if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
@@ -619,7 +619,7 @@ static void red_data(void *x, int dt, int op, size_t n, int64_t nan_at, uint64_t
 
 /* The GPU accumulates float sums and products in double. The CPU does too,
  * except float32 sums and means, which add runs of a few floats in float
- * lanes before folding them into double (builtins/reduce_simd.c): with
+ * lanes before folding them into double (builtins/kernels/reduce_simd.c): with
  * |x| <= 1 their error is a few float eps times r, so a cancelling sum of
  * 224 elements may differ from the GPU's in its sixth digit. float64 results
  * differ by the reassociation (a few eps times r). amax and amin are exact. */

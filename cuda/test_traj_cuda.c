@@ -1,12 +1,12 @@
 /* test_traj_cuda.c: the CUDA trajectory kernels against the CPU kernels of
- * builtins/traj.c on random inputs, outputs and gradients; TAP, 77 without a GPU. */
+ * builtins/kernels/traj.c on random inputs, outputs and gradients; TAP, 77 without a GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "builtins/traj.h"
+#include "../builtins/kernels/traj.h"
 #include "traj_cuda.h"
 #include "test_cuda_util.h"
 

@@ -16,7 +16,7 @@ extern "C" {
  * the host.
  *
  * Layout and equations: docs/trajectory-cuda.md and the CPU kernels in
- * builtins/traj.h, which these mirror. Trajectories are [b, H, d] contiguous,
+ * builtins/kernels/traj.h, which these mirror. Trajectories are [b, H, d] contiguous,
  * start rows [B0, d]; 'sidx' (length b, int64, NULL: row i, B0 == b) picks
  * the start row of trajectory i. acc/jerk: 'dt' has H entries (dt[h] ends at
  * output h), or is NULL and every step is 'dt_scalar'.

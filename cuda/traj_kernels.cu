@@ -1,5 +1,5 @@
 // traj_kernels.cu: CUDA kernels of the trajectory steps (acceleration, jerk,
-// position clique) and their exact adjoints, mirroring builtins/traj.c.
+// position clique) and their exact adjoints, mirroring builtins/kernels/traj.c.
 //
 // Recurrences (acc, jerk) run one thread per (trajectory, dof) down the
 // horizon, so H is unbounded and nothing is held per step; the clique steps

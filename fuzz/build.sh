@@ -18,7 +18,7 @@ cflags="-std=c11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE -Wno-unknown-pragm
 
 # Objects depend on the headers too: the newest one stands for all (a stale
 # object built against an old struct layout gives false crashes).
-newest_h=$(ls -t "$srcdir"/include/*.h "$srcdir"/vm/*.h "$srcdir"/builtins/*.h "$srcdir"/builtins/*.def \
+newest_h=$(ls -t $(find "$srcdir"/include "$srcdir"/vm "$srcdir"/builtins -name '*.h' -o -name '*.def') \
     "$builddir"/grammar.h 2>/dev/null | head -1)
 objs=
 for s do

@@ -3,7 +3,7 @@
 #include "fuzz_common.h"
 
 #include "buf.h"
-#include "compile.h"
+#include "codegen.h"
 #include "state.h"
 #include "vm.h"
 

@@ -2,9 +2,9 @@
  * that loads is then printed, reduced and converted, to reach its data. */
 #include "fuzz_common.h"
 
-#include "npy.h"
+#include "system/npy.h"
 #include "state.h"
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,8 +6,8 @@
 
 #include "fuzz_common.h"
 #include "buf.h"
-#include "help.h"
-#include "library.h"
+#include "repl/help.h"
+#include "autograd/library.h"
 #include "state.h"
 #include "vm.h"
 

@@ -2,7 +2,7 @@
  *
  * libmpi and its dependencies (open-rte, open-pal, hwloc, libevent, udev)
  * cost ~2 ms of every start when linked into addsl; only the module links
- * them, and builtins/mpi_lazy.c opens it when a state needs MPI. The table
+ * them, and builtins/system/mpi_lazy.c opens it when a state needs MPI. The table
  * speaks plain C (no MPI type crosses it: Open MPI's handles are pointers,
  * MPICH's ints), so the core compiles without mpi.h. Every int result is an
  * MPI error code, 0 (MPI_SUCCESS) when it worked; error_string spells it. */

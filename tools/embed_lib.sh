@@ -7,7 +7,7 @@
 # test_inputs(...) statements (the op table's sample inputs, half the
 # library's bytes) are blanked out of the main text and are all the tests
 # text holds. Start-up compiles only main texts; a tests text is compiled
-# when something first asks for test inputs (vm/library.c). Same line count
+# when something first asks for test inputs (vm/autograd/library.c). Same line count
 # and untouched columns keep line:col in errors and help()'s doc lookup right.
 set -e
 srcdir=$1

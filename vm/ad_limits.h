@@ -6,7 +6,7 @@
 #define AD_MAX_DIMS 16              /* tensor rank limit */
 #define AD_MAX_REGS 250             /* registers per function frame */
 #define AD_REG_PRESSURE 32          /* an expression compiled with fewer free registers than this left reuses its
-                                       destination for partial results (vm/compile.c, binary chains) */
+                                       destination for partial results (vm/codegen.c, binary chains) */
 #define AD_DEFAULT_MAX_DEPTH 200    /* script call depth before "stack overflow" */
 #define AD_DEFAULT_MEMORY_LIMIT ((size_t)4 << 30)  /* bytes of tensor storage */
 #define AD_MAX_STRING ((size_t)1 << 30)            /* bytes in one string */
@@ -30,6 +30,6 @@
                                        past this a full one waits until the old generation grew by a quarter */
 #define AD_MAX_CALL_ARGS 256        /* arguments one call passes (the compiler emits at most 255) */
 #define AD_COMPILE_CACHE 8          /* signatures one compile()d function traces before it runs eagerly (as torch.compile's cache_size_limit) */
-#define AD_SUGGEST_MAX_LEN 64       /* longest name "did you mean" compares (vm/suggest.c) */
+#define AD_SUGGEST_MAX_LEN 64       /* longest name "did you mean" compares (vm/repl/suggest.c) */
 
 #endif

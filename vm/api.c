@@ -7,31 +7,31 @@
 #include <string.h>
 
 #include "addsl.h"
-#include "device.h"
-#include "gradfn.h"
+#include "tensor/device.h"
+#include "autograd/gradfn.h"
 #include "dict.h"
 #include "../builtins/builtins.h"
-#include "../builtins/blas_lazy.h"
-#include "../builtins/cairo_lazy.h"
-#include "../builtins/zip_lazy.h"
-#include "../builtins/traj.h"
-#include "../builtins/extern.h"
-#include "../builtins/kernel.h"
+#include "../builtins/system/blas_lazy.h"
+#include "../builtins/system/cairo_lazy.h"
+#include "../builtins/system/zip_lazy.h"
+#include "../builtins/kernels/traj.h"
+#include "../builtins/system/extern.h"
+#include "../builtins/kernel_registry.h"
 #include "buf.h"
 #include "c_locale.h"
-#include "compile.h"
-#include "autograd.h"
-#include "inplace.h"
-#include "heap.h"
-#include "library.h"
-#include "module.h"
+#include "codegen.h"
+#include "autograd/engine.h"
+#include "autograd/inplace.h"
+#include "tensor/heap.h"
+#include "autograd/library.h"
+#include "import.h"
 #include "source.h"
-#include "op.h"
-#include "compiled.h"
-#include "export_c.h"
-#include "help.h"
+#include "autograd/op.h"
+#include "jit/compiled.h"
+#include "export/export_c.h"
+#include "repl/help.h"
 #include "state.h"
-#include "tensor.h"
+#include "tensor/tensor.h"
 #include "vm.h"
 
 static void *default_alloc(void *ud, void *ptr, size_t size) {
@@ -77,7 +77,7 @@ extern const char *const ad_lib_names[];
 extern const char *const ad_lib_sources[];
 extern const size_t ad_lib_count;
 
-/* The embedded op library is loaded lazily (vm/library.c). */
+/* The embedded op library is loaded lazily (vm/autograd/library.c). */
 static int load_library(ad_state *S) {
     return ad_library_init(S);
 }

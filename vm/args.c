@@ -5,7 +5,7 @@
 
 #include "../builtins/builtins.h"
 #include "state.h"
-#include "tensor.h"
+#include "tensor/tensor.h"
 #include "value.h"
 
 static int bad_arg(ad_state *S, const char *fn, const char *pname, const char *want, ad_value v) {

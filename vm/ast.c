@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "grammar.h"
-#include "hint.h"
+#include "repl/hint.h"
 #include "state.h"
 
 void ad_arena_init(ad_arena *a, ad_state *S) { a->S = S; a->head = NULL; a->failed = false; }

@@ -40,7 +40,7 @@ typedef struct ad_node {
     double num;
     bool is_int;
     /* filled by the resolver */
-    void *info;             /* N_OPDEF: its ad_opinfo (vm/compile_op.c) */
+    void *info;             /* N_OPDEF: its ad_opinfo (vm/autograd/desugar.c) */
     bool captured;          /* a declaration captured by an inner function */
     int slot;
 } ad_node;

@@ -7,7 +7,7 @@
 
 #include "buf.h"
 #include "gc.h"
-#include "heap.h"
+#include "tensor/heap.h"
 #include "state.h"
 
 #define DICT_MIN_SLOTS 8

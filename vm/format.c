@@ -10,7 +10,7 @@
 #include "ad_limits.h"
 #include "buf.h"
 #include "state.h"
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 /* Widths and precisions beyond these are refused rather than allocated. */
 #define FMT_MAX_DIGITS 18                 /* a width or precision of more digits is an error */

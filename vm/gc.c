@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "dict.h"
-#include "heap.h"
+#include "tensor/heap.h"
 #include "iter.h"
 #include "state.h"
 #include "vm.h"

@@ -5,7 +5,7 @@
 #include "dict.h"
 #include "gc.h"
 #include "state.h"
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 int ad_iter_new(ad_state *S, const char *fn, const char *name, ad_value src, ad_iter **out) {
     ad_value seq = src;

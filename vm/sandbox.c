@@ -13,7 +13,7 @@ typedef struct door { const char *name; unsigned bits; } door;
  * named by the script, sorted (bsearch). tests/hostile/sandbox_doors.sh fails
  * when a builtin that reaches such a call is missing here, and
  * tests/unit/test_sandbox.c checks that each row is refused. The grammar's
- * doors are 'import' (vm/module.c) and 'extern', which compiles to extern_fn. */
+ * doors are 'import' (vm/import.c) and 'extern', which compiles to extern_fn. */
 static const door doors[] = {
     {"export_c", ADDSL_DENY_FILES},
     {"export_c_error", ADDSL_DENY_FILES},

@@ -58,21 +58,21 @@ struct addsl_state {
     uint64_t fw_ids;           /* level ids handed out: never reused, so a tangent
                                 * left on a tensor by a finished jvp() stays dead */
     bool anomaly;              /* inside detect_anomaly { } */
-    bool bar_shown;            /* a progress() bar ends the terminal's last line (builtins/progress.c) */
-    bool ops_ready;            /* the operators' ops are loaded (vm/library.c) */
-    unsigned ops_loaded;       /* bit AD_OPER_*: that operator's op is loaded (vm/library.c) */
+    bool bar_shown;            /* a progress() bar ends the terminal's last line (builtins/system/progress.c) */
+    bool ops_ready;            /* the operators' ops are loaded (vm/autograd/library.c) */
+    unsigned ops_loaded;       /* bit AD_OPER_*: that operator's op is loaded (vm/autograd/library.c) */
     bool *lib_loaded;          /* per library file */
     bool *lib_tested;          /* per library file: its test_inputs statements ran */
     uint64_t grad_epoch;       /* bumped per backward pass */
     struct ad_opdef *op_add, *op_sub, *op_mul, *op_div, *op_rem, *op_pow, *op_neg, *op_matmul, *op_index, *op_sum;
-    struct ad_device *device;  /* CUDA module and device memory (vm/device.c), NULL until used */
+    struct ad_device *device;  /* CUDA module and device memory (vm/tensor/device.c), NULL until used */
     ad_gc gc;                  /* the cycle collector's lists and thresholds (vm/gc.h) */
-    struct ad_dict *modules;   /* imported files (vm/module.c): real path -> module, or its name while it runs */
+    struct ad_dict *modules;   /* imported files (vm/import.c): real path -> module, or its name while it runs */
     struct ad_mpi *mpi;        /* rank, size and communicator (builtins/bi_mpi.c) */
-    struct ad_cairo_api *cairo;/* plot()'s cairo functions (builtins/cairo_lazy.c), NULL until used */
-    struct ad_zip_api *zip;    /* .npz save()/load()'s libzip functions (builtins/zip_lazy.c), NULL until used */
-    struct ad_blas_api *blas;  /* OpenBLAS's CBLAS and LAPACK functions (builtins/blas_lazy.c), NULL until used */
-    struct ad_trace *trace;    /* compile() is tracing a function (vm/trace.h), else NULL */
+    struct ad_cairo_api *cairo;/* plot()'s cairo functions (builtins/system/cairo_lazy.c), NULL until used */
+    struct ad_zip_api *zip;    /* .npz save()/load()'s libzip functions (builtins/system/zip_lazy.c), NULL until used */
+    struct ad_blas_api *blas;  /* OpenBLAS's CBLAS and LAPACK functions (builtins/system/blas_lazy.c), NULL until used */
+    struct ad_trace *trace;    /* compile() is tracing a function (vm/trace/trace.h), else NULL */
     char export_c_path[1024];  /* addsl --export-c OUT.c: the path every export_c call writes; "" unless set */
     int export_c_calls;        /* export_c calls that wrote files since it was set */
     void *ad_state_ext;        /* autograd/forward-AD state (later issues) */

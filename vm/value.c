@@ -10,13 +10,13 @@
 #include "buf.h"
 #include "dict.h"
 #include "gc.h"
-#include "gradfn.h"
-#include "heap.h"
+#include "autograd/gradfn.h"
+#include "tensor/heap.h"
 #include "iter.h"
-#include "module.h"
+#include "import.h"
 #include "state.h"
-#include "tensor.h"
-#include "op.h"
+#include "tensor/tensor.h"
+#include "autograd/op.h"
 #include "vm.h"
 
 void ad_value_incref(ad_value v) {

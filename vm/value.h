@@ -25,11 +25,11 @@ typedef enum {
     AD_TTENSOR,
     AD_TFUNC,     /* a script closure */
     AD_TBUILTIN,  /* a C function */
-    AD_TOP,       /* a differentiable op (vm/op.h) */
-    AD_TGRADFN,   /* t.grad_fn: a graph node seen from scripts (vm/gradfn.h) */
+    AD_TOP,       /* a differentiable op (vm/autograd/op.h) */
+    AD_TGRADFN,   /* t.grad_fn: a graph node seen from scripts (vm/autograd/gradfn.h) */
     AD_TCELL,     /* captured variable (internal, never user-visible) */
     AD_TDICT,     /* vm/dict.h */
-    AD_TMODULE,   /* vm/module.h */
+    AD_TMODULE,   /* vm/import.h */
     AD_TITER      /* a sequence wrapped with loop hooks, e.g. progress() (vm/iter.h) */
 } ad_vtype;
 
@@ -129,12 +129,12 @@ typedef struct ad_builtin {
     bool *required;
     void *ud;             /* data of a builtin made at run time (e.g. an extern kernel) */
     int kid;              /* kernel id for kernel-backed builtins, else -1 */
-    bool on_device;       /* takes GPU tensors (vm/device.c lists which) */
+    bool on_device;       /* takes GPU tensors (vm/tensor/device.c lists which) */
     unsigned doors;       /* ADDSL_DENY_* bits that refuse it (vm/sandbox.c lists which) */
     int sizes_param;      /* 1 + index of the parameter written '*NAME'; 0: none */
     void (*ud_free)(ad_state *S, void *ud);
     /* A builtin made at run time that needs its own record (compile()'s
-     * functions, vm/compiled.c): called instead of fn, with keywords unbound. */
+     * functions, vm/jit/compiled.c): called instead of fn, with keywords unbound. */
     int (*call)(ad_state *S, struct ad_builtin *b, const ad_value *argv, int argc, const struct ad_list *kw, ad_value *out);
 } ad_builtin;
 

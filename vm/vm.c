@@ -9,27 +9,27 @@
 #include <string.h>
 
 #include "../builtins/builtins.h"
-#include "../builtins/scalar_math.h"
+#include "../builtins/kernels/scalar_math.h"
 #include "buf.h"
-#include "autograd.h"
-#include "device.h"
-#include "inplace.h"
-#include "trace.h"
+#include "autograd/engine.h"
+#include "tensor/device.h"
+#include "autograd/inplace.h"
+#include "trace/trace.h"
 #include "iter.h"
 #include "dict.h"
 #include "gc.h"
-#include "gradfn.h"
-#include "heap.h"
-#include "help.h"
-#include "module.h"
+#include "autograd/gradfn.h"
+#include "tensor/heap.h"
+#include "repl/help.h"
+#include "import.h"
 #include "sandbox.h"
-#include "compile.h"
+#include "codegen.h"
 #include "format.h"
-#include "library.h"
-#include "op.h"
+#include "autograd/library.h"
+#include "autograd/op.h"
 #include "state.h"
-#include "suggest.h"
-#include "tensor.h"
+#include "repl/suggest.h"
+#include "tensor/tensor.h"
 
 typedef struct ad_frame {
     ad_closure *fn;
@@ -706,7 +706,7 @@ static int augmented(ad_state *S, ad_opcode op, ad_value a, ad_value b, ad_value
     }
 }
 
-/* vm/hint.h (not included: its parser types clash with the graph's ad_node). */
+/* vm/repl/hint.h (not included: its parser types clash with the graph's ad_node). */
 void ad_hint_attribute(ad_state *S, const char *name, char *out, size_t n);
 
 /* d.name is d["name"], so objects kept in dicts read like PyTorch's. */
@@ -1033,7 +1033,7 @@ static int poll_interrupt(ad_state *S) {
 
 static int echo(ad_state *S, ad_value v) {
     if (v.t == AD_TNONE) return ADDSL_OK;
-    return ad_repl_echo(S, v); /* vm/help.c: also binds '_' */
+    return ad_repl_echo(S, v); /* vm/repl/help.c: also binds '_' */
 }
 
 #if defined(__GNUC__)
@@ -1591,7 +1591,7 @@ int ad_vm_call_value_kw(ad_state *S, ad_value fn, int argc, const ad_value *argv
  * argument i is attribute attrs[i] of argv[i] (read by the instruction at
  * attr_pcs[i]) when attrs and attrs[i] >= 0. fn's frame is pushed with none
  * of its registers set, so that an error gets the traceback the whole
- * closure would give (vm/formula_fast.c). */
+ * closure would give (vm/autograd/formula_fast.c). */
 int ad_vm_call_in_frame(ad_state *S, ad_closure *fn, int pc, int opcode, ad_value callee, int argc,
                         const ad_value *argv, const int16_t *attrs, const int *attr_pcs, ad_value *out) {
     struct ad_vm *vm = S->vm;

@@ -33,7 +33,7 @@ typedef enum {
     AD_ATTR_SHAPE, AD_ATTR_DTYPE, AD_ATTR_NDIM, AD_ATTR_DEVICE, AD_ATTR_GRAD,
     AD_ATTR_REQUIRES_GRAD, AD_ATTR_T, AD_ATTR_IS_LEAF, AD_ATTR_DATA,
     AD_ATTR_MT, AD_ATTR_MH, AD_ATTR_H, AD_ATTR_GRAD_FN, AD_ATTR_VERSION,
-    /* read from other values: grad_fn's (vm/gradfn.c) and named tuples' fields */
+    /* read from other values: grad_fn's (vm/autograd/gradfn.c) and named tuples' fields */
     AD_ATTR_NEXT_FUNCTIONS, AD_ATTR_VARIABLE, AD_ATTR_VALUES, AD_ATTR_INDICES,
     AD_ATTR_SIGN, AD_ATTR_LOGABSDET, AD_ATTR__COUNT
 } ad_attr;
@@ -137,10 +137,10 @@ int ad_vm_call_value(ad_state *S, ad_value fn, int argc, const ad_value *argv, a
 /* The same with the names of the trailing kw->len arguments (compile()'s functions). */
 int ad_vm_call_value_kw(ad_state *S, ad_value fn, int argc, const ad_value *argv, const ad_list *kw, ad_value *out);
 /* Position (line, column, chunk name) of the instruction running now. */
-/* The VM's own steps, for replaying a compiled program (vm/trace.c). */
+/* The VM's own steps, for replaying a compiled program (vm/trace/trace.c). */
 /* Runs the call (opcode OP_CALL, callee) or the operator (an arithmetic
  * opcode on argv[0], argv[1]) at instruction pc of fn inside a frame of fn
- * whose registers stay unset: fn's traceback on error (vm/formula_fast.c).
+ * whose registers stay unset: fn's traceback on error (vm/autograd/formula_fast.c).
  * With attrs, argument i is attribute attrs[i] (>= 0) of argv[i], read as
  * the GETATTR at attr_pcs[i] reads it. */
 #define AD_VM_FRAME_CALL_MAX_ARGS 8

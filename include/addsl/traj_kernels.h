@@ -1,8 +1,8 @@
 /* traj_kernels.h: one trajectory of the integration steps (acceleration,
  * jerk, position clique) and its exact adjoint, as static inline C99.
  *
- * builtins/traj.c runs these over a batch (in parallel); export_c embeds
- * this text verbatim in the C files it writes (vm/export_traj.c), so an
+ * builtins/kernels/traj.c runs these over a batch (in parallel); export_c embeds
+ * this text verbatim in the C files it writes (vm/export/lower_traj.c), so an
  * exported step is the library's step. Keep it plain C99 with nothing but
  * <stdint.h>: no allocation, no libc calls, no file-scope objects.
  *

@@ -1,6 +1,6 @@
 /* test_compile_alloc.c: a compiled program's planned part allocates nothing
  * after its first call, counted through the allocator hook: the allocations of
- * one call do not grow with the number of fused records (vm/plan.h). Tensor
+ * one call do not grow with the number of fused records (vm/jit/plan.h). Tensor
  * storage and headers come from the state's pools once warm, eager or not
  * (tests/unit/test_plan.c counts those requests); what the hook sees here is
  * everything else: the plan's arena and environment, kept from the first replay. */
@@ -65,7 +65,7 @@ int main(void) {
     /* the counter sees the program: tracing 40 steps allocates more than 3 */
     ok(tm > tf + 37 * 4, "the first call (the trace) allocates %ld for 40 steps, %ld for 3", tm, tf);
     long base = allocs_of(few, "r = same(x)\n", &tf);
-    /* vm/compiled.c keeps a call's signature bytes and input list between calls */
+    /* vm/jit/compiled.c keeps a call's signature bytes and input list between calls */
     ok(cf <= base, "a compiled call allocates %ld, no more than a call of an empty function (%ld)", cf, base);
     ok(cm == cf, "a later call: %ld allocations for 40 steps, %ld for 3 (the planned part allocates nothing)", cm, cf);
     /* An MLP training step: matmuls, bias, relu, a squared loss, grad() inside the

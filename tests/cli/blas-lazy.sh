@@ -1,6 +1,6 @@
 #!/bin/sh
 # blas-lazy.sh: OpenBLAS is opened on the first product or factorisation
-# (builtins/blas_lazy.c), not at start-up: addsl does not list it as needed, a
+# (builtins/system/blas_lazy.c), not at start-up: addsl does not list it as needed, a
 # script without one never maps it, one with a product maps it and gets hand
 # values; with the library gone, a product is an error at its line and column
 # that says what to install, while the integer product (not BLAS) still runs.

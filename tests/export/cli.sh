@@ -34,7 +34,7 @@ grep -q "'masked_select' at bad.ad:1:21 has an output whose shape depends on the
 # the work buffer: unfused (fuse=false), a chain of 10 ops on [100] float64
 # needs one block, whatever the chain's length: each op reads its input
 # element for element and writes its output over it, as the input dies there
-# (export_c.c's plan_work); the last op writes the caller's output. Fused, the
+# (export/export_c.c's plan_work); the last op writes the caller's output. Fused, the
 # chain is one loop over scalars and needs none.
 cat > chain.ad <<'AD'
 fn chain(x) {

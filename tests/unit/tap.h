@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heap.h"
+#include "tensor/heap.h"
 #include "state.h"
 
 typedef struct tap {

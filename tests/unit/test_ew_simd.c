@@ -3,13 +3,13 @@
  * AVX2 copy where the CPU has it) at every length around the vector widths
  * and with each operand broadcast; SLEEF calls cut across the OpenMP team
  * against the same calls in small serial pieces; the float sums of
- * reduce_simd.c against loops that add in their documented order. */
+ * kernels/reduce_simd.c against loops that add in their documented order. */
 #include "tap.h"
 
 #include <omp.h>
 
-#include "kernels_elementwise.h"
-#include "reduce_simd.h"
+#include "kernels/elementwise.h"
+#include "kernels/reduce_simd.h"
 
 #define NMAX 4099
 
@@ -132,7 +132,7 @@ static double ref_rowsum(const double *x, int64_t n) {
     return ((q[0] + q[1]) + (q[2] + q[3])) + t;
 }
 
-/* float32 rows (reduce_simd.c): float lanes over chunks of 256, rows of 32
+/* float32 rows (kernels/reduce_simd.c): float lanes over chunks of 256, rows of 32
  * then (last chunk) rows of 8 into lanes 0..7, folded
  * (a[l] + a[l+8]) + (a[l+16] + a[l+24]) into 8 double lanes; n % 8 last in
  * double; ((q0 + q1) + (q2 + q3)) + t with q[l] = D[l] + D[l+4]. */

@@ -1,5 +1,5 @@
 /* test_fileio.c: TAP tests of the atomic save's temporary files
- * (builtins/fileio.c): the unnamed O_TMPFILE path leaves no name while it
+ * (builtins/system/fileio.c): the unnamed O_TMPFILE path leaves no name while it
  * writes; the named path (libzip's, and every save where the file system has
  * no O_TMPFILE) takes ".NAME.addsl-PID-XXXXXX"; and the sweep removes exactly
  * the temporary files of dead processes for that name. */
@@ -10,7 +10,7 @@
 
 #include "tap.h"
 
-#include "fileio.h"
+#include "system/fileio.h"
 
 static char dir[] = "/tmp/test_fileio.XXXXXX";
 

@@ -2,8 +2,8 @@
  * limit and its message, header pooling. */
 #include "tap.h"
 
-#include "heap.h"
-#include "tensor.h"
+#include "tensor/heap.h"
+#include "tensor/tensor.h"
 
 static void test_pool_reuse(void) {
     ad_state *S = test_state(0);
@@ -164,7 +164,7 @@ static void test_steady_state(void) {
 }
 
 /* Headers past several big slabs: from 1 MB on the next slab is allocated half-way through
- * the current one and mapped by a helper thread (vm/heap_prefault.c); every header keeps its
+ * the current one and mapped by a helper thread (vm/tensor/heap_prefault.c); every header keeps its
  * contents, the slabs come one allocator call each, and close frees the spare (valgrind). */
 static void test_big_slabs(void) {
     ad_state *S = test_state(0);

@@ -1,11 +1,11 @@
-/* test_heap_huge.c: TAP tests of the heap's huge page blocks (vm/heap_huge.c):
+/* test_heap_huge.c: TAP tests of the heap's huge page blocks (vm/tensor/heap_huge.c):
  * which bytes are advised, the alignment, and that such blocks pool as before. */
 #include "tap.h"
 
 #include <stdint.h>
 
-#include "heap.h"
-#include "heap_huge.h"
+#include "tensor/heap.h"
+#include "tensor/heap_huge.h"
 
 #define MB ((size_t)1 << 20)
 

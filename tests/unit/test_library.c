@@ -1,12 +1,12 @@
 /* test_library.c: TAP tests of how the embedded op library splits its
  * test_inputs statements off (tools/embed_lib.sh) and loads them
- * (vm/library.c): the split texts rebuild the lib files line for line, start-up
+ * (vm/autograd/library.c): the split texts rebuild the lib files line for line, start-up
  * compiles no test_inputs, and op_test_inputs() still sees every set of its
  * op's file, also for a file loaded after the first request. */
 #include "tap.h"
 
 #include "addsl.h"
-#include "library.h"
+#include "autograd/library.h"
 
 /* The file index of lib/NAME, or -1. */
 static int lib_file(const char *name) {

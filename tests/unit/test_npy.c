@@ -6,10 +6,10 @@
 #include <zip.h>
 
 #include "dict.h"
-#include "npy.h"
-#include "npz.h"
-#include "tensor.h"
-#include "zip_lazy.h"
+#include "system/npy.h"
+#include "system/npz.h"
+#include "tensor/tensor.h"
+#include "system/zip_lazy.h"
 
 static char fixture_dir[4096];
 static char tmp_dir[64];

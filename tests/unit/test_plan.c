@@ -1,10 +1,10 @@
 /* test_plan.c: a compiled program's fused records take no tensor storage
- * per call (vm/plan.h): the storage requests of one call, counted by the
+ * per call (vm/jit/plan.h): the storage requests of one call, counted by the
  * tensor heap, do not grow with the program, while eager's do. */
 #include "tap.h"
 
 #include "addsl.h"
-#include "heap.h"
+#include "tensor/heap.h"
 #include "../api/steps_program.h"
 
 static const char fmt[] = STEPS_PROGRAM

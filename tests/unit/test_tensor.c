@@ -3,7 +3,7 @@
 #include "tap.h"
 
 #include "buf.h"
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 /* A float32 tensor holding 0, 1, 2, ... in row-major order. */
 static ad_tensor *arange_t(ad_state *S, int ndim, const int64_t *shape) {

@@ -1,7 +1,7 @@
 /* test_traj_simd.c: the trajectory kernels with TRAJ_SIMD as the library
- * defines it (an OpenMP simd pragma, builtins/traj.c) give the same bits as
+ * defines it (an OpenMP simd pragma, builtins/kernels/traj.c) give the same bits as
  * with TRAJ_SIMD empty, which is how export_c writes them into generated C
- * (vm/export_traj.c). An exported step is promised to be the library's step. */
+ * (vm/export/lower_traj.c). An exported step is promised to be the library's step. */
 #include <stdint.h>
 
 #include "tap.h"
