@@ -27,7 +27,9 @@ typedef struct xt {
 } xt;
 
 /* The header's functions for the element type, once per file; the guard
- * lets several exported files share one translation unit. */
+ * lets several exported files share one translation unit. A file uses only
+ * some of them, and clang's -Wunused-function counts static inline functions
+ * of the main file: the pragmas keep -Wall -Werror builds of it clean. */
 static void embed_kernels(xt *x) {
     ad_buf *d = x->ctx->prelude;
     char guard[40];
@@ -36,7 +38,10 @@ static void embed_kernels(xt *x) {
     ad_buf_printf(d, "\n#ifndef %s /* include/addsl/traj_kernels.h of the library that wrote this file, verbatim */\n"
                      "#define %s\n", guard, guard);
     ad_buf_printf(d, "#define TRAJ_T %s\n#define TRAJ_FN(n) xc_##n##_%s\n", x->t, x->sfx);
+    ad_buf_puts(d, "#if defined(__GNUC__)\n#pragma GCC diagnostic push\n"
+                   "#pragma GCC diagnostic ignored \"-Wunused-function\"\n#endif\n");
     ad_buf_puts(d, ad_traj_kernels_text);
+    ad_buf_puts(d, "#if defined(__GNUC__)\n#pragma GCC diagnostic pop\n#endif\n");
     ad_buf_printf(d, "#undef TRAJ_T\n#undef TRAJ_FN\n#endif\n");
 }
 
