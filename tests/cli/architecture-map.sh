@@ -8,6 +8,8 @@
 #   (`tensor/heap.h`, found as the compiler finds it: vm/, builtins/, include/);
 #   a bare name (`bi_linalg.c`) somewhere in the tree; a system header that the
 #   sources include with <...>; or a file Makefile.am has a rule to generate.
+# - Every other page of docs/ says at its top ("> Implemented in `FOLDER/`")
+#   which folder implements it.
 # The sources are the tracked files in a git checkout; elsewhere (a tarball)
 # every such file under the source tree.
 # shellcheck disable=SC2016
@@ -69,5 +71,15 @@ if [ -n "$gone" ]; then
     printf '  %s\n' $gone
     fail=1
 fi
+
+# 3: every other page of docs/ says at its top which folder implements it (the
+# folder -> page table of docs/architecture.md is the other direction).
+for page in "$src"/docs/*.md; do
+    case $page in */architecture.md) continue ;; esac
+    if ! head -n 12 "$page" | grep -q '^> Implemented in `'; then
+        echo "FAIL: ${page#"$src"/} lacks its '> Implemented in \`FOLDER/\` ...' line under the title"
+        fail=1
+    fi
+done
 [ $fail = 0 ] && echo "ok: docs/architecture.md names all $(wc -l < "$tmp/sources") source files; its $(wc -l < "$tmp/named") file names all exist"
 exit $fail
