@@ -27,7 +27,10 @@ else
     (cd "$src" && find . \( -name .git -o -name 'addsl-*' -o -name .libs -o -name .deps \) -prune \
         -o -type f -print | sed 's|^\./||') > "$tmp/all" || exit 99
 fi
-grep -E '\.(c|h|cu|def)$' "$tmp/all" | grep -v '^tests/' | sort -u > "$tmp/sources"
+# Files the build writes (rules in Makefile.am and tests/*.am): a tarball made
+# from a tree that ran its tests may hold some (samples/export/arm_cost.c).
+sed -n 's/^\([A-Za-z0-9_./-]*\.[ch]\):.*/\1/p' "$src/Makefile.am" "$src"/tests/*.am 2>/dev/null | sort -u > "$tmp/generated"
+grep -E '\.(c|h|cu|def)$' "$tmp/all" | grep -v '^tests/' | grep -vxF -f "$tmp/generated" | sort -u > "$tmp/sources"
 
 # The names in backquotes: one token each, without blanks, a trailing :LINE
 # dropped, X.[ch] expanded to X.c and X.h.
@@ -46,11 +49,10 @@ if [ -n "$missing" ]; then
 fi
 
 # 2: every name is a file. The basenames of the tree, the system headers the
-# sources include, and the files Makefile.am generates.
+# sources include, and the files the build generates.
 sed 's|.*/||' "$tmp/all" | sort -u > "$tmp/basenames"
 (cd "$src" && grep -ohE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<[^>]+>' $(cat "$tmp/sources") 2>/dev/null) |
     sed 's/.*<//; s/>.*//' | sort -u > "$tmp/system"
-sed -n 's/^\([A-Za-z0-9_./-]*\.[ch]\):.*/\1/p' "$src/Makefile.am" "$src"/tests/*.am 2>/dev/null | sort -u > "$tmp/generated"
 gone=
 while read -r name; do
     case $name in
