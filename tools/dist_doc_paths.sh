@@ -1,7 +1,7 @@
 #!/bin/sh
 # dist_doc_paths.sh: checks that 'make dist' ships every file the documentation names.
 # Usage: dist_doc_paths.sh SRCDIR DISTDIR [BUILT-FILE...] (Makefile.am's dist-hook).
-# A path in backquotes or a Markdown link in README.md, docs/*.md or bench/*.md, taken
+# A path in backquotes or a Markdown link in README.md, HACKING.md, docs/*.md or bench/*.md, taken
 # from the top of the tree or from the page's own directory, that is a source file must
 # be in DISTDIR too. In a git checkout the sources are the tracked files (but git's
 # own); elsewhere (a tarball) every file in SRCDIR but the BUILT-FILEs (programs,
@@ -30,7 +30,7 @@ checked=0
 # are expanded in the source tree.
 distdir=$(cd "$distdir" && pwd) && cd "$srcdir" || exit 1
 srcdir=.
-for page in "$srcdir"/README.md "$srcdir"/docs/*.md "$srcdir"/bench/*.md; do
+for page in "$srcdir"/README.md "$srcdir"/HACKING.md "$srcdir"/docs/*.md "$srcdir"/bench/*.md; do
     [ -f "$page" ] || continue
     rel_page=${page#"$srcdir"/}
     page_dir=$(dirname "$rel_page")
