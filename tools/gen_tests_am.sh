@@ -67,6 +67,16 @@ vars() {
     [ -z "$3" ] || hand "${c}_LDFLAGS" || echo "${c}_LDFLAGS = $3"
 }
 
+# A test folder this script does not know would go unlisted: stop instead.
+KNOWN=' api autograd cli compile cuda export hostile lang limits mpi ops optim traj unit '
+NOT_TESTS=' fixtures valgrind '
+for d in tests/*/; do
+    n=$(basename "$d")
+    case "$KNOWN$NOT_TESTS" in *" $n "*) continue ;; esac
+    echo "gen_tests_am.sh: tests/$n/ is a folder it does not know: add it to tools/gen_tests_am.sh" >&2
+    exit 1
+done
+
 core_ldflags='$(AM_LDFLAGS) $(OPENMP_CFLAGS)'
 
 echo '# tests/tests_list.am: written by tools/gen_tests_am.sh (make tests-am); do not edit.'
