@@ -38,6 +38,10 @@ extern const ad_builtin_def ad_bi_random_defs[];      /* builtins/bi_random.c: p
 extern const ad_builtin_def ad_bi_nn_defs[];          /* builtins/bi_nn.c: im2col, col2im */
 extern const ad_builtin_def ad_bi_fft_defs[];         /* builtins/bi_fft.c: _fft_c2c */
 extern const ad_builtin_def ad_bi_mpi_defs[];         /* builtins/bi_mpi.c: mpi_rank, mpi_size, barrier, raw collectives */
+extern const ad_builtin_def ad_bi_autograd_defs[];    /* builtins/bi_autograd.c: backward, grad, jvp, op_info, all_ops, ... */
+extern const ad_builtin_def ad_bi_autograd_index_defs[]; /* builtins/bi_autograd.c: index_get, index_add_at and helpers */
+extern const ad_builtin_def ad_bi_gradfn_defs[];      /* builtins/bi_autograd.c: grad_fn.name() */
+extern const ad_builtin_def ad_bi_device_defs[];      /* builtins/bi_device.c: cuda_is_available, cuda_device_count, cuda_synchronize */
 
 /* MPI (builtins/bi_mpi.c): the communicator at open, finalised at close when
  * the state initialised MPI; this process's rank and the number of ranks. */

@@ -1,8 +1,8 @@
 #!/bin/sh
 # run_gpu.sh: every GPU check of a staged build, for one call on a lent GPU
 # machine: the GPU scripts (tests/cuda/*.ad, under tests/ad-driver), the C
-# tests of the CUDA module, and the GPU benchmarks (compile() with and
-# without its CUDA graph, the trajectory step). One log, PASS/FAIL/SKIP per
+# tests of the CUDA module (tests/cuda/test_*.c), and the GPU benchmarks
+# (compile() with and without its CUDA graph, the trajectory step). One log, PASS/FAIL/SKIP per
 # test first, the failing tests' logs after.
 #
 # Usage: from a folder holding the staged build (tools/stage_gpu.sh BUILD DIR)

@@ -12,7 +12,7 @@ build=$1 dest=$2
 rm -rf "$dest"
 mkdir -p "$dest/bin" "$dest/lib"
 # The real programs: libtool leaves wrapper scripts where it links shared.
-for p in addsl cuda/test_tensor_cuda cuda/test_traj_cuda cuda/bench_traj_cuda; do
+for p in addsl tests/cuda/test_tensor_cuda tests/cuda/test_traj_cuda bench/traj_cuda; do
     d=$(dirname "$build/$p") b=$(basename "$p")
     if test -f "$d/.libs/$b"; then cp "$d/.libs/$b" "$dest/bin/"
     elif test -f "$build/$p"; then cp "$build/$p" "$dest/bin/"; fi

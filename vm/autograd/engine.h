@@ -1,5 +1,5 @@
 /* autograd/engine.h: graph nodes recorded by op calls and the reverse-mode engine
- * (backward, grad), plus forward-mode tangents (jvp). */
+ * that backward() and grad() run (builtins/bi_autograd.c, through autograd/run.h). */
 #ifndef AD_AUTOGRAD_H
 #define AD_AUTOGRAD_H
 
@@ -92,8 +92,5 @@ int ad_autograd_accum_leaf(ad_state *S, ad_tensor *leaf, ad_tensor *gt, bool cre
 /* Whether every graph node reachable from the roots satisfies 'known'
  * (compile() flattens a backward only within its trace). */
 bool ad_autograd_graph_within(ad_state *S, ad_tensor *const *roots, int nroots, bool (*known)(const ad_state *, const void *));
-
-extern const ad_builtin_def ad_bi_autograd_defs[];
-extern const ad_builtin_def ad_bi_autograd_index_defs[];
 
 #endif

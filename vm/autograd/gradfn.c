@@ -118,20 +118,3 @@ int ad_gradfn_attr(ad_state *S, const ad_gradfn *g, const char *attr, ad_value *
     ad_gradfn_name(g, name, sizeof name);
     return ad_error(S, "'%s' object has no attribute '%s'", name, attr);
 }
-
-/* g.name(): a builtin because a method call is a call of the name in scope. */
-static int bi_name(ad_state *S, ad_value *argv, int argc, ad_value *out) {
-    (void)argc;
-    if (argv[0].t != AD_TGRADFN)
-        return ad_error(S, "name(): argument 'self' must be a grad_fn (t.grad_fn), not %s", ad_type_name(argv[0]));
-    char name[160];
-    size_t n = ad_gradfn_name(argv[0].u.gf, name, sizeof name);
-    return ad_string_value(S, name, n < sizeof name ? n : sizeof name - 1, out);
-}
-
-const ad_builtin_def ad_bi_gradfn_defs[] = {
-    {"name", bi_name, "self",
-         "The name of a grad_fn node (as torch's grad_fn.name()), e.g. MulBackward0."
-         "\nExample: (tensor(2.0, requires_grad=true) * 3).grad_fn.name()"},
-    {NULL, NULL, NULL}
-};

@@ -29,6 +29,4 @@ size_t ad_node_class_name(const struct ad_node *node, char *buf, size_t size);
 int ad_gradfn_format(const ad_gradfn *g, struct ad_buf *b);
 void ad_gradfn_free(ad_state *S, ad_gradfn *g);
 
-extern const ad_builtin_def ad_bi_gradfn_defs[];
-
 #endif

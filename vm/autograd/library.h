@@ -33,7 +33,7 @@ int ad_library_load_all(ad_state *S);
  * of op->test_inputs, never at start-up. */
 int ad_library_load_tests(ad_state *S);
 
-/* The embedded sources (vm/lib_sources.c, made by tools/embed_lib.sh): file
+/* The embedded sources (vm/autograd/lib_sources.c, made by tools/embed_lib.sh): file
  * names, main texts, tests texts (NULL where a file has none; line for line
  * the same numbering as the main text), and which file defines each
  * top-level name. */

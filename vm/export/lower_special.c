@@ -2,7 +2,7 @@
  * polygamma, erfinv, i0/i0e/i1/i1e, erfcx, ndtri, log_ndtr, zeta, igamma,
  * igammac, entr, mvlgamma) to element-wise maps that call the library's own
  * scalar functions, builtins/kernels/special_math.h, whose text the build embeds
- * (vm/special_math_text.c): the file gets the header's macros and the
+ * (vm/export/special_math_text.c): the file gets the header's macros and the
  * functions it calls (with those they call), verbatim, each under a guard. */
 #include "export/lower.h"
 

@@ -1,7 +1,7 @@
 /* export/lower_traj.c: export_c's lowering of the trajectory steps
  * (tensor_step_acc/jerk/position and their _backward adjoints) to calls of
  * the library's own per-trajectory kernels, include/addsl/traj_kernels.h,
- * whose text the build embeds (vm/traj_kernels_text.c) and the writer copies
+ * whose text the build embeds (vm/export/traj_kernels_text.c) and the writer copies
  * into the exported file, so that the file still needs nothing but libm. */
 #include "export/lower.h"
 

@@ -52,9 +52,6 @@ bool ad_device_builtin_ok(const char *name);
  * argument) of builtin 'name', which does not take them. */
 int ad_device_refuse(ad_state *S, const char *name, const ad_value *args, int nargs, const struct ad_list *kw);
 
-/* cuda_is_available(), cuda_device_count(), cuda_synchronize(). */
-extern const ad_builtin_def ad_bi_device_defs[];
-
 /* Device halves of tensor/tensor.c's strided copy and fill, on the layout it has
  * already checked and coalesced (n dims, strides in elements, pointers at
  * element 0 of each view, dtypes ad_dtype). */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../builtins/kernels/traj.h"
+#include "kernels/traj.h"
 #include "traj_cuda.h"
 #include "test_cuda_util.h"
 

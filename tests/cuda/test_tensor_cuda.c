@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../builtins/kernels/elementwise.h"
-#include "../builtins/kernels/reduce.h"
+#include "kernels/elementwise.h"
+#include "kernels/reduce.h"
 #include "tensor_cuda.h"
 #include "traj_cuda.h"
 #include "test_cuda_util.h"
@@ -20,7 +20,7 @@
 typedef struct krow { const char *name; void (*fn)(void); const char *sig; } krow;
 static const krow KROWS[] = {
 #define AD_KERNEL(id, fn, sig) {#id, (void (*)(void))fn, sig},
-#include "../builtins/kernels/elementwise.def"
+#include "kernels/elementwise.def"
 #undef AD_KERNEL
 };
 

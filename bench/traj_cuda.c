@@ -1,4 +1,4 @@
-/* bench_traj_cuda.c: times one fused forward+backward trajectory step on the
+/* traj_cuda.c: times one fused forward+backward trajectory step on the
  * GPU (H=32, d=7, b in {16, 1000, 10000}) and its achieved memory bandwidth. */
 #include <cuda_runtime.h>
 #include <stdint.h>
