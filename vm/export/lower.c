@@ -569,7 +569,7 @@ static int lower_ew(ad_xctx *ctx, const xrec *r, const ew_row *row) {
     bool fl = ct == AD_FLOAT32 || ct == AD_FLOAT64;
     const char *t = fl ? row->tf : row->ti;
     if (!t) return fail(ctx, "is lowered for float32 and float64 only");
-    int raw = strcmp(row->name, "where") == 0 ? 1 : strcmp(row->name, "masked_fill") == 0 ? 2 : 0;
+    int raw = r->n->op == AD_OP_where ? 1 : r->n->op == AD_OP_masked_fill ? 2 : 0;
     return emit_map(ctx, r, row->nparams, t, ct, raw);
 }
 
@@ -1728,25 +1728,26 @@ static int lower_record(ad_xctx *ctx) {
     bool data = n->kind == AD_TN_GETATTR && n->attr == AD_ATTR_DATA;
     /* requires_grad_ only marks a leaf for the traced gradient, whose formulas
      * are records of their own: in C it is the same array */
-    if (n->kind == AD_TN_BUILTIN && strcmp(n->fn.u.bi->name, "requires_grad_") == 0 && n->out.ref >= 0) {
+    if (n->kind == AD_TN_BUILTIN && n->op == AD_OP_requires_grad_ && n->out.ref >= 0) {
         xrec r;
         int rc = bind(ctx, n, &r);
         return rc ? rc : alias_of(ctx, &r, pref(&r, 0));
     }
     /* list building and constant checks of the library's helpers: no C */
     if (n->kind == AD_TN_BUILTIN && n->out.ref < 0 && !n->out.sub &&
-        (strcmp(n->fn.u.bi->name, "append") == 0 || strcmp(n->fn.u.bi->name, "assert") == 0))
+        (n->op == AD_OP_append || n->op == AD_OP_assert))
         return ADDSL_OK;
     /* builtins the tracer keeps in place that only compute */
-    static const char *const pure[] = {"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
-                                       "isfinite", "rs_named_tuple"};
     bool known = false;
-    for (size_t i = 0; i < sizeof pure / sizeof pure[0] && n->kind == AD_TN_BUILTIN; i++)
-        if (!strcmp(n->fn.u.bi->name, pure[i])) known = true;
+    if (n->kind == AD_TN_BUILTIN) switch (n->op) {
+    case AD_OP_logical_and: case AD_OP_logical_or: case AD_OP_logical_xor: case AD_OP_logical_not:
+    case AD_OP_isnan: case AD_OP_isinf: case AD_OP_isfinite: case AD_OP_rs_named_tuple: known = true; break;
+    default: break;
+    }
     if (n->random) return fail(ctx, "draws random numbers, and an exported function has no generator state (the interpreter's is in its state): make the draws outside f and pass them in");
-    if (n->kind == AD_TN_BUILTIN && (!strcmp(n->fn.u.bi->name, "grad") || !strcmp(n->fn.u.bi->name, "jvp")))
+    if (n->kind == AD_TN_BUILTIN && (n->op == AD_OP_grad || n->op == AD_OP_jvp))
         return fail(ctx, "was kept as one record: a derivative formula of the op library reads a traced value (data-dependent control flow, such as det's test for a zero determinant), which C cannot follow");
-    if (n->kind == AD_TN_BUILTIN && !strcmp(n->fn.u.bi->name, "_inplace_write") && n->out.ref >= 0) {
+    if (n->kind == AD_TN_BUILTIN && n->op == AD_OP__inplace_write && n->out.ref >= 0) {
         xrec r;
         int rc = bind(ctx, n, &r);
         return rc ? rc : ad_export_lower_inplace_write(ctx, &r);
