@@ -163,6 +163,19 @@ stmt(A) ::= OP NAME(N) LPAREN params(L) RPAREN opouts(O) LBRACE opentries(E) RBR
 stmt(A) ::= OP NAME(N) LPAREN params(L) RPAREN opouts(O) LBRACE opentries(E) opentry(F) RBRACE. {
     A = mk(P, N_OPDEF, &N); ad_node_set_name(A_, A, &N); A->list = L; A->list2 = O; A->list3 = ad_nlist_add(A_, E, F);
 }
+/* op ALIAS = NAME  is  let ALIAS = op_alias(NAME, "ALIAS"): the same op under
+ * another name (PyTorch's concat for cat), with its id and its grad_fn name. */
+stmt(A) ::= OP(T) NAME(N) ASSIGN NAME(C). {
+    A = mk(P, N_LET, &N); ad_node_set_name(A_, A, &N);
+    ad_node *call = mk(P, N_CALL, &T);
+    ad_node *f = mk(P, N_NAME, &T); f->str = "op_alias"; f->len = 8;
+    call->a = f;
+    ad_node *target = mk(P, N_NAME, &C); ad_node_set_name(A_, target, &C);
+    ad_node *nm = mk(P, N_STR, &N); ad_node_set_name(A_, nm, &N);
+    call->list = ad_nlist_add(A_, NULL, target);
+    call->list = ad_nlist_add(A_, call->list, nm);
+    A->a = call;
+}
 /* extern "LIB" NAME(TYPES) -> RET  is  let NAME = extern_fn("LIB", "NAME", "RET(TYPES)") */
 stmt(A) ::= EXTERN(T) STRING(L) NAME(N) LPAREN namelist_opt(TS) RPAREN RARROW NAME(R). {
     A = mk(P, N_LET, &N); ad_node_set_name(A_, A, &N);

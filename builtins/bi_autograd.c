@@ -347,6 +347,7 @@ static int bi_test_inputs(ad_state *S, ad_value *argv, int argc, ad_value *out) 
     ad_opdef *op = NULL;
     int rc = arg_op(S, argv[0], "test_inputs", &op);
     if (rc) return rc;
+    if (op->target) op = op->target; /* an alias is its op: one set of inputs */
     /* Each call adds one input set: an op is checked on every shape family
      * its file lists, not only the last one. */
     if (op->test_inputs.t != AD_TLIST) {
@@ -366,6 +367,7 @@ static int bi_op_test_inputs(ad_state *S, ad_value *argv, int argc, ad_value *ou
     ad_opdef *op = NULL;
     int rc = arg_op(S, argv[0], "op_test_inputs", &op);
     if (rc) return rc;
+    if (op->target) op = op->target;
     rc = ad_library_load_tests(S);
     if (rc) return rc;
     *out = op->test_inputs;
@@ -387,6 +389,17 @@ static int bi_op_params(ad_state *S, ad_value *argv, int argc, ad_value *out) {
         }
     *out = ad_list_value(l, AD_TLIST);
     return ADDSL_OK;
+}
+
+/* op_alias(op, name): what 'op NAME = OTHER' runs (grammar.y). */
+static int bi_op_alias(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    ad_opdef *op = NULL;
+    int rc = arg_op(S, argv[0], "op_alias", &op);
+    if (rc) return rc;
+    if (argv[1].t != AD_TSTR) return ad_error(S, "op_alias(): argument 'name' must be a string, not %s", ad_type_name(argv[1]));
+    rc = ad_op_alias(S, op, argv[1].u.s->data, out);
+    return rc ? ad_fail(S) : ADDSL_OK;
 }
 
 static int bi_op_name(ad_state *S, ad_value *argv, int argc, ad_value *out) {
@@ -445,6 +458,25 @@ static int info_signature(ad_state *S, const ad_opdef *op, ad_buf *b) {
     return rc;
 }
 
+/* "alias_of": the name of the op an alias stands for, or none; "aliases": the
+ * library's other names for this op (trace/op_ids.h), which docs/ops.md lists. */
+static int info_aliases(ad_state *S, ad_dict *d, const ad_opdef *op) {
+    ad_value of = ad_none();
+    int rc = op->target ? ad_string_value(S, op->target->name, strlen(op->target->name), &of) : ADDSL_OK;
+    if (!rc) rc = ad_dict_set_str(S, d, "alias_of", of);
+    ad_list *l = rc ? NULL : ad_list_new(S, AD_TLIST, 0);
+    if (!rc && !l) rc = S->errcode;
+    if (!rc) rc = ad_dict_set_str(S, d, "aliases", ad_list_value(l, AD_TLIST));
+    for (int i = 0, id; !rc && !op->target && op->id != AD_OP__NONE && i < ad_op_id_alias_count(); i++) {
+        const char *a = ad_op_id_alias(i, &id);
+        if (id != op->id) continue;
+        ad_value v;
+        rc = ad_string_value(S, a, strlen(a), &v);
+        if (!rc) rc = ad_list_push(S, l, v);
+    }
+    return rc;
+}
+
 static int bi_op_info(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     (void)argc;
     ad_opdef *op = NULL;
@@ -469,6 +501,7 @@ static int bi_op_info(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     for (size_t i = 0; i < ad_lib_ndefs; i++)
         if (strcmp(ad_lib_defs[i].name, op->name) == 0) file = ad_lib_names[ad_lib_defs[i].file];
     if (!rc) rc = info_str(S, d, "file", file);
+    if (!rc) rc = info_aliases(S, d, op);
     /* A kernel forward states its device support; a composite runs where its parts run. */
     ad_value gpu = ad_none();
     if (op->forward.t == AD_TBUILTIN) gpu = ad_bool(op->forward.u.bi->on_device);
@@ -496,7 +529,8 @@ static int bi_all_ops(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_globals *G = S->globals;
     for (int i = 0; i < G->n; i++) {
         if (!G->defined[i] || G->values[i].t != AD_TOP) continue;
-        if (strcmp(G->values[i].u.op->name, G->names[i]) != 0) continue; /* aliases */
+        /* aliases: a second global for one op, or 'op NAME = OTHER' */
+        if (strcmp(G->values[i].u.op->name, G->names[i]) != 0 || G->values[i].u.op->target) continue;
         if (!internal && ad_help_internal(G->names[i])) continue;
         ad_value_incref(G->values[i]);
         int rc = ad_list_push(S, l, G->values[i]);
@@ -523,6 +557,10 @@ const ad_builtin_def ad_bi_autograd_defs[] = {
          "\nExample: jvp(fn(x) => x * x, [tensor(3.0)], [tensor(1.0)])"},
     {"test_inputs", bi_test_inputs, "op, fn"},
     {"op_test_inputs", bi_op_test_inputs, "op"},
+    {"op_alias", bi_op_alias, "op, name",
+         "The op under another name, as 'op NAME = OTHER' defines it: the same parameters, forward "
+         "and derivatives, and the same grad_fn (torch's concat gives CatBackward0); its errors say name."
+         "\nExample: let join = op_alias(cat, \"join\"); join([ones(1), zeros(1)])"},
     {"op_name", bi_op_name, "op",
          "The name of an op value."
          "\nExample: op_name(relu)   # \"relu\""},

@@ -14,7 +14,7 @@ libs=$(pkg-config --libs libffi sleef openblas libzip 2>/dev/null || echo "-lffi
 # OpenMP stays off: fuzz inputs are far below the parallel threshold, and threads confuse the fuzzer.
 cflags="-std=c11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE -Wno-unknown-pragmas
   -fsanitize=address,undefined -fno-sanitize-recover=undefined
-  -I$srcdir/include -I$srcdir/vm -I$srcdir/builtins -I$builddir -I$srcdir $pc"
+  -I$srcdir/include -I$builddir/vm -I$srcdir/vm -I$srcdir/builtins -I$builddir -I$srcdir $pc"
 
 # Objects depend on the headers too: the newest one stands for all (a stale
 # object built against an old struct layout gives false crashes).

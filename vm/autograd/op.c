@@ -3,6 +3,8 @@
  * record one graph node, and propagate forward-mode tangents. */
 #include "autograd/op.h"
 
+#include "trace/op_ids.h"
+
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -66,11 +68,13 @@ void ad_opdef_free(ad_state *S, ad_opdef *op) {
     ad_free(S, op->vjp);
     for (int i = 0; i < AD_OP_MAX_OUTS; i++) ad_value_decref(S, op->jvp[i]);
     ad_value_decref(S, op->test_inputs);
+    if (op->target) { ad_value t; t.t = AD_TOP; t.u.op = op->target; ad_value_decref(S, t); }
     if (op->result_names) ad_value_decref(S, ad_list_value(op->result_names, AD_TTUPLE));
     ad_free(S, op);
 }
 
 size_t ad_op_public_name(const ad_opdef *op, char *buf, size_t size) {
+    if (op->target) op = op->target;
     size_t n = strlen(op->name);
     static const char *const forms[] = {"_dim", "_all"};
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
@@ -126,6 +130,7 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
     ad_value v; v.t = AD_TOP; v.u.op = op;
     bool ok1, ok2;
     op->name = dupstr(S, t->name);
+    op->id = op->name ? ad_op_id_of(op->name) : AD_OP__NONE;
     op->nparams = t->nparams;
     op->sizes_param = t->sizes_param;
     op->pnames = dup_names(S, t->pnames, t->nparams, &ok1);
@@ -173,6 +178,47 @@ int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_valu
         op->defaults = ad_calloc(S, (size_t)t->ndefaults, sizeof(ad_value));
         if (!op->defaults) { op->ndefaults = 0; ad_value_decref(S, v); return ADDSL_ENOMEM; }
         for (int i = 0; i < t->ndefaults; i++) { op->defaults[i] = regs[r++]; ad_value_incref(op->defaults[i]); }
+    }
+    *out = v;
+    return ADDSL_OK;
+}
+
+/* The copy holds its own names and references: freeing it is freeing any op. */
+int ad_op_alias(ad_state *S, ad_opdef *op, const char *name, ad_value *out) {
+    if (op->target) op = op->target;
+    ad_opdef *a = ad_malloc(S, sizeof *a);
+    if (!a) return ADDSL_ENOMEM;
+    *a = *op;
+    a->hdr.refcount = 1;
+    a->target = op;
+    op->hdr.refcount++;
+    ad_value_incref(a->forward);
+    for (int i = 0; i < AD_OP_MAX_OUTS; i++) ad_value_incref(a->jvp[i]);
+    if (a->result_names) ad_value_incref(ad_list_value(a->result_names, AD_TTUPLE));
+    a->test_inputs = ad_none();
+    /* What failed to copy is NULL (or none), which ad_opdef_free skips. */
+    a->name = NULL; a->pnames = NULL; a->outnames = NULL; a->defaults = NULL; a->vjp = NULL;
+    int nvjp = a->nvjp, ndef = a->ndefaults;
+    a->nvjp = 0; a->ndefaults = 0;
+    for (int i = 0; i < AD_OP_MAX_PARAMS; i++) a->notimpl[i] = NULL;
+    ad_value v; v.t = AD_TOP; v.u.op = a;
+    bool ok1, ok2;
+    a->name = dupstr(S, name);
+    a->pnames = dup_names(S, op->pnames, op->nparams, &ok1);
+    a->outnames = dup_names(S, op->outnames, op->nout, &ok2);
+    if (!a->name || !ok1 || !ok2) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+    for (int i = 0; i < op->nparams; i++)
+        if (op->notimpl[i] && !(a->notimpl[i] = dupstr(S, op->notimpl[i]))) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+    if (nvjp) {
+        if (!(a->vjp = ad_calloc(S, (size_t)nvjp, sizeof *a->vjp))) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+        memcpy(a->vjp, op->vjp, (size_t)nvjp * sizeof *a->vjp);
+        for (int i = 0; i < nvjp; i++) ad_value_incref(a->vjp[i].fn);
+        a->nvjp = nvjp;
+    }
+    if (ndef) {
+        if (!(a->defaults = ad_calloc(S, (size_t)ndef, sizeof(ad_value)))) { ad_value_decref(S, v); return ADDSL_ENOMEM; }
+        for (int i = 0; i < ndef; i++) { a->defaults[i] = op->defaults[i]; ad_value_incref(a->defaults[i]); }
+        a->ndefaults = ndef;
     }
     *out = v;
     return ADDSL_OK;
@@ -635,7 +681,7 @@ static int op_call_sizes(ad_state *S, ad_opdef *op, const ad_value *args, int na
  * them as Python, not as torch.abs of a 0-d tensor): round half to even, and
  * with ndigits the correctly rounded decimal, as printf gives it. */
 static bool number_builtin(ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out) {
-    bool is_abs = !strcmp(op->name, "abs"), is_round = !strcmp(op->name, "round");
+    bool is_abs = op->id == AD_OP_abs, is_round = op->id == AD_OP_round;
     if ((!is_abs && !is_round) || nargs < 1 || (args[0].t != AD_TINT && args[0].t != AD_TNUM)) return false;
     double x = args[0].u.n;
     if (is_abs) {

@@ -50,7 +50,9 @@ typedef struct ad_vjp_entry {
 
 typedef struct ad_opdef {
     ad_obj hdr;
-    char *name;
+    char *name;                     /* the name it is called by (an alias's own, for its errors) */
+    int id;                         /* ad_op_id of the library op it is (trace/op_ids.h), AD_OP__NONE for others */
+    struct ad_opdef *target;        /* the op an alias stands for (held), whose name grad_fn shows; else NULL */
     int nparams;
     char **pnames;
     int ndefaults;                  /* the last ndefaults parameters have defaults */
@@ -101,6 +103,9 @@ void ad_optemplate_free(ad_state *S, ad_optemplate *t);
 /* Builds an op from a template and R[0] = forward, R[1..] = VJP closures,
  * then JVP closures, then defaults. */
 int ad_op_new(ad_state *S, const ad_optemplate *t, const ad_value *regs, ad_value *out);
+/* 'op NAME = OTHER' (grammar.y): an op that is 'op' under another name, sharing its
+ * forward, formulas and defaults; its id and grad_fn name are op's, its errors say 'name'. */
+int ad_op_alias(ad_state *S, ad_opdef *op, const char *name, ad_value *out);
 
 /* The argument list every formula closure takes, in this order: the op's
  * parameters; grad, grads, result; result0..result{n-1}; the output names;
@@ -111,7 +116,8 @@ int ad_op_formula_nargs(int nparams, int nout, bool named);
 
 void ad_opdef_free(ad_state *S, ad_opdef *op);
 /* The op's name as PyTorch names the function: without the '_dim'/'_all' of
- * the library's split forms (max_dim is max). Writes it to buf; returns its length. */
+ * the library's split forms (max_dim is max), an alias's target's name (concat is cat).
+ * Writes it to buf; returns its length. */
 size_t ad_op_public_name(const ad_opdef *op, char *buf, size_t size);
 /* Calls the op with arguments (kw: names of the trailing nkw arguments). */
 int ad_op_call(ad_state *S, ad_opdef *op, const ad_value *args, int nargs, const ad_list *kw, ad_value *out);

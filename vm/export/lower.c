@@ -569,7 +569,7 @@ static int lower_ew(ad_xctx *ctx, const xrec *r, const ew_row *row) {
     bool fl = ct == AD_FLOAT32 || ct == AD_FLOAT64;
     const char *t = fl ? row->tf : row->ti;
     if (!t) return fail(ctx, "is lowered for float32 and float64 only");
-    int raw = strcmp(row->name, "where") == 0 ? 1 : strcmp(row->name, "masked_fill") == 0 ? 2 : 0;
+    int raw = r->n->op == AD_OP_where ? 1 : r->n->op == AD_OP_masked_fill ? 2 : 0;
     return emit_map(ctx, r, row->nparams, t, ct, raw);
 }
 
@@ -723,10 +723,10 @@ static int lower_fill(ad_xctx *ctx, const xrec *r, double x) {
 
 /* zeros(*size), ones, empty, full(size, fill_value) made inside the program
  * (by a derivative formula): a fill of the output's traced shape. */
-static int lower_create(ad_xctx *ctx, const xrec *r, const char *nm) {
+static int lower_create(ad_xctx *ctx, const xrec *r, int id) {
     double x = 0;
-    if (!strcmp(nm, "ones")) x = 1;
-    else if (!strcmp(nm, "full") && !pnum(r, 1, &x)) return fail(ctx, "needs a number fill value");
+    if (id == AD_OP_ones) x = 1;
+    else if (id == AD_OP_full && !pnum(r, 1, &x)) return fail(ctx, "needs a number fill value");
     return lower_fill(ctx, r, x);
 }
 
@@ -837,25 +837,28 @@ static int reduce_over(ad_xctx *ctx, const xrec *r, int src, int i, bool all, xn
 }
 
 /* sum, mean, prod, amax, amin, max_all, min_all, logsumexp(-free): (self, dim, keepdim, ...) */
-static int lower_reduce(ad_xctx *ctx, const xrec *r, const char *kind) {
+static int lower_reduce(ad_xctx *ctx, const xrec *r, int id) {
     int src = pref(r, 0);
     if (src < 0) return fail(ctx, "has no tensor input");
-    bool all = strcmp(kind, "max_all") == 0 || strcmp(kind, "min_all") == 0 || strcmp(kind, "trace") == 0;
+    bool all = id == AD_OP_max_all || id == AD_OP_min_all || id == AD_OP_trace;
     xnest e;
     int rc = reduce_over(ctx, r, src, 1, all, &e);
     if (rc) return rc;
-    const char *k = kind;
-    if (strcmp(k, "sum") == 0 || strcmp(k, "nansum") == 0) { e.init = "0"; e.comb = "acc += $E"; e.fin = "acc"; }
-    else if (strcmp(k, "mean") == 0) { e.init = "0"; e.comb = "acc += $E"; e.fin = "acc / $N"; }
-    else if (strcmp(k, "prod") == 0) { e.init = "1"; e.comb = "acc *= $E"; e.fin = "acc"; }
-    else if (strcmp(k, "amax") == 0 || strcmp(k, "max_all") == 0) {
+    switch (id) {
+    case AD_OP_sum: case AD_OP_nansum: e.init = "0"; e.comb = "acc += $E"; e.fin = "acc"; break;
+    case AD_OP_mean: e.init = "0"; e.comb = "acc += $E"; e.fin = "acc / $N"; break;
+    case AD_OP_prod: e.init = "1"; e.comb = "acc *= $E"; e.fin = "acc"; break;
+    case AD_OP_amax: case AD_OP_max_all:
         if (e.count == 0) return fail(ctx, "reduces an empty tensor");
         e.init = e.acct == AD_INT64 ? "INT64_MIN" : "-HUGE_VAL"; e.comb = "if (!(acc >= $E)) acc = $E"; e.fin = "acc";
-    } else if (strcmp(k, "amin") == 0 || strcmp(k, "min_all") == 0) {
+        break;
+    case AD_OP_amin: case AD_OP_min_all:
         if (e.count == 0) return fail(ctx, "reduces an empty tensor");
         e.init = e.acct == AD_INT64 ? "INT64_MAX" : "HUGE_VAL"; e.comb = "if (!(acc <= $E)) acc = $E"; e.fin = "acc";
-    } else return fail(ctx, "is not lowered");
-    if (strcmp(k, "mean") == 0 && e.acct == AD_INT64) return fail(ctx, "of an integer tensor is not lowered");
+        break;
+    default: return fail(ctx, "is not lowered");
+    }
+    if (id == AD_OP_mean && e.acct == AD_INT64) return fail(ctx, "of an integer tensor is not lowered");
     if (e.acct == AD_BOOL) return fail(ctx, "of a bool tensor is not lowered");
     e.ct = e.acct;
     comment(ctx, NULL);
@@ -1589,16 +1592,17 @@ static int lower_extern(ad_xctx *ctx, const xrec *r) {
 
 /* ---- the table ---- */
 
-static int dispatch(ad_xctx *ctx, const xrec *r) {
-    const char *nm = rec_name(r->n);
-    /* torch.special names of the same functions */
-    if (strncmp(nm, "special_", 8) == 0 && r->n->kind == AD_TN_OP) {
-        static const char *const alias[][2] = {{"special_expit", "sigmoid"}, {"special_gammaln", "lgamma"}};
-        const char *base = nm + 8;
-        for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++) if (!strcmp(nm, alias[i][0])) base = alias[i][1];
-        nm = base;
-    }
-    const ad_tnode *n = r->n;
+/* The row of ew_table for an op id (the element-wise ops are found by name there). */
+static const ew_row *ew_find(int id) {
+    const char *nm = ad_op_id_name(id);
+    if (!nm) return NULL;
+    for (const ew_row *row = ew_table; row->name; row++) if (strcmp(row->name, nm) == 0) return row;
+    return NULL;
+}
+
+/* The lowerings of the sub-lowerers (vm/export/lower_*.c), each passing
+ * (AD_XL_PASS) on records it does not lower. */
+static int sub_lowerers(ad_xctx *ctx, const xrec *r) {
     int xl = ad_export_lower_index(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_multi(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_linalg(ctx, r);
@@ -1609,80 +1613,114 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     if (xl == AD_XL_PASS) xl = ad_export_lower_scatter(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_lower_loss(ctx, r);
     if (xl == AD_XL_PASS) xl = ad_export_refuse(ctx, r);
+    return xl;
+}
+
+/* The ops this file lowers itself, by id (an alias's record has its op's id).
+ * With ctx NULL only says which: ADDSL_OK for an id it lowers, else AD_XL_PASS. */
+#define L(call) (ctx ? (call) : ADDSL_OK)
+static int lower_op(ad_xctx *ctx, const xrec *r, int id) {
+    double x;
+    switch (id) {
+    case AD_OP_add: return L(lower_addsub(ctx, r, false));
+    case AD_OP_sub: return L(lower_addsub(ctx, r, true));
+    case AD_OP_rsub: return L(lower_rsub(ctx, r));
+    case AD_OP_div: return L(lower_div(ctx, r));
+    case AD_OP_clamp: return L(lower_clamp(ctx, r));
+    case AD_OP_gelu: return L(lower_gelu(ctx, r));
+    case AD_OP_float: case AD_OP_double: case AD_OP_long: case AD_OP_to: case AD_OP_type_as: return L(lower_convert(ctx, r));
+    case AD_OP_clone: case AD_OP_contiguous: case AD_OP_detach: return L(alias_of(ctx, r, pref(r, 0)));
+    case AD_OP_zeros: case AD_OP_ones: case AD_OP_empty: case AD_OP_full: return L(lower_create(ctx, r, id));
+    case AD_OP_tril: return L(lower_tri(ctx, r, true));
+    case AD_OP_triu: return L(lower_tri(ctx, r, false));
+    case AD_OP_diag_embed: return L(lower_diag_embed(ctx, r));
+    case AD_OP_zeros_like: return L(lower_fill(ctx, r, 0));
+    case AD_OP_ones_like: return L(lower_fill(ctx, r, 1));
+    case AD_OP_full_like:
+        if (!ctx) return ADDSL_OK;
+        if (!pnum(r, 1, &x)) return fail(ctx, "needs a number fill value");
+        return lower_fill(ctx, r, x);
+    case AD_OP_sum: case AD_OP_nansum: case AD_OP_mean: case AD_OP_prod: case AD_OP_amax: case AD_OP_amin:
+    case AD_OP_max_all: case AD_OP_min_all:
+        return L(lower_reduce(ctx, r, id));
+    case AD_OP_trace: return L(lower_trace(ctx, r));
+    case AD_OP_addmm: case AD_OP_addmv: case AD_OP_baddbmm: return L(lower_addmm(ctx, r));
+    case AD_OP_movedim: return L(lower_movedim(ctx, r));
+    case AD_OP_repeat: case AD_OP_tile: return L(lower_repeat(ctx, r));
+    case AD_OP_var: return L(lower_var(ctx, r, false));
+    case AD_OP_std: return L(lower_var(ctx, r, true));
+    case AD_OP_matmul: case AD_OP_mm: case AD_OP_bmm: case AD_OP_mv: case AD_OP_dot:
+        return L(emit_matmul(ctx, r, pref(r, 0), pref(r, 1), false, -1));
+    case AD_OP_linear: return L(emit_matmul(ctx, r, pref(r, 0), pref(r, 1), true, pref(r, 2)));
+    case AD_OP_outer: return L(lower_outer(ctx, r));
+    case AD_OP_reshape: case AD_OP_view: case AD_OP_flatten: case AD_OP_ravel: case AD_OP_unflatten:
+    case AD_OP_reshape_as: case AD_OP_view_as:
+        return L(lower_reshape(ctx, r));
+    case AD_OP_t: return L(lower_transpose(ctx, r, true));
+    case AD_OP_transpose: return L(lower_transpose(ctx, r, false));
+    case AD_OP_permute: return L(lower_permute_op(ctx, r));
+    case AD_OP_expand: case AD_OP_broadcast_to: case AD_OP_expand_as: return L(lower_expand(ctx, r));
+    case AD_OP_squeeze: case AD_OP_unsqueeze: return L(lower_squeeze_like(ctx, r));
+    case AD_OP_select: return L(lower_select(ctx, r));
+    case AD_OP_narrow: return L(lower_narrow(ctx, r));
+    case AD_OP_diagonal: return L(lower_diagonal(ctx, r));
+    case AD_OP_diag: return L(lower_diag(ctx, r));
+    case AD_OP_index_get: return L(lower_index_get(ctx, r));
+    case AD_OP_index_add_at: return L(lower_index_add_at(ctx, r));
+    case AD_OP_cat: return L(lower_cat(ctx, r, false));
+    case AD_OP_stack: return L(lower_cat(ctx, r, true));
+    case AD_OP_softmax: return L(lower_rows(ctx, r, ROW_SOFTMAX));
+    case AD_OP_log_softmax: return L(lower_rows(ctx, r, ROW_LOG_SOFTMAX));
+    case AD_OP_logsumexp: return L(lower_rows(ctx, r, ROW_LOGSUMEXP));
+    case AD_OP_cumsum: return L(lower_rows(ctx, r, ROW_CUMSUM));
+    case AD_OP_cumprod: return L(lower_rows(ctx, r, ROW_CUMPROD));
+    case AD_OP_mse_loss: return L(lower_loss(ctx, r, "($0 - $1) * ($0 - $1)", false));
+    case AD_OP_l1_loss: return L(lower_loss(ctx, r, "fabs$F($0 - $1)", false));
+    case AD_OP_huber_loss:
+        return L(lower_loss(ctx, r, "(fabs$F($0 - $1) < $2 ? 0.5$F * ($0 - $1) * ($0 - $1) : $2 * (fabs$F($0 - $1) - 0.5$F * $2))", true));
+    case AD_OP_smooth_l1_loss:
+        return L(lower_loss(ctx, r, "(fabs$F($0 - $1) < $2 ? 0.5$F * ($0 - $1) * ($0 - $1) / $2 : fabs$F($0 - $1) - 0.5$F * $2)", true));
+    case AD_OP_round: return L(lower_round(ctx, r));
+    case AD_OP_logit: return L(lower_logit(ctx, r));
+    case AD_OP_norm: return L(lower_norm(ctx, r, false));
+    case AD_OP_linalg_vector_norm: return L(lower_norm(ctx, r, true));
+    case AD_OP_flip: return L(lower_flip(ctx, r));
+    default: return AD_XL_PASS;
+    }
+}
+#undef L
+
+bool ad_export_lowers_id(int id) {
+    /* the comparisons by name (eq(a, b)) and the table's element-wise ops */
+    switch (id) {
+    case AD_OP_eq: case AD_OP_ne: case AD_OP_lt: case AD_OP_le: case AD_OP_gt: case AD_OP_ge: return true;
+    default: break;
+    }
+    return ew_find(id) != NULL || lower_op(NULL, NULL, id) != AD_XL_PASS;
+}
+
+static int dispatch(ad_xctx *ctx, const xrec *r) {
+    const ad_tnode *n = r->n;
+    int xl = sub_lowerers(ctx, r);
     if (xl != AD_XL_PASS) return xl;
     if (n->kind == AD_TN_COMPARE) return lower_compare(ctx, r);
     if (n->kind == AD_TN_GETATTR) {
         if (n->attr == AD_ATTR_DATA) return alias_of(ctx, r, pref(r, 0));
         return fail(ctx, "is not lowered");
     }
-    for (const ew_row *row = ew_table; row->name; row++) if (strcmp(row->name, nm) == 0) return lower_ew(ctx, r, row);
-    static const char *const cmp[] = {"eq", "ne", "lt", "le", "gt", "ge"};
-    for (int i = 0; i < 6; i++) if (strcmp(nm, cmp[i]) == 0) return lower_named_compare(ctx, r, i);
-    if (!strcmp(nm, "add")) return lower_addsub(ctx, r, false);
-    if (!strcmp(nm, "sub") || !strcmp(nm, "subtract")) return lower_addsub(ctx, r, true);
-    if (!strcmp(nm, "rsub")) return lower_rsub(ctx, r);
-    if (!strcmp(nm, "div") || !strcmp(nm, "divide")) return lower_div(ctx, r);
-    if (!strcmp(nm, "clamp") || !strcmp(nm, "clip")) return lower_clamp(ctx, r);
-    if (!strcmp(nm, "gelu")) return lower_gelu(ctx, r);
-    if (!strcmp(nm, "float") || !strcmp(nm, "double") || !strcmp(nm, "long") || !strcmp(nm, "to") || !strcmp(nm, "type_as"))
-        return lower_convert(ctx, r);
-    if (!strcmp(nm, "clone") || !strcmp(nm, "contiguous") || !strcmp(nm, "detach")) return alias_of(ctx, r, pref(r, 0));
-    if (!strcmp(nm, "zeros") || !strcmp(nm, "ones") || !strcmp(nm, "empty") || !strcmp(nm, "full"))
-        return lower_create(ctx, r, nm);
-    if (!strcmp(nm, "tril") || !strcmp(nm, "triu")) return lower_tri(ctx, r, nm[3] == 'l');
-    if (!strcmp(nm, "diag_embed")) return lower_diag_embed(ctx, r);
-    if (!strcmp(nm, "zeros_like")) return lower_fill(ctx, r, 0);
-    if (!strcmp(nm, "ones_like")) return lower_fill(ctx, r, 1);
-    if (!strcmp(nm, "full_like")) {
-        double x;
-        if (!pnum(r, 1, &x)) return fail(ctx, "needs a number fill value");
-        return lower_fill(ctx, r, x);
+    const ew_row *row = ew_find(n->op);
+    if (row) return lower_ew(ctx, r, row);
+    switch (n->op) {
+    case AD_OP_eq: return lower_named_compare(ctx, r, 0);
+    case AD_OP_ne: return lower_named_compare(ctx, r, 1);
+    case AD_OP_lt: return lower_named_compare(ctx, r, 2);
+    case AD_OP_le: return lower_named_compare(ctx, r, 3);
+    case AD_OP_gt: return lower_named_compare(ctx, r, 4);
+    case AD_OP_ge: return lower_named_compare(ctx, r, 5);
+    default: break;
     }
-    static const char *const reds[] = {"sum", "nansum", "mean", "prod", "amax", "amin", "max_all", "min_all"};
-    for (size_t i = 0; i < sizeof reds / sizeof reds[0]; i++) if (!strcmp(nm, reds[i])) return lower_reduce(ctx, r, nm);
-    if (!strcmp(nm, "trace")) return lower_trace(ctx, r);
-    if (!strcmp(nm, "addmm") || !strcmp(nm, "addmv") || !strcmp(nm, "baddbmm")) return lower_addmm(ctx, r);
-    if (!strcmp(nm, "movedim") || !strcmp(nm, "moveaxis")) return lower_movedim(ctx, r);
-    if (!strcmp(nm, "repeat") || !strcmp(nm, "tile")) return lower_repeat(ctx, r);
-    if (!strcmp(nm, "var") || !strcmp(nm, "std")) return lower_var(ctx, r, nm[0] == 's');
-    if (!strcmp(nm, "matmul") || !strcmp(nm, "mm") || !strcmp(nm, "bmm") || !strcmp(nm, "mv") || !strcmp(nm, "dot") ||
-        !strcmp(nm, "inner"))
-        return emit_matmul(ctx, r, pref(r, 0), pref(r, 1), false, -1);
-    if (!strcmp(nm, "linear")) return emit_matmul(ctx, r, pref(r, 0), pref(r, 1), true, pref(r, 2));
-    if (!strcmp(nm, "outer") || !strcmp(nm, "ger")) return lower_outer(ctx, r);
-    if (!strcmp(nm, "reshape") || !strcmp(nm, "view") || !strcmp(nm, "flatten") || !strcmp(nm, "ravel") ||
-        !strcmp(nm, "unflatten") || !strcmp(nm, "reshape_as") || !strcmp(nm, "view_as"))
-        return lower_reshape(ctx, r);
-    if (!strcmp(nm, "t")) return lower_transpose(ctx, r, true);
-    if (!strcmp(nm, "transpose") || !strcmp(nm, "swapaxes") || !strcmp(nm, "swapdims")) return lower_transpose(ctx, r, false);
-    if (!strcmp(nm, "permute")) return lower_permute_op(ctx, r);
-    if (!strcmp(nm, "expand") || !strcmp(nm, "broadcast_to") || !strcmp(nm, "expand_as")) return lower_expand(ctx, r);
-    if (!strcmp(nm, "squeeze") || !strcmp(nm, "unsqueeze")) return lower_squeeze_like(ctx, r);
-    if (!strcmp(nm, "select")) return lower_select(ctx, r);
-    if (!strcmp(nm, "narrow")) return lower_narrow(ctx, r);
-    if (!strcmp(nm, "diagonal")) return lower_diagonal(ctx, r);
-    if (!strcmp(nm, "diag")) return lower_diag(ctx, r);
-    if (!strcmp(nm, "index_get")) return lower_index_get(ctx, r);
-    if (!strcmp(nm, "index_add_at")) return lower_index_add_at(ctx, r);
-    if (!strcmp(nm, "cat") || !strcmp(nm, "concat") || !strcmp(nm, "concatenate")) return lower_cat(ctx, r, false);
-    if (!strcmp(nm, "stack")) return lower_cat(ctx, r, true);
-    if (!strcmp(nm, "softmax")) return lower_rows(ctx, r, ROW_SOFTMAX);
-    if (!strcmp(nm, "log_softmax")) return lower_rows(ctx, r, ROW_LOG_SOFTMAX);
-    if (!strcmp(nm, "logsumexp")) return lower_rows(ctx, r, ROW_LOGSUMEXP);
-    if (!strcmp(nm, "cumsum")) return lower_rows(ctx, r, ROW_CUMSUM);
-    if (!strcmp(nm, "cumprod")) return lower_rows(ctx, r, ROW_CUMPROD);
-    if (!strcmp(nm, "mse_loss")) return lower_loss(ctx, r, "($0 - $1) * ($0 - $1)", false);
-    if (!strcmp(nm, "l1_loss")) return lower_loss(ctx, r, "fabs$F($0 - $1)", false);
-    if (!strcmp(nm, "huber_loss"))
-        return lower_loss(ctx, r, "(fabs$F($0 - $1) < $2 ? 0.5$F * ($0 - $1) * ($0 - $1) : $2 * (fabs$F($0 - $1) - 0.5$F * $2))", true);
-    if (!strcmp(nm, "smooth_l1_loss"))
-        return lower_loss(ctx, r, "(fabs$F($0 - $1) < $2 ? 0.5$F * ($0 - $1) * ($0 - $1) / $2 : fabs$F($0 - $1) - 0.5$F * $2)", true);
-    if (!strcmp(nm, "round")) return lower_round(ctx, r);
-    if (!strcmp(nm, "logit")) return lower_logit(ctx, r);
-    if (!strcmp(nm, "norm")) return lower_norm(ctx, r, false);
-    if (!strcmp(nm, "linalg_vector_norm")) return lower_norm(ctx, r, true);
-    if (!strcmp(nm, "flip")) return lower_flip(ctx, r);
-    return lower_extern(ctx, r);
+    xl = lower_op(ctx, r, n->op);
+    return xl != AD_XL_PASS ? xl : lower_extern(ctx, r);
 }
 
 static int lower_record(ad_xctx *ctx) {
@@ -1690,25 +1728,26 @@ static int lower_record(ad_xctx *ctx) {
     bool data = n->kind == AD_TN_GETATTR && n->attr == AD_ATTR_DATA;
     /* requires_grad_ only marks a leaf for the traced gradient, whose formulas
      * are records of their own: in C it is the same array */
-    if (n->kind == AD_TN_BUILTIN && strcmp(n->fn.u.bi->name, "requires_grad_") == 0 && n->out.ref >= 0) {
+    if (n->kind == AD_TN_BUILTIN && n->op == AD_OP_requires_grad_ && n->out.ref >= 0) {
         xrec r;
         int rc = bind(ctx, n, &r);
         return rc ? rc : alias_of(ctx, &r, pref(&r, 0));
     }
     /* list building and constant checks of the library's helpers: no C */
     if (n->kind == AD_TN_BUILTIN && n->out.ref < 0 && !n->out.sub &&
-        (strcmp(n->fn.u.bi->name, "append") == 0 || strcmp(n->fn.u.bi->name, "assert") == 0))
+        (n->op == AD_OP_append || n->op == AD_OP_assert))
         return ADDSL_OK;
     /* builtins the tracer keeps in place that only compute */
-    static const char *const pure[] = {"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
-                                       "isfinite", "rs_named_tuple"};
     bool known = false;
-    for (size_t i = 0; i < sizeof pure / sizeof pure[0] && n->kind == AD_TN_BUILTIN; i++)
-        if (!strcmp(n->fn.u.bi->name, pure[i])) known = true;
+    if (n->kind == AD_TN_BUILTIN) switch (n->op) {
+    case AD_OP_logical_and: case AD_OP_logical_or: case AD_OP_logical_xor: case AD_OP_logical_not:
+    case AD_OP_isnan: case AD_OP_isinf: case AD_OP_isfinite: case AD_OP_rs_named_tuple: known = true; break;
+    default: break;
+    }
     if (n->random) return fail(ctx, "draws random numbers, and an exported function has no generator state (the interpreter's is in its state): make the draws outside f and pass them in");
-    if (n->kind == AD_TN_BUILTIN && (!strcmp(n->fn.u.bi->name, "grad") || !strcmp(n->fn.u.bi->name, "jvp")))
+    if (n->kind == AD_TN_BUILTIN && (n->op == AD_OP_grad || n->op == AD_OP_jvp))
         return fail(ctx, "was kept as one record: a derivative formula of the op library reads a traced value (data-dependent control flow, such as det's test for a zero determinant), which C cannot follow");
-    if (n->kind == AD_TN_BUILTIN && !strcmp(n->fn.u.bi->name, "_inplace_write") && n->out.ref >= 0) {
+    if (n->kind == AD_TN_BUILTIN && n->op == AD_OP__inplace_write && n->out.ref >= 0) {
         xrec r;
         int rc = bind(ctx, n, &r);
         return rc ? rc : ad_export_lower_inplace_write(ctx, &r);
@@ -1769,10 +1808,11 @@ void ad_export_emit_nest(ad_xctx *ctx, ad_xnest *e) { emit_nest(ctx, e); }
 /* ---- for the lowerings in files of their own (export/lower.h) ---- */
 
 const char *ad_xl_name(const ad_tnode *n) { return rec_name(n); }
-const char *ad_xl_op_name(const ad_tnode *n) {
-    if (n->kind != AD_TN_OP && n->kind != AD_TN_BUILTIN) return NULL;
+int ad_xl_op_id(const ad_tnode *n) {
+    if (n->kind != AD_TN_OP && n->kind != AD_TN_BUILTIN) return AD_OP__NONE;
+    if (n->op != AD_OP__NONE || n->kind != AD_TN_BUILTIN) return n->op;
     const char *nm = rec_name(n);
-    return strncmp(nm, "ad_", 3) ? nm : nm + 3;
+    return strncmp(nm, "ad_", 3) ? AD_OP__NONE : ad_op_id_of(nm + 3);
 }
 int ad_xl_fail(ad_xctx *ctx, const char *why) { return fail(ctx, why); }
 int ad_xl_bind(ad_xctx *ctx, const ad_tnode *n, ad_xrec *r) { return bind(ctx, n, r); }

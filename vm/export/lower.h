@@ -35,10 +35,13 @@ int ad_export_lower_loss(ad_xctx *ctx, const ad_xrec *r);
 
 /* The record's name (op or builtin). */
 const char *ad_xl_name(const ad_tnode *n);
-/* An op's or builtin's name without the 'ad_' of the alias that keeps a
+/* Whether lower.c lowers records of op id itself (its switch, ew_table, the
+ * comparisons), not counting the sub-lowerers: tests/unit checks the ids. */
+bool ad_export_lowers_id(int id);
+/* A record's op id, a builtin's read without the 'ad_' of the alias that keeps a
  * builtin reachable under an op of its name (kernel("ad_NAME")), so the two
- * lower alike; NULL for any other record. */
-const char *ad_xl_op_name(const ad_tnode *n);
+ * lower alike; AD_OP__NONE for any other record. */
+int ad_xl_op_id(const ad_tnode *n);
 /* An error naming the op and the script's line:col. */
 int ad_xl_fail(ad_xctx *ctx, const char *why);
 /* Record n's arguments bound to its parameters. */

@@ -140,8 +140,8 @@ static int lower_col2im(ad_xctx *ctx, const ad_xrec *r) {
 
 int ad_export_lower_conv(ad_xctx *ctx, const ad_xrec *r) {
     if (r->n->out.sub) return AD_XL_PASS;
-    const char *nm = ad_xl_name(r->n);
-    if (!strcmp(nm, "_im2col") || !strcmp(nm, "_nn_im2col") || !strcmp(nm, "ad__nn_im2col")) return lower_im2col(ctx, r);
-    if (!strcmp(nm, "_col2im") || !strcmp(nm, "_nn_col2im") || !strcmp(nm, "ad__nn_col2im")) return lower_col2im(ctx, r);
+    int id = r->n->op;
+    if (id == AD_OP__im2col || id == AD_OP__nn_im2col || id == AD_OP_ad__nn_im2col) return lower_im2col(ctx, r);
+    if (id == AD_OP__col2im || id == AD_OP__nn_col2im || id == AD_OP_ad__nn_col2im) return lower_col2im(ctx, r);
     return AD_XL_PASS;
 }

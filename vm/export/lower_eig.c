@@ -322,12 +322,12 @@ static int lower_svd(ad_xctx *ctx, const ad_xrec *r, bool vectors) {
 }
 
 int ad_export_lower_eig(ad_xctx *ctx, const ad_xrec *r) {
-    const char *nm = ad_xl_op_name(r->n);
-    if (!nm) return AD_XL_PASS;
+    int id = ad_xl_op_id(r->n);
+    if (id == AD_OP__NONE) return AD_XL_PASS;
     bool multi = r->n->out.sub != NULL;
-    if (multi && !strcmp(nm, "linalg_eigh")) return lower_eigh(ctx, r, true);
-    if (!multi && !strcmp(nm, "linalg_eigvalsh")) return lower_eigh(ctx, r, false);
-    if (multi && !strcmp(nm, "linalg_svd")) return lower_svd(ctx, r, true);
-    if (!multi && !strcmp(nm, "linalg_svdvals")) return lower_svd(ctx, r, false);
+    if (multi && id == AD_OP_linalg_eigh) return lower_eigh(ctx, r, true);
+    if (!multi && id == AD_OP_linalg_eigvalsh) return lower_eigh(ctx, r, false);
+    if (multi && id == AD_OP_linalg_svd) return lower_svd(ctx, r, true);
+    if (!multi && id == AD_OP_linalg_svdvals) return lower_svd(ctx, r, false);
     return AD_XL_PASS;
 }

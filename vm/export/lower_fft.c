@@ -203,7 +203,7 @@ static int lower_c2c(ad_xctx *ctx, const ad_xrec *r) {
 
 int ad_export_lower_fft(ad_xctx *ctx, const ad_xrec *r) {
     if (r->n->out.sub) return AD_XL_PASS;
-    const char *nm = ad_xl_name(r->n);
-    if (!strcmp(nm, "_fft_c2c") || !strcmp(nm, "ad__fft_c2c")) return lower_c2c(ctx, r);
+    int id = r->n->op;
+    if (id == AD_OP__fft_c2c || id == AD_OP_ad__fft_c2c) return lower_c2c(ctx, r);
     return AD_XL_PASS;
 }

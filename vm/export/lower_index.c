@@ -649,7 +649,7 @@ static bool same_geometry(const ad_xval *a, const ad_xval *b) {
  * with a dying there (export/export_c.c's plan_work) no block of its own either. */
 static bool into_zeros(ad_xctx *ctx, int node, ad_xrec *m) {
     const ad_tnode *n = &ctx->T->nodes[node];
-    if (n->kind != AD_TN_OP || n->dead || n->folded || strcmp(ad_xl_name(n), "index_add_at") || n->out.ref < 0) return false;
+    if (n->kind != AD_TN_OP || n->dead || n->folded || n->op != AD_OP_index_add_at || n->out.ref < 0) return false;
     double z = 1;
     if (ad_xl_bind(ctx, n, m)) { ad_clear_error(ctx->S); return false; }
     int self = ad_xl_pref(m, 0), val = ad_xl_pref(m, 2);
@@ -669,7 +669,7 @@ static int accum_into(ad_xctx *ctx, int node) {
     }
     if (rd <= node) return -1;
     const ad_tnode *s = &ctx->T->nodes[rd];
-    if (s->kind != AD_TN_OP || strcmp(ad_xl_name(s), "add") || s->out.ref < 0) return -1;
+    if (s->kind != AD_TN_OP || s->op != AD_OP_add || s->out.ref < 0) return -1;
     ad_xrec ar;
     double alpha = 1;
     if (ad_xl_bind(ctx, s, &ar)) { ad_clear_error(ctx->S); return -1; }
@@ -707,35 +707,35 @@ static bool has_tensor(const ad_targ *ix) {
 
 int ad_export_lower_index(ad_xctx *ctx, const ad_xrec *r) {
     if (r->n->kind != AD_TN_OP) return AD_XL_PASS;
-    const char *nm = ad_xl_name(r->n);
-    if (!strcmp(nm, "index_add_at") && accum_into(ctx, ctx->node) >= 0) {
+    int id = r->n->op;
+    if (id == AD_OP_index_add_at && accum_into(ctx, ctx->node) >= 0) {
         ad_xl_comment(ctx, "written by the add that reads it, below");
         return ADDSL_OK;
     }
-    if (!strcmp(nm, "add")) {
+    if (id == AD_OP_add) {
         for (int k = 0; k < 2; k++) {
             int b = ad_xl_pref(r, k), node = b >= 0 ? ctx->T->vals[b].node : -1;
             if (node >= 0 && node < ctx->node && accum_into(ctx, node) == ctx->node) return lower_accum_add(ctx, r, node);
         }
         return AD_XL_PASS;
     }
-    if (!strcmp(nm, "gather")) return lower_take(ctx, r, false);
-    if (!strcmp(nm, "scatter")) return lower_scatter(ctx, r, false);
-    if (!strcmp(nm, "scatter_add")) return lower_scatter(ctx, r, true);
-    if (!strcmp(nm, "index_select")) return lower_take(ctx, r, true);
-    if (!strcmp(nm, "roll")) return lower_roll(ctx, r);
-    if (!strcmp(nm, "masked_select"))
+    if (id == AD_OP_gather) return lower_take(ctx, r, false);
+    if (id == AD_OP_scatter) return lower_scatter(ctx, r, false);
+    if (id == AD_OP_scatter_add) return lower_scatter(ctx, r, true);
+    if (id == AD_OP_index_select) return lower_take(ctx, r, true);
+    if (id == AD_OP_roll) return lower_roll(ctx, r);
+    if (id == AD_OP_masked_select)
         return ad_xl_fail(ctx, "has an output whose shape depends on the mask's values, which an exported function cannot have");
-    if (!strcmp(nm, "index_put")) {
+    if (id == AD_OP_index_put) {
         double acc = 0;
         ad_xl_pnum(r, 3, &acc);
         return lower_index_write(ctx, r, acc != 0);
     }
-    if (strcmp(nm, "index_get") && strcmp(nm, "index_add_at")) return AD_XL_PASS;
+    if (id != AD_OP_index_get && id != AD_OP_index_add_at) return AD_XL_PASS;
     int src = ad_xl_pref(r, 0);
     if (src < 0 || r->np < 2 || !r->p[1].a) return AD_XL_PASS;
     if (!has_tensor(r->p[1].a)) return AD_XL_PASS;
-    if (!strcmp(nm, "index_add_at")) return lower_index_write(ctx, r, true);
+    if (id == AD_OP_index_add_at) return lower_index_write(ctx, r, true);
     xix p;
     int rc = plan_index(ctx, &ctx->v[src], r->p[1].a, &p);
     return rc ? rc : lower_index_get(ctx, r, &p, src);

@@ -40,12 +40,12 @@ static void unread(ad_xctx *ctx, int id, const char *name) {
 /* fill(self, value), inplace_fill(self, value): value (a number, or a 0-d
  * tensor) in self's dtype at every element; inplace_copy(self, src): src
  * broadcast to self's shape and converted to its dtype. self is not read. */
-static int lower_fill_copy(ad_xctx *ctx, const ad_xrec *r, const char *nm) {
+static int lower_fill_copy(ad_xctx *ctx, const ad_xrec *r, int id) {
     int o = r->n->out.ref, v = ad_xl_pref(r, 1);
     if (o < 0) return ad_xl_fail(ctx, "has no tensor output");
     double x;
     if (v < 0 && !ad_xl_pnum(r, 1, &x)) return ad_xl_fail(ctx, "needs a number or a tensor value");
-    if (v >= 0 && strcmp(nm, "inplace_copy") && ctx->v[v].ndim != 0) return ad_xl_fail(ctx, "needs a 0-d tensor value");
+    if (v >= 0 && id != AD_OP_inplace_copy && ctx->v[v].ndim != 0) return ad_xl_fail(ctx, "needs a 0-d tensor value");
     ad_dtype dt = ctx->v[o].dt;
     /* a bool target keeps whether the value is nonzero, compared in the value's type */
     if (dt == AD_BOOL && (v < 0 || ctx->v[v].dt != AD_BOOL)) return ad_xl_emit_map(ctx, r, 2, "$1 != 0", v < 0 ? AD_FLOAT64 : ctx->v[v].dt);
@@ -262,9 +262,8 @@ static bool viewed_after(ad_xctx *ctx, int t) {
         const ad_tnode *m = &ctx->T->nodes[j];
         int id = m->out.ref;
         if (id < 0 || id == t || id >= nv || ctx->v[id].kind != AD_XV_VIEW || ctx->v[id].base != base) continue;
-        const char *nm = ad_xl_name(m);
         /* copies in the interpreter, aliases in C: a later write does not reach them there */
-        if (!strcmp(nm, "clone") || !strcmp(nm, "contiguous") || !strcmp(nm, "detach")) continue;
+        if (m->op == AD_OP_clone || m->op == AD_OP_contiguous || m->op == AD_OP_detach) continue;
         for (int k = ctx->rd_start[id]; k < ctx->rd_start[id + 1]; k++)
             if (ctx->rd_node[k] > ctx->node) return true;
     }
@@ -299,12 +298,12 @@ int ad_export_lower_inplace_write(ad_xctx *ctx, const ad_xrec *r) {
 
 int ad_export_lower_inplace(ad_xctx *ctx, const ad_xrec *r) {
     if (r->n->kind != AD_TN_OP || r->n->out.sub) return AD_XL_PASS;
-    const char *nm = ad_xl_name(r->n);
-    if (!strcmp(nm, "fill") || !strcmp(nm, "inplace_fill") || !strcmp(nm, "inplace_copy")) return lower_fill_copy(ctx, r, nm);
-    if (!strcmp(nm, "as_strided")) return lower_as_strided(ctx, r);
-    if (!strcmp(nm, "as_strided_scatter")) return lower_as_strided_scatter(ctx, r);
-    if (!strcmp(nm, "logcumsumexp")) return lower_logcumsumexp(ctx, r);
-    if (!strcmp(nm, "_logcumsumexp_backward")) return lower_logcumsumexp_backward(ctx, r, true);
-    if (!strcmp(nm, "_logcumsumexp_jvp")) return lower_logcumsumexp_backward(ctx, r, false);
+    int id = r->n->op;
+    if (id == AD_OP_fill || id == AD_OP_inplace_fill || id == AD_OP_inplace_copy) return lower_fill_copy(ctx, r, id);
+    if (id == AD_OP_as_strided) return lower_as_strided(ctx, r);
+    if (id == AD_OP_as_strided_scatter) return lower_as_strided_scatter(ctx, r);
+    if (id == AD_OP_logcumsumexp) return lower_logcumsumexp(ctx, r);
+    if (id == AD_OP__logcumsumexp_backward) return lower_logcumsumexp_backward(ctx, r, true);
+    if (id == AD_OP__logcumsumexp_jvp) return lower_logcumsumexp_backward(ctx, r, false);
     return AD_XL_PASS;
 }

@@ -668,19 +668,19 @@ static int lower_named_tuple(ad_xctx *ctx, const ad_xrec *r) {
 }
 
 int ad_export_lower_linalg(ad_xctx *ctx, const ad_xrec *r) {
-    const char *nm = ad_xl_op_name(r->n);
-    if (!nm) return AD_XL_PASS;
+    int id = ad_xl_op_id(r->n);
+    if (id == AD_OP__NONE) return AD_XL_PASS;
     bool multi = r->n->out.sub != NULL;
-    if (multi && r->n->kind == AD_TN_BUILTIN && !strcmp(nm, "rs_named_tuple")) return lower_named_tuple(ctx, r);
-    if (!multi && (!strcmp(nm, "det") || !strcmp(nm, "linalg_det"))) return lower_det_inv(ctx, r, 0);
-    if (multi && (!strcmp(nm, "slogdet") || !strcmp(nm, "linalg_slogdet"))) return lower_det_inv(ctx, r, 1);
-    if (!multi && (!strcmp(nm, "inverse") || !strcmp(nm, "linalg_inv"))) return lower_det_inv(ctx, r, 2);
-    if (!multi && !strcmp(nm, "linalg_solve")) return lower_solve(ctx, r);
-    if (!multi && !strcmp(nm, "linalg_solve_triangular")) return lower_trsolve(ctx, r);
-    if (multi && !strcmp(nm, "linalg_cholesky_ex")) return lower_cholesky(ctx, r);
-    if (multi && !strcmp(nm, "linalg_lu_factor_ex")) return lower_lu_factor(ctx, r);
-    if (multi && !strcmp(nm, "linalg_qr")) return lower_qr(ctx, r);
-    if (!multi && !strcmp(nm, "linalg_matrix_exp")) return lower_expm(ctx, r);
-    if (!multi && !strcmp(nm, "addr")) return lower_addr(ctx, r);
+    if (multi && r->n->kind == AD_TN_BUILTIN && id == AD_OP_rs_named_tuple) return lower_named_tuple(ctx, r);
+    if (!multi && (id == AD_OP_det || id == AD_OP_linalg_det)) return lower_det_inv(ctx, r, 0);
+    if (multi && (id == AD_OP_slogdet || id == AD_OP_linalg_slogdet)) return lower_det_inv(ctx, r, 1);
+    if (!multi && (id == AD_OP_inverse || id == AD_OP_linalg_inv)) return lower_det_inv(ctx, r, 2);
+    if (!multi && id == AD_OP_linalg_solve) return lower_solve(ctx, r);
+    if (!multi && id == AD_OP_linalg_solve_triangular) return lower_trsolve(ctx, r);
+    if (multi && id == AD_OP_linalg_cholesky_ex) return lower_cholesky(ctx, r);
+    if (multi && id == AD_OP_linalg_lu_factor_ex) return lower_lu_factor(ctx, r);
+    if (multi && id == AD_OP_linalg_qr) return lower_qr(ctx, r);
+    if (!multi && id == AD_OP_linalg_matrix_exp) return lower_expm(ctx, r);
+    if (!multi && id == AD_OP_addr) return lower_addr(ctx, r);
     return ad_export_lower_eig(ctx, r);
 }

@@ -159,9 +159,9 @@ static int lower_nll(ad_xctx *ctx, const ad_xrec *r) {
 
 int ad_export_lower_loss(ad_xctx *ctx, const ad_xrec *r) {
     if (r->n->kind != AD_TN_OP && r->n->kind != AD_TN_BUILTIN) return AD_XL_PASS;
-    const char *nm = ad_xl_name(r->n);
-    if (!strcmp(nm, "binary_cross_entropy")) return lower_bce(ctx, r, false);
-    if (!strcmp(nm, "binary_cross_entropy_with_logits")) return lower_bce(ctx, r, true);
-    if (!strcmp(nm, "nll_loss")) return lower_nll(ctx, r);
+    int id = r->n->op;
+    if (id == AD_OP_binary_cross_entropy) return lower_bce(ctx, r, false);
+    if (id == AD_OP_binary_cross_entropy_with_logits) return lower_bce(ctx, r, true);
+    if (id == AD_OP_nll_loss) return lower_nll(ctx, r);
     return AD_XL_PASS;
 }

@@ -246,14 +246,20 @@ static void emit_row(xm *m, ad_buf *b, xm_kind kind, int64_t k, bool desc) {
     }
 }
 
-static int kind_of(const char *nm, xm_kind *k) {
-    static const struct { const char *name; xm_kind kind; } rows[] = {
-        {"max_dim", XM_MAX}, {"min_dim", XM_MIN}, {"sort", XM_SORT}, {"topk", XM_TOPK}, {"kthvalue", XM_KTH},
-        {"median_dim", XM_MEDIAN}, {"nanmedian_dim", XM_NANMEDIAN}, {"mode", XM_MODE}, {"cummax", XM_CUMMAX}, {"cummin", XM_CUMMIN},
-    };
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        if (!strcmp(nm, rows[i].name)) { *k = rows[i].kind; return 1; }
-    return 0;
+static int kind_of(int id, xm_kind *k) {
+    switch (id) {
+    case AD_OP_max_dim: *k = XM_MAX; return 1;
+    case AD_OP_min_dim: *k = XM_MIN; return 1;
+    case AD_OP_sort: *k = XM_SORT; return 1;
+    case AD_OP_topk: *k = XM_TOPK; return 1;
+    case AD_OP_kthvalue: *k = XM_KTH; return 1;
+    case AD_OP_median_dim: *k = XM_MEDIAN; return 1;
+    case AD_OP_nanmedian_dim: *k = XM_NANMEDIAN; return 1;
+    case AD_OP_mode: *k = XM_MODE; return 1;
+    case AD_OP_cummax: *k = XM_CUMMAX; return 1;
+    case AD_OP_cummin: *k = XM_CUMMIN; return 1;
+    default: return 0;
+    }
 }
 
 /* Parameters (dim, k, descending) of each kind, from its op's signature. */
@@ -413,12 +419,12 @@ static int lower_frexp(ad_xctx *ctx, const ad_xrec *r) {
 }
 
 int ad_export_lower_multi(ad_xctx *ctx, const ad_xrec *r) {
-    const char *nm = ad_xl_name(r->n);
+    int id = r->n->op;
     xm_kind kind;
     if (r->n->kind != AD_TN_OP) return AD_XL_PASS;
-    if (!strcmp(nm, "median_all") && r->n->out.ref >= 0) return lower_median_all(ctx, r, false);
-    if (!strcmp(nm, "nanmedian_all") && r->n->out.ref >= 0) return lower_median_all(ctx, r, true);
-    if (!strcmp(nm, "frexp") && r->n->out.sub) return lower_frexp(ctx, r);
-    if (!r->n->out.sub || !kind_of(nm, &kind)) return AD_XL_PASS;
+    if (id == AD_OP_median_all && r->n->out.ref >= 0) return lower_median_all(ctx, r, false);
+    if (id == AD_OP_nanmedian_all && r->n->out.ref >= 0) return lower_median_all(ctx, r, true);
+    if (id == AD_OP_frexp && r->n->out.sub) return lower_frexp(ctx, r);
+    if (!r->n->out.sub || !kind_of(id, &kind)) return AD_XL_PASS;
     return lower_rows(ctx, r, kind);
 }

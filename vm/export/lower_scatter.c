@@ -174,8 +174,8 @@ static int lower_repeat_interleave(ad_xctx *ctx, const ad_xrec *r) {
 
 int ad_export_lower_scatter(ad_xctx *ctx, const ad_xrec *r) {
     if (r->n->kind != AD_TN_OP && r->n->kind != AD_TN_BUILTIN) return AD_XL_PASS;
-    const char *nm = ad_xl_name(r->n);
-    if (!strcmp(nm, "scatter_reduce")) return lower_scatter_reduce(ctx, r);
-    if (!strcmp(nm, "repeat_interleave") || !strcmp(nm, "ad_repeat_interleave")) return lower_repeat_interleave(ctx, r);
+    int id = r->n->op;
+    if (id == AD_OP_scatter_reduce) return lower_scatter_reduce(ctx, r);
+    if (id == AD_OP_repeat_interleave || id == AD_OP_ad_repeat_interleave) return lower_repeat_interleave(ctx, r);
     return AD_XL_PASS;
 }

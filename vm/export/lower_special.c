@@ -189,7 +189,8 @@ static void need_mvlgamma(ad_xctx *ctx, bool f32) {
  * operands as float, the function in double, the result rounded, as the
  * interpreter's kernels do). */
 typedef struct xs_row {
-    const char *op, *fn;        /* fn: the header's function, NULL for none */
+    int op;                     /* ad_op_id (a special_ alias has its op's) */
+    const char *fn;             /* the header's function, NULL for none */
     int np;                     /* tensor or number parameters, $0.. */
     int order;                  /* the parameter that must be an int at export time, or -1 */
     const char *f64, *f32;      /* templates (emit_map keeps them: literals) */
@@ -199,27 +200,25 @@ typedef struct xs_row {
 #define XS_BIN(op, fn) {op, fn, 2, -1, fn "($0, $1)", "(float)" fn "((float)$0, (float)$1)"}
 
 static const xs_row xs_rows[] = {
-    XS_UN("digamma", "ad_digamma"), XS_UN("psi", "ad_digamma"),
-    XS_UN("erfinv", "ad_erfinv"),
-    XS_UN("i0", "ad_sp_i0"), XS_UN("i0e", "ad_sp_i0e"), XS_UN("i1", "ad_sp_i1"), XS_UN("i1e", "ad_sp_i1e"),
-    XS_UN("erfcx", "ad_sp_erfcx"), XS_UN("ndtri", "ad_sp_ndtri"), XS_UN("log_ndtr", "ad_sp_log_ndtr"),
-    XS_BIN("zeta", "ad_sp_zeta"), XS_BIN("igamma", "ad_sp_igamma"), XS_BIN("igammac", "ad_sp_igammac"),
+    XS_UN(AD_OP_digamma, "ad_digamma"),
+    XS_UN(AD_OP_erfinv, "ad_erfinv"),
+    XS_UN(AD_OP_i0, "ad_sp_i0"), XS_UN(AD_OP_i0e, "ad_sp_i0e"), XS_UN(AD_OP_i1, "ad_sp_i1"), XS_UN(AD_OP_i1e, "ad_sp_i1e"),
+    XS_UN(AD_OP_erfcx, "ad_sp_erfcx"), XS_UN(AD_OP_ndtri, "ad_sp_ndtri"), XS_UN(AD_OP_log_ndtr, "ad_sp_log_ndtr"),
+    XS_BIN(AD_OP_zeta, "ad_sp_zeta"), XS_BIN(AD_OP_igamma, "ad_sp_igamma"), XS_BIN(AD_OP_igammac, "ad_sp_igammac"),
     /* polygamma(n, self): n an int, a literal of the map */
-    {"polygamma", "ad_polygamma", 2, 0, "ad_polygamma((int)$0, $1)", "(float)ad_polygamma((int)$0, (float)$1)"},
+    {AD_OP_polygamma, "ad_polygamma", 2, 0, "ad_polygamma((int)$0, $1)", "(float)ad_polygamma((int)$0, (float)$1)"},
     /* entr(x) = -x log x, 0 at 0, -inf below, NaN kept (lib/special.ad's sp_entr) */
-    {"entr", NULL, 1, -1, "($0 != $0 ? $0 : ($0 > 0 ? -$0 * log($0) : ($0 == 0 ? 0 : -HUGE_VAL)))",
+    {AD_OP_entr, NULL, 1, -1, "($0 != $0 ? $0 : ($0 > 0 ? -$0 * log($0) : ($0 == 0 ? 0 : -HUGE_VAL)))",
      "($0 != $0 ? $0 : ($0 > 0 ? -$0 * logf($0) : ($0 == 0 ? 0 : -HUGE_VALF)))"},
-    {"mvlgamma", NULL, 2, 1, "xc_mvlgamma_f64($0, (int)$1)", "xc_mvlgamma_f32($0, (int)$1)"},
-    {NULL, NULL, 0, -1, NULL, NULL},
+    {AD_OP_mvlgamma, NULL, 2, 1, "xc_mvlgamma_f64($0, (int)$1)", "xc_mvlgamma_f32($0, (int)$1)"},
+    {AD_OP__NONE, NULL, 0, -1, NULL, NULL},
 };
 
 int ad_export_lower_special(ad_xctx *ctx, const ad_xrec *r) {
-    const char *nm = ad_xl_name(r->n);
     if (r->n->kind != AD_TN_OP) return AD_XL_PASS;
-    if (strncmp(nm, "special_", 8) == 0) nm += 8;
     const xs_row *row = xs_rows;
-    while (row->op && strcmp(row->op, nm) != 0) row++;
-    if (!row->op) return AD_XL_PASS;
+    while (row->op != AD_OP__NONE && row->op != r->n->op) row++;
+    if (row->op == AD_OP__NONE) return AD_XL_PASS;
     int o = r->n->out.ref;
     if (o < 0) return ad_xl_fail(ctx, "has no tensor output");
     ad_dtype ct = ctx->v[o].dt;
@@ -232,6 +231,6 @@ int ad_export_lower_special(ad_xctx *ctx, const ad_xrec *r) {
         int rc = need(ctx, row->fn);
         if (rc) return rc;
     }
-    if (!strcmp(row->op, "mvlgamma")) need_mvlgamma(ctx, ct == AD_FLOAT32);
+    if (row->op == AD_OP_mvlgamma) need_mvlgamma(ctx, ct == AD_FLOAT32);
     return ad_xl_emit_map(ctx, r, row->np, ct == AD_FLOAT32 ? row->f32 : row->f64, ct);
 }

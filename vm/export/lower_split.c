@@ -64,9 +64,9 @@ static int lower_tuple(ad_xctx *ctx, const ad_tnode *n) {
 
 int ad_export_lower_split(ad_xctx *ctx, const ad_tnode *n) {
     if (n->kind != AD_TN_BUILTIN || !n->out.sub) return AD_XL_PASS;
-    const char *nm = n->fn.u.bi->name;
-    if (!strcmp(nm, "split") || !strcmp(nm, "chunk")) return lower_pieces(ctx, n, false);
-    if (!strcmp(nm, "unbind")) return lower_pieces(ctx, n, true);
-    if (!strcmp(nm, "tuple")) return lower_tuple(ctx, n);
+    int id = n->op;
+    if (id == AD_OP_split || id == AD_OP_chunk) return lower_pieces(ctx, n, false);
+    if (id == AD_OP_unbind) return lower_pieces(ctx, n, true);
+    if (id == AD_OP_tuple) return lower_tuple(ctx, n);
     return AD_XL_PASS;
 }

@@ -262,13 +262,13 @@ static int lower_step(ad_xctx *ctx, const ad_xrec *r, int step, bool bwd) {
 
 int ad_export_lower_traj(ad_xctx *ctx, const ad_xrec *r) {
     if (r->n->kind != AD_TN_OP) return AD_XL_PASS;
-    static const struct { const char *name; int step; bool bwd; } rows[] = {
-        {"tensor_step_acc", XT_ACC, false}, {"tensor_step_acc_backward", XT_ACC, true},
-        {"tensor_step_jerk", XT_JERK, false}, {"tensor_step_jerk_backward", XT_JERK, true},
-        {"tensor_step_position", XT_POS, false}, {"tensor_step_position_backward", XT_POS, true},
-    };
-    const char *nm = ad_xl_name(r->n);
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        if (!strcmp(nm, rows[i].name)) return lower_step(ctx, r, rows[i].step, rows[i].bwd);
-    return AD_XL_PASS;
+    switch (r->n->op) {
+    case AD_OP_tensor_step_acc: return lower_step(ctx, r, XT_ACC, false);
+    case AD_OP_tensor_step_acc_backward: return lower_step(ctx, r, XT_ACC, true);
+    case AD_OP_tensor_step_jerk: return lower_step(ctx, r, XT_JERK, false);
+    case AD_OP_tensor_step_jerk_backward: return lower_step(ctx, r, XT_JERK, true);
+    case AD_OP_tensor_step_position: return lower_step(ctx, r, XT_POS, false);
+    case AD_OP_tensor_step_position_backward: return lower_step(ctx, r, XT_POS, true);
+    default: return AD_XL_PASS;
+    }
 }

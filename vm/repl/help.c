@@ -445,6 +445,7 @@ static int help_value(ad_state *S, ad_value v, const char *asked) {
         if (ch && ch->library) ch = NULL;
         if (!doc_of(&b, op->name, ch, ch ? op->forward.u.fn->p->line : 0))
             ad_buf_puts(&b, "  A differentiable op.\n");
+        if (op->target) ad_buf_printf(&b, "  An alias of %s: the same op, with its derivatives.\n", op->target->name);
         if (op->nparams > 0 && strcmp(op->pnames[0], "self") == 0)
             ad_buf_printf(&b, "  Also a method: x.%s(...) is %s(x, ...).\n", op->name, op->name);
         op_derivatives(&b, op);

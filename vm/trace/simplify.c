@@ -72,15 +72,15 @@ static bool written(const simp *s, int v) {
     return s->nwritten && bsearch(&key, s->written, (size_t)s->nwritten, sizeof *s->written, cmp_ptr);
 }
 
-static bool shipped(ad_value v, const char *name);
+static bool shipped(ad_value v, int id);
 
 static bool live(const ad_tnode *n) { return !n->dead && !n->folded; }
 
-/* The shipped op 'name' (its forward is the kernel builtin of that name, as
+/* The shipped op 'id' (its forward is the kernel builtin of that name, as
  * the plan requires of the records it fuses), not a user's op of that name. */
-static bool is_op(const ad_tnode *n, const char *name, int nargs) {
+static bool is_op(const ad_tnode *n, int id, int nargs) {
     if (n->kind != AD_TN_OP || !live(n) || n->effect || n->random || n->kw || n->nargs != nargs) return false;
-    return shipped(n->fn, name);
+    return n->op == id && shipped(n->fn, id);
 }
 
 /* A rule applies to a record that autograd does not see (under no_grad,
@@ -146,32 +146,34 @@ static bool is_float(const simp *s, int v) {
 static const ad_tnode *neg_of(const simp *s, int v) {
     if (v < 0 || s->T->vals[v].kind != AD_TV_NODE) return NULL;
     const ad_tnode *m = &s->T->nodes[s->T->vals[v].node];
-    if (!is_op(m, "neg", 1) || m->out.ref != v || m->args[0].ref < 0 || written(s, m->args[0].ref)) return NULL;
+    if (!is_op(m, AD_OP_neg, 1) || m->out.ref != v || m->args[0].ref < 0 || written(s, m->args[0].ref)) return NULL;
     return m;
 }
 
-static bool shipped(ad_value v, const char *name) {
+static bool shipped(ad_value v, int id) {
     if (v.t != AD_TOP) return false;
     const ad_opdef *op = v.u.op;
-    return strcmp(op->name, name) == 0 && op->forward.t == AD_TBUILTIN && op->forward.u.bi->kid < 0 &&
+    const char *name = ad_op_id_name(id);
+    return op->id == id && name && op->forward.t == AD_TBUILTIN && op->forward.u.bi->kid < 0 &&
            strcmp(op->forward.u.bi->name, name) == 0;
 }
 
 /* The shipped op 'name': from a record of the program, else the library's
  * global of that name (a script's own 'mul' shadows it, not replaces it). */
-static ad_value find_op(ad_state *S, const ad_trace *T, const char *name, int nargs) {
+static ad_value find_op(ad_state *S, const ad_trace *T, int id, int nargs) {
     for (int i = 0; i < T->nnodes; i++)
-        if (is_op(&T->nodes[i], name, nargs)) return T->nodes[i].fn;
-    int slot = ad_global_slot(S, name, false);
+        if (is_op(&T->nodes[i], id, nargs)) return T->nodes[i].fn;
+    int slot = ad_global_slot(S, ad_op_id_name(id), false);
     if (slot < 0) { ad_clear_error(S); return ad_none(); }
     ad_value v = S->globals->values[slot];
-    return shipped(v, name) ? v : ad_none();
+    return shipped(v, id) ? v : ad_none();
 }
 
 static void set_fn(ad_state *S, ad_tnode *n, ad_value fn) {
     ad_value_incref(fn);
     ad_value_decref(S, n->fn);
     n->fn = fn;
+    n->op = ad_trace_fn_id(fn);
 }
 
 /* x + 0 is x for integers only: for floats -0.0 + 0 is +0.0, so a float
@@ -179,8 +181,8 @@ static void set_fn(ad_state *S, ad_tnode *n, ad_value fn) {
  * is x for every x, -0.0 and +0.0 included); x - 0 is x for both. */
 static int add_zero(const simp *s, const ad_tnode *n, int o) {
     bool f = is_float(s, o);
-    if (is_op(n, "sub", 2) && is_const(s, &n->args[1], 0, false) && may_alias(s, o, n->args[0].ref)) return n->args[0].ref;
-    if (!is_op(n, "add", 2)) return -1;
+    if (is_op(n, AD_OP_sub, 2) && is_const(s, &n->args[1], 0, false) && may_alias(s, o, n->args[0].ref)) return n->args[0].ref;
+    if (!is_op(n, AD_OP_add, 2)) return -1;
     for (int k = 0; k < 2; k++) {
         const ad_targ *c = &n->args[1 - k];
         bool zero = f ? is_const(s, c, 0, true) : is_const(s, c, 0, false);
@@ -192,24 +194,24 @@ static int add_zero(const simp *s, const ad_tnode *n, int o) {
 /* The value that record n's output equals exactly, or -1; *rule set. */
 static int alias_rule(const simp *s, const ad_tnode *n, int *rule) {
     int o = n->out.ref;
-    if (is_op(n, "pow", 2) && is_const(s, &n->args[1], 1, false) && may_alias(s, o, n->args[0].ref)) {
+    if (is_op(n, AD_OP_pow, 2) && is_const(s, &n->args[1], 1, false) && may_alias(s, o, n->args[0].ref)) {
         *rule = AD_SIMP_POW1;
         return n->args[0].ref;
     }
-    if (is_op(n, "mul", 2))
+    if (is_op(n, AD_OP_mul, 2))
         for (int k = 0; k < 2; k++)
             if (is_const(s, &n->args[1 - k], 1, false) && may_alias(s, o, n->args[k].ref)) {
                 *rule = AD_SIMP_MUL1;
                 return n->args[k].ref;
             }
-    if (is_op(n, "div", 2) && is_const(s, &n->args[1], 1, false) && may_alias(s, o, n->args[0].ref)) {
+    if (is_op(n, AD_OP_div, 2) && is_const(s, &n->args[1], 1, false) && may_alias(s, o, n->args[0].ref)) {
         *rule = AD_SIMP_DIV1;
         return n->args[0].ref;
     }
     int z = add_zero(s, n, o);
     if (z >= 0) { *rule = AD_SIMP_ADD0; return z; }
     const ad_tnode *m;
-    if (is_op(n, "neg", 1) && (m = neg_of(s, n->args[0].ref)) && may_alias(s, o, m->args[0].ref)) {
+    if (is_op(n, AD_OP_neg, 1) && (m = neg_of(s, n->args[0].ref)) && may_alias(s, o, m->args[0].ref)) {
         *rule = AD_SIMP_NEGNEG;
         return m->args[0].ref;
     }
@@ -221,20 +223,20 @@ static int alias_rule(const simp *s, const ad_tnode *n, int *rule) {
  * neg(a) + b -> b - a, a - neg(b) -> a + b (IEEE defines a - b as a + -b;
  * only a NaN's sign bit may differ). Returns the rule, or -1. */
 static int rewrite_rule(simp *s, ad_tnode *n) {
-    if (is_op(n, "pow", 2) && n->args[0].ref >= 0 && is_float(s, n->args[0].ref) && is_const(s, &n->args[1], 2, false) &&
+    if (is_op(n, AD_OP_pow, 2) && n->args[0].ref >= 0 && is_float(s, n->args[0].ref) && is_const(s, &n->args[1], 2, false) &&
         is_float(s, n->out.ref) && tensor_of(s->T, n->out.ref)->dtype == tensor_of(s->T, n->args[0].ref)->dtype) {
-        ad_value mul = find_op(s->S, s->T, "mul", 2);
+        ad_value mul = find_op(s->S, s->T, AD_OP_mul, 2);
         if (mul.t != AD_TOP) return -1;
         set_fn(s->S, n, mul);
         ad_value_decref(s->S, n->args[1].c);
         n->args[1] = (ad_targ){.ref = n->args[0].ref, .c = ad_none()};
         return AD_SIMP_POW2;
     }
-    bool add = is_op(n, "add", 2), sub = is_op(n, "sub", 2);
+    bool add = is_op(n, AD_OP_add, 2), sub = is_op(n, AD_OP_sub, 2);
     if (!add && !sub) return -1;
     const ad_tnode *m1 = neg_of(s, n->args[1].ref), *m0 = add ? neg_of(s, n->args[0].ref) : NULL;
     if (!m1 && !m0) return -1;
-    ad_value fn = find_op(s->S, s->T, add ? "sub" : "add", 2);
+    ad_value fn = find_op(s->S, s->T, add ? AD_OP_sub : AD_OP_add, 2);
     if (fn.t != AD_TOP) return -1;
     set_fn(s->S, n, fn);
     if (m1) n->args[1].ref = m1->args[0].ref;
@@ -247,7 +249,7 @@ static int rewrite_rule(simp *s, ad_tnode *n) {
 static const ad_tnode *addat_of(const simp *s, int x) {
     if (x < 0 || s->T->vals[x].kind != AD_TV_NODE || written(s, x) || !is_float(s, x)) return NULL;
     const ad_tnode *m = &s->T->nodes[s->T->vals[x].node];
-    if (!is_op(m, "index_add_at", 3) || m->grad_enabled || m->out.ref != x || m->args[0].ref < 0 || m->args[1].ref >= 0 ||
+    if (!is_op(m, AD_OP_index_add_at, 3) || m->grad_enabled || m->out.ref != x || m->args[0].ref < 0 || m->args[1].ref >= 0 ||
         m->args[1].sub || m->args[2].sub)
         return NULL;
     return m;
@@ -322,7 +324,7 @@ static bool pad_general(simp *s, ad_tnode *n, ad_tnode *m, int a) {
  * arguments); the index_add_at left unread is dead code. Else pad_general.
  * Returns the rule, or -1. */
 static int pad_rule(simp *s, ad_tnode *n) {
-    if (!is_op(n, "add", 2) || n->args[0].ref < 0 || n->args[1].ref < 0 || n->args[0].sub || n->args[1].sub) return -1;
+    if (!is_op(n, AD_OP_add, 2) || n->args[0].ref < 0 || n->args[1].ref < 0 || n->args[0].sub || n->args[1].sub) return -1;
     int a = n->args[0].ref, o = n->out.ref;
     ad_tnode *m = (ad_tnode *)addat_of(s, n->args[1].ref);
     if (!m) return -1;
@@ -350,8 +352,7 @@ static int pad_rule(simp *s, ad_tnode *n) {
 static bool elementwise(const ad_tnode *n) {
     if (n->kind == AD_TN_COMPARE) return true;
     if (n->kind != AD_TN_OP) return false;
-    const char *name = n->fn.u.op->name;
-    return (ad_fuse_find(name) >= 0 || strcmp(name, "where") == 0) && is_op(n, name, n->nargs);
+    return (ad_fuse_find(n->fn.u.op->name) >= 0 || n->op == AD_OP_where) && is_op(n, n->op, n->nargs);
 }
 
 static int setup(simp *s) {

@@ -476,9 +476,16 @@ static void note_nodes(ad_state *S, ad_trace *T, ad_value v) {
 }
 
 /* Runs the call one level down (where nothing is recorded), then appends it. */
+int ad_trace_fn_id(ad_value fn) {
+    if (fn.t == AD_TOP) return fn.u.op->id;
+    if (fn.t == AD_TBUILTIN) return ad_op_id_of(fn.u.bi->name);
+    return AD_OP__NONE;
+}
+
 static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out) {
     ad_trace *T = S->trace;
     const char *chunk;
+    n->op = ad_trace_fn_id(n->fn);
     ad_vm_current_pos(S, &n->line, &n->col, &chunk);
     n->grad_enabled = S->grad_enabled;
     n->args = ad_calloc(S, (size_t)(n->nargs ? n->nargs : 1), sizeof *n->args);

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "trace/op_ids.h"
 #include "state.h"
 #include "value.h"
 
@@ -37,6 +38,8 @@ typedef enum {
 typedef struct ad_tnode {
     ad_tnode_kind kind;
     ad_value fn;           /* the op or builtin (held), else none */
+    int op;                /* fn's ad_op_id (trace/op_ids.h): an alias's is its op's, AD_OP__NONE for a
+                            * script's own op or another builtin; what backends switch on */
     int attr;
     int nargs;
     ad_targ *args;
@@ -134,6 +137,9 @@ typedef struct ad_trace {
  * converted or laid out anew): fails a flattened jvp() back to one record,
  * or, elsewhere, the trace, when 'src' depends on the inputs. */
 int ad_trace_outside_seam(ad_state *S, const ad_tensor *src, const char *what);
+
+/* The ad_op_id a record of 'fn' carries (ad_tnode.op). */
+int ad_trace_fn_id(ad_value fn);
 
 /* Whether the state is tracing and outside any recorded call. */
 static inline bool ad_trace_on(const ad_state *S) { return S->trace && S->trace->depth == 0; }
