@@ -118,12 +118,13 @@ AD_SPECIAL_FN double ad_logit_f64(double v, double eps) {
 /* The type-generic names kernels/ew_table.h's formulas call: overloads in the
  * CUDA module, _Generic in C; export_c writes the _f32/_f64 name itself. */
 #ifdef __cplusplus
-AD_SPECIAL_FN float ad_fremainder(float a, float b) { return ad_fremainder_f32(a, b); }
-AD_SPECIAL_FN double ad_fremainder(double a, double b) { return ad_fremainder_f64(a, b); }
-AD_SPECIAL_FN float ad_pow(float a, float b) { return ad_pow_f32(a, b); }
-AD_SPECIAL_FN double ad_pow(double a, double b) { return ad_pow_f64(a, b); }
-AD_SPECIAL_FN float ad_logit(float v, float eps) { return ad_logit_f32(v, eps); }
-AD_SPECIAL_FN double ad_logit(double v, double eps) { return ad_logit_f64(v, eps); }
+#define AD_SCALAR_OVERLOAD AD_SPECIAL_FN /* not a line export_c copies */
+AD_SCALAR_OVERLOAD float ad_fremainder(float a, float b) { return ad_fremainder_f32(a, b); }
+AD_SCALAR_OVERLOAD double ad_fremainder(double a, double b) { return ad_fremainder_f64(a, b); }
+AD_SCALAR_OVERLOAD float ad_pow(float a, float b) { return ad_pow_f32(a, b); }
+AD_SCALAR_OVERLOAD double ad_pow(double a, double b) { return ad_pow_f64(a, b); }
+AD_SCALAR_OVERLOAD float ad_logit(float v, float eps) { return ad_logit_f32(v, eps); }
+AD_SCALAR_OVERLOAD double ad_logit(double v, double eps) { return ad_logit_f64(v, eps); }
 #else
 #define ad_fremainder(a, b) _Generic((a), float: ad_fremainder_f32, default: ad_fremainder_f64)(a, b)
 #define ad_pow(a, b) _Generic((a), float: ad_pow_f32, default: ad_pow_f64)(a, b)
