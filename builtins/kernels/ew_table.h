@@ -60,7 +60,8 @@
     X(reciprocal, (T)1 / v) \
     X(sinc, v == 0 ? (T)1 : sin((T)AD_EW_PI * v) / ((T)AD_EW_PI * v)) \
     X(erfinv, (T)ad_erfinv(v)) \
-    X(digamma, (T)ad_digamma(v))
+    X(digamma, (T)ad_digamma(v)) \
+    X(angle, isnan(v) ? v : v < 0 ? (T)AD_EW_PI : (T)0) /* a real number's argument */
 
 /* Float-only kernels behind one builtin with a mode (gelu's 'approximate'). */
 #define AD_EW_FLOAT_MODE_OPS(X) \
