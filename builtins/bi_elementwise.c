@@ -535,7 +535,7 @@ static int ew_unary_p(ad_state *S, const ew_unop *op, ad_value x, const double *
 
 #define UN_F(n) {#n, {AD_K_##n##_f32, AD_K_##n##_f64, NO_K, NO_K}, UN_FLOAT, false}
 
-/* One builtin per float op of the lists in kernels/elementwise.h. */
+/* One builtin per float op of the lists in kernels/ew_table.h. */
 #define AD_BI_UN_FLOAT(n) \
     static int bi_##n(ad_state *S, ad_value *argv, int argc, ad_value *out) { \
         static const ew_unop op = UN_F(n); (void)argc; return ew_unary_p(S, &op, argv[0], NULL, out); }
@@ -549,12 +549,17 @@ static int ew_unary_p(ad_state *S, const ew_unop *op, ad_value x, const double *
         static const ew_unop op = {#n, {AD_K_##n##_f32, AD_K_##n##_f64, NO_K, NO_K}, UN_ROUND, false}; \
         (void)argc; return ew_unary_p(S, &op, argv[0], NULL, out); }
 
+/* adapters for kernels/ew_table.h's rows, X(name, formula...) */
+#define AD_BI_UN_FLOAT_(n, ...) AD_BI_UN_FLOAT(n)
+#define AD_BI_UN_SAME_(n, ...) AD_BI_UN_SAME(n)
+#define AD_BI_UN_ROUND_(n, ...) AD_BI_UN_ROUND(n)
+
 AD_EW_SLEEF_OPS(AD_BI_UN_SLEEF)
-AD_EW_FLOAT_OPS(AD_BI_UN_FLOAT)
+AD_EW_FLOAT_OPS(AD_BI_UN_FLOAT_)
 AD_EW_SPECIAL_OPS(AD_BI_UN_FLOAT)
-AD_EW_FLOAT_MODE_OPS(AD_BI_UN_FLOAT)
-AD_EW_SAME_OPS(AD_BI_UN_SAME)
-AD_EW_ROUND_OPS(AD_BI_UN_ROUND)
+AD_EW_FLOAT_MODE_OPS(AD_BI_UN_FLOAT_)
+AD_EW_SAME_OPS(AD_BI_UN_SAME_)
+AD_EW_ROUND_OPS(AD_BI_UN_ROUND_)
 
 static const ew_unop UN_isnan = {"isnan", K2(isnan), UN_PRED, false};
 static const ew_unop UN_isinf = {"isinf", K2(isinf), UN_PRED, false};
@@ -892,20 +897,21 @@ int ad_bi_compare(ad_state *S, int cmp, ad_value a, ad_value b, ad_value *out) {
 /* ---- the table ---- */
 
 #define AD_BI_ROW_SELF(n) {#n, bi_##n, "self"},
+#define AD_BI_ROW_SELF_(n, ...) AD_BI_ROW_SELF(n)
 #define AD_BI_ROW_SLEEF(n, ulp) AD_BI_ROW_SELF(n)
 #define AD_BI_ROW_BIN(n, desc, doc) {#n, bi_##n, "self, other", doc},
 #define AD_BI_ROW_SPECIAL(n) {#n, bi_##n, "self, other"},
 
 /* The predicates' rows are written out below, with their docs. */
-#define AD_BI_COUNT(n) + 1
+#define AD_BI_COUNT(n, ...) + 1
 _Static_assert(0 AD_EW_PRED_OPS(AD_BI_COUNT) == 3, "a new AD_EW_PRED_OPS entry needs its row (and doc) in ad_bi_elementwise_defs");
 
 const ad_builtin_def ad_bi_elementwise_defs[] = {
     AD_EW_SLEEF_OPS(AD_BI_ROW_SLEEF)
-    AD_EW_FLOAT_OPS(AD_BI_ROW_SELF)
+    AD_EW_FLOAT_OPS(AD_BI_ROW_SELF_)
     AD_EW_SPECIAL_OPS(AD_BI_ROW_SELF)
     AD_EW_SPECIAL_BINARY_OPS(AD_BI_ROW_SPECIAL)
-    AD_EW_SAME_OPS(AD_BI_ROW_SELF)
+    AD_EW_SAME_OPS(AD_BI_ROW_SELF_)
     {"isnan", bi_isnan, "self",
          "A bool tensor, true where self is nan."
          "\nExample: isnan(tensor([1.0, nan]))"},

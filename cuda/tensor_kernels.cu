@@ -1,11 +1,10 @@
 // tensor_kernels.cu: the generic tensor kernels of the CUDA module (elementwise
 // ops by CPU kernel name, strided copies and fills, reductions); tensor_cuda.h.
 //
-// The elementwise formulas are those of builtins/kernels/elementwise.c term by
-// term (a float32 op calls the single-precision function where <tgmath.h>
-// picks the float one there), and the name table is generated from the same
-// op lists, so a kernel added to the CPU lists without a device functor here
-// stops this file from compiling instead of silently missing on the GPU.
+// The elementwise functors and the name table are generated from the rows of
+// builtins/kernels/ew_table.h, the formulas the CPU kernels are made of (a
+// float32 op calls the single-precision function, as <tgmath.h> picks it
+// there), so a row added to the table gets its device functor with it.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -34,39 +33,32 @@ int ew_grid(int64_t n) {
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < (n);            \
          t += (int64_t)gridDim.x * blockDim.x)
 
-const double PI_D = 3.14159265358979323846;
-const double SQRT1_2_D = 0.70710678118654752440;
-const double SQRT_2_PI_D = 0.79788456080286535588; // sqrt(2 / pi)
-const double SELU_ALPHA_D = 1.6732632423543772848170429916717;
-const double SELU_SCALE_D = 1.0507009873554804934193349852946;
-const int SOFTPLUS_THRESHOLD = 20;
-
-// ---- the float/double overloads <tgmath.h> gives the CPU kernels ---------------
+// ---- the math functions the table's formulas call ------------------------------
+//
+// Float and double overloads under the C names, in a namespace of their own:
+// a formula's unqualified call finds these first, as <tgmath.h> picks the
+// float function for a float argument on the CPU.
+namespace ewm {
 
 #define M1(fn)                                                                            \
-    __device__ __forceinline__ float m_##fn(float x) { return fn##f(x); }                \
-    __device__ __forceinline__ double m_##fn(double x) { return fn(x); }
+    __device__ __forceinline__ float fn(float x) { return ::fn##f(x); }                  \
+    __device__ __forceinline__ double fn(double x) { return ::fn(x); }
 #define M1_SLEEF(fn, ulp) M1(fn)
 AD_EW_SLEEF_OPS(M1_SLEEF)
 M1(fabs)
 M1(floor)
 M1(ceil)
 M1(trunc)
-M1(rint) // nearbyint: round half to even in the default rounding mode
+M1(nearbyint)
 #define M2(fn)                                                                            \
-    __device__ __forceinline__ float m_##fn(float a, float b) { return fn##f(a, b); }    \
-    __device__ __forceinline__ double m_##fn(double a, double b) { return fn(a, b); }
+    __device__ __forceinline__ float fn(float a, float b) { return ::fn##f(a, b); }      \
+    __device__ __forceinline__ double fn(double a, double b) { return ::fn(a, b); }
 M2(fmod)
-M2(pow)
 M2(atan2)
 M2(hypot)
 M2(copysign)
 M2(fmin)
 M2(fmax)
-
-template <class T> __device__ __forceinline__ T softplus1(T v) {
-    return v > SOFTPLUS_THRESHOLD ? v : m_log1p(m_exp(v));
-}
 
 // ---- unary functors: f(v), with an int64_t overload where the op has one ------
 
@@ -74,60 +66,32 @@ template <class T> __device__ __forceinline__ T softplus1(T v) {
     struct op_##name {                                                                    \
         template <class T> __device__ static T f(T v) { return (T)(EXPR); }              \
     };
-#define U_SLEEF(name, ulp) U_OP(name, m_##name(v))
-AD_EW_SLEEF_OPS(U_SLEEF)
-U_OP(rsqrt, (T)1 / m_sqrt(v))
-U_OP(sigmoid, (T)1 / ((T)1 + m_exp(-v)))
-U_OP(silu, v / ((T)1 + m_exp(-v)))
-U_OP(mish, v * m_tanh(softplus1(v)))
-U_OP(selu, (T)SELU_SCALE_D * (v > 0 ? v : (T)SELU_ALPHA_D * m_expm1(v)))
-U_OP(hardsigmoid, v <= -3 ? (T)0 : v >= 3 ? (T)1 : v / (T)6 + (T)0.5)
-U_OP(hardswish, v * m_fmin(m_fmax(v + (T)3, (T)0), (T)6) / (T)6)
-U_OP(log_sigmoid, m_fmin(v, (T)0) - m_log1p(m_exp(-m_fabs(v))))
-U_OP(reciprocal, (T)1 / v)
-U_OP(sinc, v == 0 ? (T)1 : m_sin((T)PI_D * v) / ((T)PI_D * v))
-U_OP(erfinv, erfinv((double)v))
-U_OP(digamma, ad_digamma((double)v))
-#define U_SPECIAL(name) U_OP(name, ad_sp_##name((double)v))
-AD_EW_SPECIAL_OPS(U_SPECIAL)
-U_OP(gelu_erf, (T)0.5 * v * ((T)1 + m_erf(v * (T)SQRT1_2_D)))
-U_OP(gelu_tanh, (T)0.5 * v * ((T)1 + m_tanh((T)SQRT_2_PI_D * (v + (T)0.044715 * v * v * v))))
-U_OP(floor, m_floor(v))
-U_OP(ceil, m_ceil(v))
-U_OP(round, m_rint(v))
-U_OP(trunc, m_trunc(v))
-U_OP(frac, v - m_trunc(v))
-
 #define UI_OP(name, EXPR, IEXPR)                                                          \
     struct op_##name {                                                                    \
         template <class T> __device__ static T f(T v) { return (T)(EXPR); }              \
         __device__ static int64_t f(int64_t v) { return IEXPR; }                         \
     };
-UI_OP(abs, m_fabs(v), v < 0 ? ad_wrap_neg(v) : v)
-UI_OP(neg, -v, ad_wrap_neg(v))
-UI_OP(sign, (v > 0) - (v < 0), (v > 0) - (v < 0)) // torch: sign(nan) is 0
-UI_OP(square, v * v, (int64_t)((uint64_t)v * (uint64_t)v))
-UI_OP(relu, v < 0 ? (T)0 : v, v > 0 ? v : 0) // keeps nan and -0.0
+#define U_SLEEF(name, ulp) U_OP(name, name(v))
+AD_EW_SLEEF_OPS(U_SLEEF)
+AD_EW_FLOAT_OPS(U_OP)
+#define U_SPECIAL(name) U_OP(name, ad_sp_##name((double)v))
+AD_EW_SPECIAL_OPS(U_SPECIAL)
+AD_EW_FLOAT_MODE_OPS(U_OP)
+AD_EW_ROUND_OPS(U_OP)
+AD_EW_SAME_OPS(UI_OP)
 
-struct op_isnan {
-    template <class T> __device__ static bool f(T v) { return isnan(v); }
-};
-struct op_isinf {
-    template <class T> __device__ static bool f(T v) { return isinf(v); }
-};
-struct op_isfinite {
-    template <class T> __device__ static bool f(T v) { return isfinite(v); }
-};
-struct op_logical_not {
-    __device__ static bool f(b8 v) { return !v; }
-};
+#define PRED_OP(name, EXPR, IEXPR)                                                        \
+    struct op_##name {                                                                    \
+        template <class T> __device__ static bool f(T v) { return EXPR; }                \
+    };
+AD_EW_PRED_OPS(PRED_OP)
+#define NOT_OP(name, EXPR)                                                                \
+    struct op_##name {                                                                    \
+        __device__ static bool f(b8 v) { return EXPR; }                                  \
+    };
+AD_EW_LOGICAL_NOT(NOT_OP)
 
 // ---- unary functors with parameters: f(v, p, q) -------------------------------
-
-template <class T> __device__ __forceinline__ T logit(T v, T eps) {
-    T z = eps < 0 ? v : v < eps ? eps : v > 1 - eps ? 1 - eps : v;
-    return m_log(z / (1 - z));
-}
 
 #define P_OP(name, EXPR)                                                                  \
     struct op_##name {                                                                    \
@@ -135,23 +99,16 @@ template <class T> __device__ __forceinline__ T logit(T v, T eps) {
             const T P = (T)p, Q = (T)q;                                                   \
             (void)P;                                                                      \
             (void)Q;                                                                      \
+            (void)q;                                                                      \
             return (T)(EXPR);                                                             \
         }                                                                                 \
     };
-P_OP(leaky_relu, v > 0 ? v : v * P)
-P_OP(elu, v > 0 ? v : P * m_expm1(v))
-P_OP(celu, v > 0 ? v : P * m_expm1(v / P)) // keeps nan, as torch
-P_OP(softplus, v * P > Q ? v : m_log1p(m_exp(v * P)) / P)
-P_OP(softshrink, v > P ? v - P : v < -P ? v + P : (T)0)
-P_OP(hardshrink, v >= -P && v <= P ? (T)0 : v)
-P_OP(logit, logit(v, P)) // p < 0: no eps
-P_OP(round_decimals, p >= 0 ? m_rint(v * Q) / Q : m_rint(v / Q) * Q)
-P_OP(polygamma, ad_polygamma((int)p, (double)v))
+AD_EW_PARAM_OPS(P_OP)
 
 // NaN passes through like torch.clamp; a NaN bound clamps nothing (fmin/fmax).
 struct op_clamp {
     template <class T> __device__ static T f(T v, double p, double q) {
-        return isnan(v) ? v : m_fmin(m_fmax(v, (T)p), (T)q);
+        return isnan(v) ? v : fmin(fmax(v, (T)p), (T)q);
     }
     __device__ static int64_t f(int64_t v, double p, double q) {
         const int64_t lo = p <= -0x1p63 ? INT64_MIN : (int64_t)p;
@@ -163,11 +120,6 @@ struct op_clamp {
 
 // ---- binary functors: f(a, b) -------------------------------------------------
 
-template <class T> __device__ __forceinline__ T fremainder(T a, T b) {
-    T r = m_fmod(a, b);
-    return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
-}
-
 #define B_OP(name, EXPR)                                                                  \
     struct op_##name {                                                                    \
         template <class T> __device__ static T f(T a, T b) { return (T)(EXPR); }         \
@@ -177,78 +129,53 @@ template <class T> __device__ __forceinline__ T fremainder(T a, T b) {
         template <class T> __device__ static T f(T a, T b) { return (T)(EXPR); }         \
         __device__ static int64_t f(int64_t a, int64_t b) { return IEXPR; }              \
     };
-BI_OP(add, a + b, (int64_t)((uint64_t)a + (uint64_t)b))
-BI_OP(sub, a - b, (int64_t)((uint64_t)a - (uint64_t)b))
-BI_OP(mul, a * b, (int64_t)((uint64_t)a * (uint64_t)b))
-BI_OP(maximum, isnan(a) ? a : isnan(b) ? b : a > b ? a : b, a > b ? a : b)
-BI_OP(minimum, isnan(a) ? a : isnan(b) ? b : a < b ? a : b, a < b ? a : b)
-BI_OP(remainder, fremainder(a, b), ad_iremainder(a, b))
-BI_OP(fmod, m_fmod(a, b), b == 0 || b == -1 ? 0 : a % b)
-BI_OP(div_trunc, m_trunc(a / b), b == -1 ? ad_wrap_neg(a) : b == 0 ? 0 : a / b)
-BI_OP(div_floor, ad_floordiv(a, b), ad_ifloordiv(a, b))
-/* the exponents the CPU computes exactly (kernels/scalar_math.h) are computed the same way here */
-__device__ __forceinline__ float pow_dev(float a, float b) {
-    float r;
-    return ad_pow_exact_f32(a, b, &r) ? r : m_pow(a, b);
-}
-__device__ __forceinline__ double pow_dev(double a, double b) {
-    double r;
-    return ad_pow_exact_f64(a, b, &r) ? r : m_pow(a, b);
-}
-BI_OP(pow, pow_dev(a, b), ad_ipow(a, b))
-B_OP(div, a / b)
-B_OP(atan2, m_atan2(a, b))
-B_OP(hypot, m_hypot(a, b))
-B_OP(copysign, m_copysign(a, b))
-B_OP(xlogy, isnan(b) ? b : a == 0 ? (T)0 : a * m_log(b))
+AD_EW_BINARY_ALL_OPS(BI_OP)
+AD_EW_BINARY_FLOAT_OPS(B_OP)
+// pow's int64 form is a kernel of its own on the CPU too
+struct op_pow_i64 {
+    __device__ static int64_t f(int64_t a, int64_t b) { return ad_ipow(a, b); }
+};
 #define B_SPECIAL(name) B_OP(name, AD_SP_B_##name(T, a, b))
 AD_EW_SPECIAL_BINARY_OPS(B_SPECIAL)
-B_OP(logaddexp, isinf(a) && a == b ? a : m_fmax(a, b) + m_log1p(m_exp(-m_fabs(a - b))))
-B_OP(sigmoid_backward, a * b * ((T)1 - b))
-B_OP(tanh_backward, a * ((T)1 - b * b))
 
 #define C_OP(name, EXPR)                                                                  \
     struct op_##name {                                                                    \
         template <class T> __device__ static bool f(T a, T b) { return EXPR; }           \
     };
-C_OP(eq, a == b)
-C_OP(ne, a != b)
-C_OP(lt, a < b)
-C_OP(le, a <= b)
-C_OP(gt, a > b)
-C_OP(ge, a >= b)
-C_OP(logical_and, a && b)
-C_OP(logical_or, a || b)
-C_OP(logical_xor, (a != 0) != (b != 0))
+AD_EW_COMPARE_OPS(C_OP)
+AD_EW_LOGICAL_OPS(C_OP)
 
 // ---- ternary functors: f(a, b, c), and addc: f(a, b, c, value) -----------------
 
-struct op_where {
-    template <class T> __device__ static T f(b8 a, T b, T c) { return a ? b : c; }
-};
-// torch's two-sided form keeps lerp exact at both ends.
-struct op_lerp {
-    template <class T> __device__ static T f(T a, T b, T c) {
-        return m_fabs(c) < 0.5 ? a + c * (b - a) : b - (b - a) * (1 - c);
-    }
-};
-struct op_clamp_t {
-    template <class T> __device__ static T f(T a, T b, T c) {
-        return isnan(a) ? a : isnan(b) ? b : isnan(c) ? c : m_fmin(m_fmax(a, b), c);
-    }
-    __device__ static int64_t f(int64_t a, int64_t b, int64_t c) {
-        return a < b ? b : a > c ? c : a;
-    }
-};
-struct op_addcmul {
-    template <class T> __device__ static T f(T a, T b, T c, T val) { return a + val * b * c; }
-    __device__ static int64_t f(int64_t a, int64_t b, int64_t c, int64_t val) {
-        return (int64_t)((uint64_t)a + (uint64_t)val * (uint64_t)b * (uint64_t)c);
-    }
-};
-struct op_addcdiv {
-    template <class T> __device__ static T f(T a, T b, T c, T val) { return a + val * b / c; }
-};
+#define W_OP(name, EXPR)                                                                  \
+    struct op_##name {                                                                    \
+        template <class T> __device__ static T f(b8 a, T b, T c) { return EXPR; }        \
+    };
+AD_EW_WHERE(W_OP)
+#define T_OP(name, EXPR)                                                                  \
+    struct op_##name {                                                                    \
+        template <class T> __device__ static T f(T a, T b, T c) { return (T)(EXPR); }    \
+    };
+#define TI_OP(name, EXPR, IEXPR)                                                          \
+    struct op_##name {                                                                    \
+        template <class T> __device__ static T f(T a, T b, T c) { return (T)(EXPR); }    \
+        __device__ static int64_t f(int64_t a, int64_t b, int64_t c) { return IEXPR; }   \
+    };
+AD_EW_LERP(T_OP)
+AD_EW_CLAMP_T(TI_OP)
+#define A_OP(name, EXPR)                                                                  \
+    struct op_##name {                                                                    \
+        template <class T> __device__ static T f(T a, T b, T c, T val) { return (T)(EXPR); } \
+    };
+#define AI_OP(name, EXPR, IEXPR)                                                          \
+    struct op_##name {                                                                    \
+        template <class T> __device__ static T f(T a, T b, T c, T val) { return (T)(EXPR); } \
+        __device__ static int64_t f(int64_t a, int64_t b, int64_t c, int64_t val) { return IEXPR; } \
+    };
+AD_EW_ADDCMUL(AI_OP)
+AD_EW_ADDCDIV(A_OP)
+
+} // namespace ewm
 
 // ---- kernels, one per shape -----------------------------------------------------
 
@@ -336,60 +263,69 @@ struct ew_row {
 
 #define ROW(name, sfx, shape, fn) {#name "_" #sfx, shape, fn},
 #define ROWS_F(name)                                                                      \
-    ROW(name, f32, SH_UNARY, (l_unary<op_##name, float, float>))                          \
-    ROW(name, f64, SH_UNARY, (l_unary<op_##name, double, double>))
+    ROW(name, f32, SH_UNARY, (l_unary<ewm::op_##name, float, float>))                          \
+    ROW(name, f64, SH_UNARY, (l_unary<ewm::op_##name, double, double>))
 #define ROWS_SLEEF(name, ulp) ROWS_F(name)
-#define ROWS_FI(name) ROWS_F(name) ROW(name, i64, SH_UNARY, (l_unary<op_##name, int64_t, int64_t>))
+#define ROWS_FI(name) ROWS_F(name) ROW(name, i64, SH_UNARY, (l_unary<ewm::op_##name, int64_t, int64_t>))
 #define ROWS_P(name)                                                                      \
-    ROW(name, f32, SH_PARAM, (l_param<op_##name, float>))                                 \
-    ROW(name, f64, SH_PARAM, (l_param<op_##name, double>))
+    ROW(name, f32, SH_PARAM, (l_param<ewm::op_##name, float>))                                 \
+    ROW(name, f64, SH_PARAM, (l_param<ewm::op_##name, double>))
 #define ROWS_PRED(name)                                                                   \
-    ROW(name, f32, SH_UNARY, (l_unary<op_##name, float, b8>))                             \
-    ROW(name, f64, SH_UNARY, (l_unary<op_##name, double, b8>))
+    ROW(name, f32, SH_UNARY, (l_unary<ewm::op_##name, float, b8>))                             \
+    ROW(name, f64, SH_UNARY, (l_unary<ewm::op_##name, double, b8>))
 #define ROWS_BF(name)                                                                     \
-    ROW(name, f32, SH_BINARY, (l_binary<op_##name, float, float>))                        \
-    ROW(name, f64, SH_BINARY, (l_binary<op_##name, double, double>))
+    ROW(name, f32, SH_BINARY, (l_binary<ewm::op_##name, float, float>))                        \
+    ROW(name, f64, SH_BINARY, (l_binary<ewm::op_##name, double, double>))
 #define ROWS_BFI(name)                                                                    \
-    ROWS_BF(name) ROW(name, i64, SH_BINARY, (l_binary<op_##name, int64_t, int64_t>))
+    ROWS_BF(name) ROW(name, i64, SH_BINARY, (l_binary<ewm::op_##name, int64_t, int64_t>))
 #define ROWS_CMP(name)                                                                    \
-    ROW(name, f32, SH_BINARY, (l_binary<op_##name, float, b8>))                           \
-    ROW(name, f64, SH_BINARY, (l_binary<op_##name, double, b8>))                          \
-    ROW(name, i64, SH_BINARY, (l_binary<op_##name, int64_t, b8>))
-#define ROWS_LOGIC(name) ROW(name, b8, SH_BINARY, (l_binary<op_##name, b8, b8>))
+    ROW(name, f32, SH_BINARY, (l_binary<ewm::op_##name, float, b8>))                           \
+    ROW(name, f64, SH_BINARY, (l_binary<ewm::op_##name, double, b8>))                          \
+    ROW(name, i64, SH_BINARY, (l_binary<ewm::op_##name, int64_t, b8>))
+#define ROWS_LOGIC(name) ROW(name, b8, SH_BINARY, (l_binary<ewm::op_##name, b8, b8>))
+// adapters for kernels/ew_table.h's rows, X(name, formula...)
+#define ROWS_F_(name, ...) ROWS_F(name)
+#define ROWS_FI_(name, ...) ROWS_FI(name)
+#define ROWS_P_(name, ...) ROWS_P(name)
+#define ROWS_PRED_(name, ...) ROWS_PRED(name)
+#define ROWS_BF_(name, ...) ROWS_BF(name)
+#define ROWS_BFI_(name, ...) ROWS_BFI(name)
+#define ROWS_CMP_(name, ...) ROWS_CMP(name)
+#define ROWS_LOGIC_(name, ...) ROWS_LOGIC(name)
 
 const ew_row EW_ROWS[] = {
     AD_EW_SLEEF_OPS(ROWS_SLEEF)
-    AD_EW_FLOAT_OPS(ROWS_F)
+    AD_EW_FLOAT_OPS(ROWS_F_)
     AD_EW_SPECIAL_OPS(ROWS_F)
-    AD_EW_FLOAT_MODE_OPS(ROWS_F)
-    AD_EW_SAME_OPS(ROWS_FI)
-    AD_EW_ROUND_OPS(ROWS_F)
-    AD_EW_PARAM_OPS(ROWS_P)
-    AD_EW_PRED_OPS(ROWS_PRED)
-    AD_EW_BINARY_ALL_OPS(ROWS_BFI)
-    AD_EW_BINARY_FLOAT_OPS(ROWS_BF)
+    AD_EW_FLOAT_MODE_OPS(ROWS_F_)
+    AD_EW_SAME_OPS(ROWS_FI_)
+    AD_EW_ROUND_OPS(ROWS_F_)
+    AD_EW_PARAM_OPS(ROWS_P_)
+    AD_EW_PRED_OPS(ROWS_PRED_)
+    AD_EW_BINARY_ALL_OPS(ROWS_BFI_)
+    AD_EW_BINARY_FLOAT_OPS(ROWS_BF_)
     AD_EW_SPECIAL_BINARY_OPS(ROWS_BF)
-    AD_EW_COMPARE_OPS(ROWS_CMP)
-    AD_EW_LOGICAL_OPS(ROWS_LOGIC)
-    ROW(pow, i64, SH_BINARY, (l_binary<op_pow, int64_t, int64_t>))
-    ROW(logical_not, b8, SH_UNARY, (l_unary<op_logical_not, b8, b8>))
-    ROW(clamp, f32, SH_PARAM, (l_param<op_clamp, float>))
-    ROW(clamp, f64, SH_PARAM, (l_param<op_clamp, double>))
-    ROW(clamp, i64, SH_PARAM, (l_param<op_clamp, int64_t>))
-    ROW(where, f32, SH_TERNARY, (l_ternary<op_where, b8, float>))
-    ROW(where, f64, SH_TERNARY, (l_ternary<op_where, b8, double>))
-    ROW(where, i64, SH_TERNARY, (l_ternary<op_where, b8, int64_t>))
-    ROW(where, b8, SH_TERNARY, (l_ternary<op_where, b8, b8>))
-    ROW(lerp, f32, SH_TERNARY, (l_ternary<op_lerp, float, float>))
-    ROW(lerp, f64, SH_TERNARY, (l_ternary<op_lerp, double, double>))
-    ROW(clamp_t, f32, SH_TERNARY, (l_ternary<op_clamp_t, float, float>))
-    ROW(clamp_t, f64, SH_TERNARY, (l_ternary<op_clamp_t, double, double>))
-    ROW(clamp_t, i64, SH_TERNARY, (l_ternary<op_clamp_t, int64_t, int64_t>))
-    ROW(addcmul, f32, SH_ADDC, (l_addc<op_addcmul, float>))
-    ROW(addcmul, f64, SH_ADDC, (l_addc<op_addcmul, double>))
-    ROW(addcmul, i64, SH_ADDC, (l_addc<op_addcmul, int64_t>))
-    ROW(addcdiv, f32, SH_ADDC, (l_addc<op_addcdiv, float>))
-    ROW(addcdiv, f64, SH_ADDC, (l_addc<op_addcdiv, double>))
+    AD_EW_COMPARE_OPS(ROWS_CMP_)
+    AD_EW_LOGICAL_OPS(ROWS_LOGIC_)
+    ROW(pow, i64, SH_BINARY, (l_binary<ewm::op_pow_i64, int64_t, int64_t>))
+    ROW(logical_not, b8, SH_UNARY, (l_unary<ewm::op_logical_not, b8, b8>))
+    ROW(clamp, f32, SH_PARAM, (l_param<ewm::op_clamp, float>))
+    ROW(clamp, f64, SH_PARAM, (l_param<ewm::op_clamp, double>))
+    ROW(clamp, i64, SH_PARAM, (l_param<ewm::op_clamp, int64_t>))
+    ROW(where, f32, SH_TERNARY, (l_ternary<ewm::op_where, b8, float>))
+    ROW(where, f64, SH_TERNARY, (l_ternary<ewm::op_where, b8, double>))
+    ROW(where, i64, SH_TERNARY, (l_ternary<ewm::op_where, b8, int64_t>))
+    ROW(where, b8, SH_TERNARY, (l_ternary<ewm::op_where, b8, b8>))
+    ROW(lerp, f32, SH_TERNARY, (l_ternary<ewm::op_lerp, float, float>))
+    ROW(lerp, f64, SH_TERNARY, (l_ternary<ewm::op_lerp, double, double>))
+    ROW(clamp_t, f32, SH_TERNARY, (l_ternary<ewm::op_clamp_t, float, float>))
+    ROW(clamp_t, f64, SH_TERNARY, (l_ternary<ewm::op_clamp_t, double, double>))
+    ROW(clamp_t, i64, SH_TERNARY, (l_ternary<ewm::op_clamp_t, int64_t, int64_t>))
+    ROW(addcmul, f32, SH_ADDC, (l_addc<ewm::op_addcmul, float>))
+    ROW(addcmul, f64, SH_ADDC, (l_addc<ewm::op_addcmul, double>))
+    ROW(addcmul, i64, SH_ADDC, (l_addc<ewm::op_addcmul, int64_t>))
+    ROW(addcdiv, f32, SH_ADDC, (l_addc<ewm::op_addcdiv, float>))
+    ROW(addcdiv, f64, SH_ADDC, (l_addc<ewm::op_addcdiv, double>))
 };
 
 const ew_row *ew_find(const char *name) {

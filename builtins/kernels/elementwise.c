@@ -1,5 +1,5 @@
 /* kernels/elementwise.c: the elementwise kernels over contiguous arrays,
- * generated per dtype from the op lists of kernels/elementwise.h. */
+ * generated per dtype from the rows of kernels/ew_table.h. */
 #include "kernels/elementwise.h"
 
 #include <string.h>
@@ -20,13 +20,6 @@
 /* Elements handed to one SLEEF block call: small enough to stay in L1/L2,
  * large enough that the per-block dispatch is free. */
 #define AD_EW_BLOCK 4096
-
-#define AD_PI 3.14159265358979323846
-#define AD_SQRT1_2 0.70710678118654752440
-#define AD_SQRT_2_PI 0.79788456080286535588  /* sqrt(2 / pi) */
-#define AD_SELU_ALPHA 1.6732632423543772848170429916717
-#define AD_SELU_SCALE 1.0507009873554804934193349852946
-#define AD_SOFTPLUS_THRESHOLD 20
 
 /* One vectorisable loop over n elements with 'i' in scope. Parallelism is
  * the caller's (bi_elementwise.c splits large calls into chunks): an OpenMP
@@ -188,52 +181,24 @@ AD_EW_SLEEF_OPS(AD_EW_SLEEF_DEF)
 AD_EW_ARC_HYP(float, f32, AD_EW_HUGE_F32)
 AD_EW_ARC_HYP(double, f64, AD_EW_HUGE_F64)
 
-/* ---- unary ops from expressions over 'v' of type T ---- */
+/* ---- unary ops from the table's formulas over 'v' of type T ---- */
 
-#define AD_EW_MAP(name, T, sfx, OT, EXPR) \
-    void ad_k_##name##_##sfx(OT *out, const T *x, int64_t n) { \
+/* T is a typedef in each kernel because the formula is a macro argument,
+ * where a macro parameter named T would not reach; <tgmath.h> then picks
+ * the float or double function from T as the CUDA overloads and export_c do. */
+#define AD_EW_MAP(name, TT, sfx, OT, EXPR) \
+    void ad_k_##name##_##sfx(OT *out, const TT *x, int64_t n) { \
+        typedef TT T; (void)sizeof(T); \
         AD_EW_FOR(n) { const T v = x[i]; out[i] = (OT)(EXPR); } }
+/* The same with an AVX2 copy (the simple ops that vectorise; compile()'s
+ * fuser calls these too). */
+#define AD_EW_MAP_SIMD(name, TT, sfx, OT, EXPR) AD_SIMD_CLONES AD_EW_MAP(name, TT, sfx, OT, EXPR)
 
-/* exp in the element's own precision: a float32 sigmoid through double exp
- * was the single hottest function of an LSTM step. */
-#define EXP_T(T, x) (sizeof(T) == sizeof(float) ? (T)expf((float)(x)) : (T)exp((double)(x)))
-#define F_rsqrt(T, v) ((T)1 / sqrt(v))
-#define F_sigmoid(T, v) ((T)1 / ((T)1 + EXP_T(T, -(v))))
-#define F_silu(T, v) ((v) / ((T)1 + EXP_T(T, -(v))))
-#define F_softplus1(T, v) ((v) > AD_SOFTPLUS_THRESHOLD ? (v) : log1p(exp(v)))
-#define F_mish(T, v) ((v) * tanh(F_softplus1(T, v)))
-#define F_selu(T, v) ((T)AD_SELU_SCALE * ((v) > 0 ? (v) : (T)AD_SELU_ALPHA * expm1(v)))
-#define F_gelu_erf(T, v) ((T)0.5 * (v) * ((T)1 + erf((v) * (T)AD_SQRT1_2)))
-#define F_gelu_tanh(T, v) \
-    ((T)0.5 * (v) * ((T)1 + tanh((T)AD_SQRT_2_PI * ((v) + (T)0.044715 * (v) * (v) * (v)))))
-#define F_hardsigmoid(T, v) ((v) <= -3 ? (T)0 : (v) >= 3 ? (T)1 : (v) / (T)6 + (T)0.5)
-#define F_hardswish(T, v) ((v) * fmin(fmax((v) + (T)3, (T)0), (T)6) / (T)6)
-#define F_log_sigmoid(T, v) (fmin((v), (T)0) - log1p(exp(-fabs(v))))
-#define F_reciprocal(T, v) ((T)1 / (v))
-#define F_sinc(T, v) ((v) == 0 ? (T)1 : sin((T)AD_PI * (v)) / ((T)AD_PI * (v)))
-#define F_erfinv(T, v) ((T)ad_erfinv(v))
-#define F_digamma(T, v) ((T)ad_digamma(v))
-#define F_abs(T, v) fabs(v)
-#define F_neg(T, v) (-(v))
-#define F_sign(T, v) ((T)(((v) > 0) - ((v) < 0)))  /* torch: sign(nan) is 0 */
-#define F_square(T, v) ((v) * (v))
-#define F_relu(T, v) ((v) < 0 ? (T)0 : (v))  /* keeps nan and -0.0 */
-#define F_floor(T, v) floor(v)
-#define F_ceil(T, v) ceil(v)
-#define F_round(T, v) nearbyint(v)
-#define F_trunc(T, v) trunc(v)
-#define F_frac(T, v) ((v) - trunc(v))
-#define I_abs(v) ((v) < 0 ? ad_wrap_neg(v) : (v))
-#define I_neg(v) ad_wrap_neg(v)
-#define I_sign(v) (((v) > 0) - ((v) < 0))
-#define I_square(v) ((int64_t)((uint64_t)(v) * (uint64_t)(v)))
-#define I_relu(v) ((v) > 0 ? (v) : 0)
-
-#define AD_EW_GEN_F(name) \
-    AD_EW_MAP(name, float, f32, float, F_##name(float, v)) \
-    AD_EW_MAP(name, double, f64, double, F_##name(double, v))
-#define AD_EW_GEN_FI(name) AD_EW_GEN_F(name) AD_EW_MAP(name, int64_t, i64, int64_t, I_##name(v))
-#define AD_EW_GEN_PRED(name) AD_EW_MAP(name, float, f32, bool, name(v)) AD_EW_MAP(name, double, f64, bool, name(v))
+#define AD_EW_GEN_F(name, EXPR) AD_EW_MAP(name, float, f32, float, EXPR) AD_EW_MAP(name, double, f64, double, EXPR)
+#define AD_EW_GEN_FI(name, EXPR, IEXPR) \
+    AD_EW_MAP_SIMD(name, float, f32, float, EXPR) AD_EW_MAP_SIMD(name, double, f64, double, EXPR) \
+    AD_EW_MAP_SIMD(name, int64_t, i64, int64_t, IEXPR)
+#define AD_EW_GEN_PRED(name, EXPR, IEXPR) AD_EW_MAP(name, float, f32, bool, EXPR) AD_EW_MAP(name, double, f64, bool, EXPR)
 
 AD_EW_FLOAT_OPS(AD_EW_GEN_F)
 #define AD_EW_GEN_SPECIAL(name) \
@@ -243,38 +208,17 @@ AD_EW_FLOAT_MODE_OPS(AD_EW_GEN_F)
 AD_EW_SAME_OPS(AD_EW_GEN_FI)
 AD_EW_ROUND_OPS(AD_EW_GEN_F)
 AD_EW_PRED_OPS(AD_EW_GEN_PRED)
-AD_EW_MAP(logical_not, bool, b8, bool, !v)
+#define AD_EW_GEN_NOT(name, EXPR) AD_EW_MAP(name, bool, b8, bool, EXPR)
+AD_EW_LOGICAL_NOT(AD_EW_GEN_NOT)
 
 /* ---- unary ops with parameters p, q ---- */
 
-#define AD_EW_MAP_P(name, T, sfx, EXPR) \
-    void ad_k_##name##_##sfx(T *out, const T *x, int64_t n, double p, double q) { \
-        const T P = (T)p, Q = (T)q; (void)P; (void)Q; \
+#define AD_EW_MAP_P(name, TT, sfx, EXPR) \
+    void ad_k_##name##_##sfx(TT *out, const TT *x, int64_t n, double p, double q) { \
+        typedef TT T; const T P = (T)p, Q = (T)q; (void)P; (void)Q; (void)q; \
         AD_EW_FOR(n) { const T v = x[i]; out[i] = (T)(EXPR); } }
 
-#define P_leaky_relu(T) (v > 0 ? v : v * P)
-#define P_elu(T) (v > 0 ? v : P * expm1(v))
-#define P_celu(T) (v > 0 ? v : P * expm1(v / P))  /* keeps nan, as torch */
-#define P_softplus(T) (v * P > Q ? v : log1p(exp(v * P)) / P)
-#define P_softshrink(T) (v > P ? v - P : v < -P ? v + P : (T)0)
-#define P_hardshrink(T) (v >= -P && v <= P ? (T)0 : v)
-/* p < 0 means no eps. */
-#define P_logit(T) (ad_logit_##T(v, P))
-/* p is the number of decimals; negative rounds to tens, hundreds... */
-#define P_round_decimals(T) (p >= 0 ? nearbyint(v * Q) / Q : nearbyint(v / Q) * Q)
-/* p is the order n, a non-negative integer checked by the builtin. */
-#define P_polygamma(T) ad_polygamma((int)p, (double)v)
-
-static inline float ad_logit_float(float v, float eps) {
-    float z = eps < 0 ? v : v < eps ? eps : v > 1 - eps ? 1 - eps : v;
-    return logf(z / (1 - z));
-}
-static inline double ad_logit_double(double v, double eps) {
-    double z = eps < 0 ? v : v < eps ? eps : v > 1 - eps ? 1 - eps : v;
-    return log(z / (1 - z));
-}
-
-#define AD_EW_GEN_P(name) AD_EW_MAP_P(name, float, f32, P_##name(float)) AD_EW_MAP_P(name, double, f64, P_##name(double))
+#define AD_EW_GEN_P(name, EXPR) AD_EW_MAP_P(name, float, f32, EXPR) AD_EW_MAP_P(name, double, f64, EXPR)
 AD_EW_PARAM_OPS(AD_EW_GEN_P)
 
 /* NaN passes through like torch.clamp. */
@@ -290,67 +234,17 @@ void ad_k_clamp_i64(int64_t *out, const int64_t *x, int64_t n, double p, double 
 
 /* Four loops so the common cases keep unit strides and vectorize; an AVX2
  * copy of each, as torch dispatches on the CPU (the SSE2 baseline has half
- * the lanes). */
-#define AD_EW_BIN(name, T, sfx, OT, EXPR) \
-    AD_SIMD_CLONES void ad_k_##name##_##sfx(OT *out, const T *pa, int64_t sa, const T *pb, int64_t sb, int64_t n) { \
+ * the lanes). compile()'s fuser (vm/jit/fuse.c) calls these. */
+#define AD_EW_BIN(name, TT, sfx, OT, EXPR) \
+    AD_SIMD_CLONES void ad_k_##name##_##sfx(OT *out, const TT *pa, int64_t sa, const TT *pb, int64_t sb, int64_t n) { \
+        typedef TT T; (void)sizeof(T); \
         if (sa && sb) { AD_EW_FOR(n) { const T a = pa[i], b = pb[i]; out[i] = (OT)(EXPR); } } \
         else if (sb) { const T a = pa[0]; AD_EW_FOR(n) { const T b = pb[i]; out[i] = (OT)(EXPR); } } \
         else if (sa) { const T b = pb[0]; AD_EW_FOR(n) { const T a = pa[i]; out[i] = (OT)(EXPR); } } \
         else if (n > 0) { const T a = pa[0], b = pb[0]; out[0] = (OT)(EXPR); for (int64_t i = 1; i < n; i++) out[i] = out[0]; } }
 
-#define F_add(T) (a + b)
-#define F_sub(T) (a - b)
-#define F_mul(T) (a * b)
-#define F_maximum(T) (isnan(a) ? a : isnan(b) ? b : a > b ? a : b)
-#define F_minimum(T) (isnan(a) ? a : isnan(b) ? b : a < b ? a : b)
-#define F_remainder(T) ad_fremainder_##T(a, b)
-#define F_fmod(T) fmod(a, b)
-#define F_div_trunc(T) trunc(a / b)
-#define F_div_floor(T) ((T)ad_floordiv(a, b))
-#define F_div(T) (a / b)
-#define F_pow(T) ad_pow_##T(a, b)
-#define F_atan2(T) atan2(a, b)
-#define F_hypot(T) hypot(a, b)
-#define F_copysign(T) copysign(a, b)
-#define F_xlogy(T) (isnan(b) ? b : a == 0 ? (T)0 : a * log(b))
-#define F_logaddexp(T) (isinf(a) && a == b ? a : fmax(a, b) + log1p(exp(-fabs(a - b))))
-/* The VJPs of sigmoid and tanh from their output (grad a, output b): one
- * pass instead of three ops, as in torch. */
-#define F_sigmoid_backward(T) (a * b * ((T)1 - b))
-#define F_tanh_backward(T) (a * ((T)1 - b * b))
-#define I_add(T) ((int64_t)((uint64_t)a + (uint64_t)b))
-#define I_sub(T) ((int64_t)((uint64_t)a - (uint64_t)b))
-#define I_mul(T) ((int64_t)((uint64_t)a * (uint64_t)b))
-#define I_maximum(T) (a > b ? a : b)
-#define I_minimum(T) (a < b ? a : b)
-#define I_remainder(T) ad_iremainder(a, b)
-#define I_fmod(T) (b == 0 || b == -1 ? 0 : a % b)
-#define I_div_trunc(T) (b == -1 ? ad_wrap_neg(a) : b == 0 ? 0 : a / b)
-#define I_div_floor(T) ad_ifloordiv(a, b)
-
-/* pow: the exponents of kernels/scalar_math.h's ad_pow_exact without libm; the branch on b is
- * predicted when b is one scalar for the whole loop. float keeps pow in double. */
-static inline double ad_pow_double(double a, double b) {
-    double r;
-    return ad_pow_exact_f64(a, b, &r) ? r : pow(a, b);
-}
-static inline float ad_pow_float(float a, float b) {
-    float r;
-    return ad_pow_exact_f32(a, b, &r) ? r : (float)pow(a, b);
-}
-
-static inline float ad_fremainder_float(float a, float b) {
-    float r = fmodf(a, b);
-    return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
-}
-static inline double ad_fremainder_double(double a, double b) {
-    double r = fmod(a, b);
-    return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
-}
-
-#define AD_EW_GEN_BF(name) \
-    AD_EW_BIN(name, float, f32, float, F_##name(float)) AD_EW_BIN(name, double, f64, double, F_##name(double))
-#define AD_EW_GEN_BFI(name) AD_EW_GEN_BF(name) AD_EW_BIN(name, int64_t, i64, int64_t, I_##name(int64_t))
+#define AD_EW_GEN_BF(name, EXPR) AD_EW_BIN(name, float, f32, float, EXPR) AD_EW_BIN(name, double, f64, double, EXPR)
+#define AD_EW_GEN_BFI(name, EXPR, IEXPR) AD_EW_GEN_BF(name, EXPR) AD_EW_BIN(name, int64_t, i64, int64_t, IEXPR)
 AD_EW_BINARY_ALL_OPS(AD_EW_GEN_BFI)
 /* pow's generated loops become the general case of the kernels below */
 #define ad_k_pow_f32 ad_k_pow_any_f32
@@ -376,49 +270,34 @@ AD_EW_SPECIAL_BINARY_OPS(AD_EW_GEN_SPECIAL_BF)
 AD_EW_POW_FAST(float, f32)
 AD_EW_POW_FAST(double, f64)
 
-#define C_eq (a == b)
-#define C_ne (a != b)
-#define C_lt (a < b)
-#define C_le (a <= b)
-#define C_gt (a > b)
-#define C_ge (a >= b)
-#define AD_EW_GEN_CMP(name) \
-    AD_EW_BIN(name, float, f32, bool, C_##name) AD_EW_BIN(name, double, f64, bool, C_##name) \
-    AD_EW_BIN(name, int64_t, i64, bool, C_##name)
+#define AD_EW_GEN_CMP(name, EXPR) \
+    AD_EW_BIN(name, float, f32, bool, EXPR) AD_EW_BIN(name, double, f64, bool, EXPR) AD_EW_BIN(name, int64_t, i64, bool, EXPR)
 AD_EW_COMPARE_OPS(AD_EW_GEN_CMP)
 
-#define L_logical_and (a && b)
-#define L_logical_or (a || b)
-#define L_logical_xor (a != b)
-#define AD_EW_GEN_LOGIC(name) AD_EW_BIN(name, bool, b8, bool, L_##name)
+#define AD_EW_GEN_LOGIC(name, EXPR) AD_EW_BIN(name, bool, b8, bool, EXPR)
 AD_EW_LOGICAL_OPS(AD_EW_GEN_LOGIC)
 
 /* ---- ternary ops: general strides (0 or 1) on all three inputs ---- */
 
-#define AD_EW_TERN(name, T, sfx, CT, EXPR) \
-    void ad_k_##name##_##sfx(T *out, const CT *pa, int64_t sa, const T *pb, int64_t sb, const T *pc, int64_t sc, int64_t n) { \
+#define AD_EW_TERN(name, TT, sfx, CT, EXPR) \
+    void ad_k_##name##_##sfx(TT *out, const CT *pa, int64_t sa, const TT *pb, int64_t sb, const TT *pc, int64_t sc, int64_t n) { \
+        typedef TT T; (void)sizeof(T); \
         AD_EW_FOR(n) { const CT a = pa[i * sa]; const T b = pb[i * sb], c = pc[i * sc]; out[i] = (T)(EXPR); } }
 
-AD_EW_TERN(where, float, f32, bool, a ? b : c)
-AD_EW_TERN(where, double, f64, bool, a ? b : c)
-AD_EW_TERN(where, int64_t, i64, bool, a ? b : c)
-AD_EW_TERN(where, bool, b8, bool, a ? b : c)
-/* torch's two-sided form keeps lerp exact at both ends. */
-#define T_lerp (fabs(c) < 0.5 ? a + c * (b - a) : b - (b - a) * (1 - c))
-AD_EW_TERN(lerp, float, f32, float, T_lerp)
-AD_EW_TERN(lerp, double, f64, double, T_lerp)
-#define T_clamp (isnan(a) ? a : isnan(b) ? b : isnan(c) ? c : fmin(fmax(a, b), c))
-AD_EW_TERN(clamp_t, float, f32, float, T_clamp)
-AD_EW_TERN(clamp_t, double, f64, double, T_clamp)
-AD_EW_TERN(clamp_t, int64_t, i64, int64_t, a < b ? b : a > c ? c : a)
+#define AD_EW_GEN_WHERE(name, EXPR) \
+    AD_EW_TERN(name, float, f32, bool, EXPR) AD_EW_TERN(name, double, f64, bool, EXPR) \
+    AD_EW_TERN(name, int64_t, i64, bool, EXPR) AD_EW_TERN(name, bool, b8, bool, EXPR)
+AD_EW_WHERE(AD_EW_GEN_WHERE)
+#define AD_EW_GEN_TERN_F(name, EXPR) AD_EW_TERN(name, float, f32, float, EXPR) AD_EW_TERN(name, double, f64, double, EXPR)
+#define AD_EW_GEN_TERN_FI(name, EXPR, IEXPR) AD_EW_GEN_TERN_F(name, EXPR) AD_EW_TERN(name, int64_t, i64, int64_t, IEXPR)
+AD_EW_LERP(AD_EW_GEN_TERN_F)
+AD_EW_CLAMP_T(AD_EW_GEN_TERN_FI)
 
-#define AD_EW_ADDC(name, T, sfx, EXPR) \
-    void ad_k_##name##_##sfx(T *out, const T *pa, int64_t sa, const T *pb, int64_t sb, const T *pc, int64_t sc, int64_t n, double value) { \
-        const T val = (T)value; \
+#define AD_EW_ADDC(name, TT, sfx, EXPR) \
+    void ad_k_##name##_##sfx(TT *out, const TT *pa, int64_t sa, const TT *pb, int64_t sb, const TT *pc, int64_t sc, int64_t n, double value) { \
+        typedef TT T; const T val = (T)value; \
         AD_EW_FOR(n) { const T a = pa[i * sa], b = pb[i * sb], c = pc[i * sc]; out[i] = (T)(EXPR); } }
-
-AD_EW_ADDC(addcmul, float, f32, a + val * b * c)
-AD_EW_ADDC(addcmul, double, f64, a + val * b * c)
-AD_EW_ADDC(addcmul, int64_t, i64, (int64_t)((uint64_t)a + (uint64_t)val * (uint64_t)b * (uint64_t)c))
-AD_EW_ADDC(addcdiv, float, f32, a + val * b / c)
-AD_EW_ADDC(addcdiv, double, f64, a + val * b / c)
+#define AD_EW_GEN_ADDC_F(name, EXPR) AD_EW_ADDC(name, float, f32, EXPR) AD_EW_ADDC(name, double, f64, EXPR)
+#define AD_EW_GEN_ADDC_FI(name, EXPR, IEXPR) AD_EW_GEN_ADDC_F(name, EXPR) AD_EW_ADDC(name, int64_t, i64, IEXPR)
+AD_EW_ADDCMUL(AD_EW_GEN_ADDC_FI)
+AD_EW_ADDCDIV(AD_EW_GEN_ADDC_F)

@@ -1,7 +1,13 @@
 /* kernels/scalar_math.h: scalar functions with one definition for the CPU kernels
- * (builtins/kernels/elementwise.c) and the CUDA module (cuda/tensor_kernels.cu),
- * so both devices compute the same values: Python's integer and float floor
- * division and remainder, integer powers, the exact float powers. */
+ * (builtins/kernels/elementwise.c), the CUDA module (cuda/tensor_kernels.cu)
+ * and the C that export_c writes, so all compute the same values: Python's
+ * integer and float floor division and remainder, integer powers, the exact
+ * float powers, logit. The formulas of kernels/ew_table.h call them.
+ *
+ * export_c copies the functions an exported program calls into the file it
+ * writes (vm/export/lower_special.c), as it does special_math.h's: keep every
+ * function 'AD_SPECIAL_FN type name(...) {' up to its matching '}', plain C99
+ * over <math.h> and <stdint.h>. */
 #ifndef AD_SCALAR_MATH_H
 #define AD_SCALAR_MATH_H
 
@@ -77,5 +83,52 @@ AD_SPECIAL_FN double ad_floordiv(double a, double b) {
     double fl = floor(div);
     return div - fl > 0.5 ? fl + 1 : fl;
 }
+
+/* Python's a % b for floats: the sign of b. */
+AD_SPECIAL_FN float ad_fremainder_f32(float a, float b) {
+    float r = fmodf(a, b);
+    return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
+}
+AD_SPECIAL_FN double ad_fremainder_f64(double a, double b) {
+    double r = fmod(a, b);
+    return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
+}
+
+/* pow: the exponents of ad_pow_exact without libm; the branch on b is
+ * predicted when b is one scalar for the whole loop. */
+AD_SPECIAL_FN float ad_pow_f32(float a, float b) {
+    float r;
+    return ad_pow_exact_f32(a, b, &r) ? r : powf(a, b);
+}
+AD_SPECIAL_FN double ad_pow_f64(double a, double b) {
+    double r;
+    return ad_pow_exact_f64(a, b, &r) ? r : pow(a, b);
+}
+
+/* log(z / (1 - z)), z the input clamped to [eps, 1 - eps]; eps < 0 means no eps. */
+AD_SPECIAL_FN float ad_logit_f32(float v, float eps) {
+    float z = eps < 0 ? v : v < eps ? eps : v > 1 - eps ? 1 - eps : v;
+    return logf(z / (1 - z));
+}
+AD_SPECIAL_FN double ad_logit_f64(double v, double eps) {
+    double z = eps < 0 ? v : v < eps ? eps : v > 1 - eps ? 1 - eps : v;
+    return log(z / (1 - z));
+}
+
+/* The type-generic names kernels/ew_table.h's formulas call: overloads in the
+ * CUDA module, _Generic in C; export_c writes the _f32/_f64 name itself. */
+#ifdef __cplusplus
+#define AD_SCALAR_OVERLOAD AD_SPECIAL_FN /* not a line export_c copies */
+AD_SCALAR_OVERLOAD float ad_fremainder(float a, float b) { return ad_fremainder_f32(a, b); }
+AD_SCALAR_OVERLOAD double ad_fremainder(double a, double b) { return ad_fremainder_f64(a, b); }
+AD_SCALAR_OVERLOAD float ad_pow(float a, float b) { return ad_pow_f32(a, b); }
+AD_SCALAR_OVERLOAD double ad_pow(double a, double b) { return ad_pow_f64(a, b); }
+AD_SCALAR_OVERLOAD float ad_logit(float v, float eps) { return ad_logit_f32(v, eps); }
+AD_SCALAR_OVERLOAD double ad_logit(double v, double eps) { return ad_logit_f64(v, eps); }
+#else
+#define ad_fremainder(a, b) _Generic((a), float: ad_fremainder_f32, default: ad_fremainder_f64)(a, b)
+#define ad_pow(a, b) _Generic((a), float: ad_pow_f32, default: ad_pow_f64)(a, b)
+#define ad_logit(v, eps) _Generic((v), float: ad_logit_f32, default: ad_logit_f64)(v, eps)
+#endif
 
 #endif /* AD_SCALAR_MATH_H */

@@ -45,7 +45,7 @@ static const char *const EXACT_OPS[] = {
     "fmod", "div_trunc", "div_floor", "copysign", "where", "lerp", "clamp_t", "addcmul",
     "addcdiv", NULL};
 
-#define NAME_STR(name) #name,
+#define NAME_STR(name, ...) #name,
 static const char *const BOOL_OUT_OPS[] = {AD_EW_PRED_OPS(NAME_STR) AD_EW_COMPARE_OPS(NAME_STR) NULL};
 
 static const double F_SPECIAL[] = {0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 1.0, -1.0, 3.0, -3.0,

@@ -274,6 +274,7 @@ static void render(ad_xctx *ctx, const xnest *e, const char *t, const char *elem
         if (*p != '$') { ad_buf_add(b, p, 1); continue; }
         char c = *++p;
         if (c >= '0' && c <= '9') operand_expr(ctx, e, &e->op[c - '0'], b);
+        else if (c == 'C') { ad_export_render_c(ctx, e, p + 1, b); return; }
         else if (c == 'F') ad_buf_puts(b, e->ct == AD_FLOAT32 ? "f" : "");
         else if (c == 'T') ad_buf_puts(b, ad_export_ctype(e->ct));
         else if (c == 'A') ad_buf_puts(b, ad_export_ctype(e->acct));
@@ -466,51 +467,15 @@ typedef struct ew_row {
     const char *ti;             /* int64/bool compute type, or NULL */
 } ew_row;
 
+/* The library's ops made of others (the table's own ops are
+ * vm/export/lower_ew.c's, from builtins/kernels/ew_table.h). */
 static const ew_row ew_table[] = {
-    {"neg", 1, "-$0", "-$0"}, {"negative", 1, "-$0", "-$0"},
-    {"abs", 1, "fabs$F($0)", "($0 < 0 ? -$0 : $0)"}, {"absolute", 1, "fabs$F($0)", "($0 < 0 ? -$0 : $0)"},
-    {"exp", 1, "exp$F($0)", NULL}, {"exp2", 1, "exp2$F($0)", NULL}, {"expm1", 1, "expm1$F($0)", NULL},
-    {"log", 1, "log$F($0)", NULL}, {"log2", 1, "log2$F($0)", NULL}, {"log10", 1, "log10$F($0)", NULL},
-    {"log1p", 1, "log1p$F($0)", NULL},
-    {"sin", 1, "sin$F($0)", NULL}, {"cos", 1, "cos$F($0)", NULL}, {"tan", 1, "tan$F($0)", NULL},
-    {"asin", 1, "asin$F($0)", NULL}, {"acos", 1, "acos$F($0)", NULL}, {"atan", 1, "atan$F($0)", NULL},
-    {"sinh", 1, "sinh$F($0)", NULL}, {"cosh", 1, "cosh$F($0)", NULL}, {"tanh", 1, "tanh$F($0)", NULL},
-    {"asinh", 1, "asinh$F($0)", NULL}, {"acosh", 1, "acosh$F($0)", NULL}, {"atanh", 1, "atanh$F($0)", NULL},
-    {"sqrt", 1, "sqrt$F($0)", NULL}, {"rsqrt", 1, "1 / sqrt$F($0)", NULL},
-    {"erf", 1, "erf$F($0)", NULL}, {"erfc", 1, "erfc$F($0)", NULL}, {"lgamma", 1, "lgamma$F($0)", NULL},
-    {"sigmoid", 1, "1 / (1 + exp$F(-$0))", NULL}, {"reciprocal", 1, "1 / $0", NULL},
-    {"ceil", 1, "ceil$F($0)", "$0"}, {"floor", 1, "floor$F($0)", "$0"}, {"trunc", 1, "trunc$F($0)", "$0"},
-    {"fix", 1, "trunc$F($0)", "$0"}, {"frac", 1, "$0 - trunc$F($0)", NULL},
-    {"square", 1, "$0 * $0", "$0 * $0"}, {"sign", 1, "($0 > 0) - ($0 < 0)", "($0 > 0) - ($0 < 0)"},
-    {"sgn", 1, "($0 > 0) - ($0 < 0)", "($0 > 0) - ($0 < 0)"},
-    {"relu", 1, "($0 < 0 ? 0 : $0)", "($0 < 0 ? 0 : $0)"}, {"relu6", 1, "($0 < 0 ? 0 : ($0 > 6 ? 6 : $0))", NULL},
-    {"silu", 1, "$0 / (1 + exp$F(-$0))", NULL}, {"mish", 1, "$0 * tanh$F(log1p$F(exp$F($0)))", NULL},
+    {"relu6", 1, "($0 < 0 ? 0 : ($0 > 6 ? 6 : $0))", NULL},
     {"softsign", 1, "$0 / (1 + fabs$F($0))", NULL}, {"tanhshrink", 1, "$0 - tanh$F($0)", NULL},
-    {"log_sigmoid", 1, "($0 < 0 ? $0 - log1p$F(exp$F($0)) : -log1p$F(exp$F(-$0)))", NULL},
-    {"hardsigmoid", 1, "($0 <= -3 ? 0 : ($0 >= 3 ? 1 : $0 / 6 + 0.5$F))", NULL},
-    {"hardswish", 1, "($0 <= -3 ? 0 : ($0 >= 3 ? $0 : $0 * ($0 + 3) / 6))", NULL},
     {"deg2rad", 1, "$0 * (3.14159265358979323846$F / 180)", NULL}, {"rad2deg", 1, "$0 * (180 / 3.14159265358979323846$F)", NULL},
-    {"mul", 2, "$0 * $1", "$0 * $1"}, {"multiply", 2, "$0 * $1", "$0 * $1"},
-    {"true_divide", 2, "$0 / $1", NULL},
-    {"pow", 2, "pow$F($0, $1)", NULL}, {"float_power", 2, "pow($0, $1)", NULL},
-    {"atan2", 2, "atan2$F($0, $1)", NULL}, {"hypot", 2, "hypot$F($0, $1)", NULL},
-    {"copysign", 2, "copysign$F($0, $1)", NULL}, {"fmod", 2, "fmod$F($0, $1)", "($1 == 0 ? 0 : $0 % $1)"},
-    {"remainder", 2, "$0 - floor$F($0 / $1) * $1", "($1 == 0 ? 0 : ($0 % $1 != 0 && ($0 % $1 < 0) != ($1 < 0) ? $0 % $1 + $1 : $0 % $1))"},
-    {"maximum", 2, "($0 != $0 || $0 > $1 ? $0 : $1)", "($0 > $1 ? $0 : $1)"},
-    {"minimum", 2, "($0 != $0 || $0 < $1 ? $0 : $1)", "($0 < $1 ? $0 : $1)"},
+    {"float_power", 2, "pow($0, $1)", NULL},
     {"fmax", 2, "fmax$F($0, $1)", NULL}, {"fmin", 2, "fmin$F($0, $1)", NULL},
-    {"xlogy", 2, "($1 != $1 ? $1 : ($0 == 0 ? 0 : $0 * log$F($1)))", NULL},
-    {"logaddexp", 2, "($0 > $1 ? $0 : $1) + log1p$F(exp$F(-fabs$F($0 - $1)))", NULL},
-    {"where", 3, "$0 ? $1 : $2", "$0 ? $1 : $2"},
-    {"lerp", 3, "$0 + $2 * ($1 - $0)", NULL},
-    {"addcmul", 4, "$0 + $3 * $1 * $2", "$0 + $3 * $1 * $2"}, {"addcdiv", 4, "$0 + $3 * $1 / $2", NULL},
-    {"leaky_relu", 2, "($0 > 0 ? $0 : $0 * $1)", NULL}, {"elu", 2, "($0 > 0 ? $0 : $1 * expm1$F($0))", NULL},
-    {"celu", 2, "($0 > 0 ? $0 : $1 * expm1$F($0 / $1))", NULL},
     {"hardtanh", 3, "($0 < $1 ? $1 : ($0 > $2 ? $2 : $0))", NULL},
-    {"softplus", 3, "($0 * $1 > $2 ? $0 : log1p$F(exp$F($0 * $1)) / $1)", NULL},
-    {"hardshrink", 2, "($0 > $1 || $0 < -$1 ? $0 : 0)", NULL},
-    {"softshrink", 2, "($0 > $1 ? $0 - $1 : ($0 < -$1 ? $0 + $1 : 0))", NULL},
-    {"selu", 1, "1.0507009873554804934193349852946$F * ($0 > 0 ? $0 : 1.6732632423543772848170429916717$F * expm1$F($0))", NULL},
     {"clamp_min", 2, "($0 < $1 ? $1 : $0)", "($0 < $1 ? $1 : $0)"},
     {"clamp_max", 2, "($0 > $1 ? $1 : $0)", "($0 > $1 ? $1 : $0)"},
     {"heaviside", 2, "($0 == 0 ? $1 : ($0 > 0))", NULL},
@@ -518,13 +483,6 @@ static const ew_row ew_table[] = {
     {"threshold", 3, "($0 > $1 ? $0 : $2)", "($0 > $1 ? $0 : $2)"},
     {"xlog1py", 2, "($1 != $1 ? $1 : ($0 == 0 ? 0 : $0 * log1p$F($1)))", NULL},
     {"logaddexp2", 2, "($0 > $1 ? $0 : $1) + log2$F(1 + exp2$F(-fabs$F($0 - $1)))", NULL},
-    {"sinc", 1, "($0 == 0 ? 1 : sin$F(3.14159265358979323846$F * $0) / (3.14159265358979323846$F * $0))", NULL},
-    {"logical_and", 2, "($0 != 0) && ($1 != 0)", "($0 != 0) && ($1 != 0)"},
-    {"logical_or", 2, "($0 != 0) || ($1 != 0)", "($0 != 0) || ($1 != 0)"},
-    {"logical_xor", 2, "($0 != 0) != ($1 != 0)", "($0 != 0) != ($1 != 0)"},
-    {"logical_not", 1, "!($0 != 0)", "!($0 != 0)"},
-    {"isnan", 1, "$0 != $0", "0"}, {"isinf", 1, "isinf($0) != 0", "0"}, {"isfinite", 1, "isfinite($0) != 0", "1"},
-    {"tanh_backward", 2, "$0 * (1 - $1 * $1)", NULL}, {"sigmoid_backward", 2, "$0 * $1 * (1 - $1)", NULL},
     {"_index_check", 3, NULL, "($0 < $1 ? $1 : ($0 > $2 ? $2 : $0))"}, /* a C function cannot raise: clamped */
     {NULL, 0, NULL, NULL},
 };
@@ -555,17 +513,7 @@ static int emit_map(ad_xctx *ctx, const xrec *r, int k, const char *tmpl, ad_dty
 static int lower_ew(ad_xctx *ctx, const xrec *r, const ew_row *row) {
     int o = out_ref(r->n);
     if (o < 0) return fail(ctx, "has no tensor output");
-    ad_dtype ct = ctx->v[o].dt;
-    if (ct == AD_BOOL) {
-        /* a predicate: computed in its operands' type */
-        bool any = false;
-        for (int i = 0; i < row->nparams; i++) {
-            int ref = pref(r, i);
-            if (ref < 0) continue;
-            ct = any ? ad_promote(ct, ctx->v[ref].dt) : ctx->v[ref].dt;
-            any = true;
-        }
-    }
+    ad_dtype ct = ad_export_ew_ctype(ctx, r, row->nparams);
     bool fl = ct == AD_FLOAT32 || ct == AD_FLOAT64;
     const char *t = fl ? row->tf : row->ti;
     if (!t) return fail(ctx, "is lowered for float32 and float64 only");
@@ -592,20 +540,15 @@ static int lower_rsub(ad_xctx *ctx, const xrec *r) {
     return emit_map(ctx, r, 3, alpha == 1 ? "$1 - $0" : "$1 - $2 * $0", ctx->v[o].dt, 0);
 }
 
-/* div(self, other, rounding_mode) */
+/* div(self, other, rounding_mode): the table's div, div_trunc, div_floor */
 static int lower_div(ad_xctx *ctx, const xrec *r) {
     int o = out_ref(r->n);
     if (o < 0) return fail(ctx, "has no tensor output");
     ad_value m = pconst(r, 2);
     ad_dtype ct = ctx->v[o].dt;
     if (m.t == AD_TNONE) return emit_map(ctx, r, 2, "$0 / $1", ct, 0);
-    /* int64: C's division truncates; a zero divisor (an error in the interpreter) gives 0 */
-    if (m.t == AD_TSTR && ct == AD_INT64 && !strcmp(m.u.s->data, "trunc")) return emit_map(ctx, r, 2, "($1 == 0 ? 0 : $0 / $1)", ct, 0);
-    if (m.t == AD_TSTR && ct == AD_INT64 && !strcmp(m.u.s->data, "floor"))
-        return emit_map(ctx, r, 2, "($1 == 0 ? 0 : $0 / $1 - ($0 % $1 != 0 && ($0 < 0) != ($1 < 0)))", ct, 0);
-    if (m.t != AD_TSTR || (ct != AD_FLOAT32 && ct != AD_FLOAT64)) return fail(ctx, "with this rounding_mode is not lowered");
-    if (strcmp(m.u.s->data, "trunc") == 0) return emit_map(ctx, r, 2, "trunc$F($0 / $1)", ct, 0);
-    if (strcmp(m.u.s->data, "floor") == 0) return emit_map(ctx, r, 2, "floor$F($0 / $1)", ct, 0);
+    if (m.t == AD_TSTR && strcmp(m.u.s->data, "trunc") == 0) return ad_export_ew_map(ctx, r, "div_trunc", ct);
+    if (m.t == AD_TSTR && strcmp(m.u.s->data, "floor") == 0) return ad_export_ew_map(ctx, r, "div_floor", ct);
     return fail(ctx, "with this rounding_mode is not lowered");
 }
 
@@ -631,9 +574,7 @@ static int lower_gelu(ad_xctx *ctx, const xrec *r) {
     int o = out_ref(r->n);
     if (o < 0) return fail(ctx, "has no tensor output");
     ad_dtype ct = ctx->v[o].dt;
-    if (m.t == AD_TSTR && strcmp(m.u.s->data, "tanh") == 0)
-        return emit_map(ctx, r, 1, "0.5$F * $0 * (1 + tanh$F(0.79788456080286535588$F * ($0 + 0.044715$F * $0 * $0 * $0)))", ct, 0);
-    return emit_map(ctx, r, 1, "0.5$F * $0 * (1 + erf$F($0 * 0.70710678118654752440$F))", ct, 0);
+    return ad_export_ew_map(ctx, r, m.t == AD_TSTR && strcmp(m.u.s->data, "tanh") == 0 ? "gelu_tanh" : "gelu_erf", ct);
 }
 
 /* round(self, decimals): half to even, as torch (nearbyint under the default rounding mode). */
@@ -644,7 +585,7 @@ static int lower_round(ad_xctx *ctx, const xrec *r) {
     if (!pnum(r, 1, &d)) return fail(ctx, "has decimals that are not an int");
     ad_dtype ct = ctx->v[o].dt;
     if (ct != AD_FLOAT32 && ct != AD_FLOAT64) return emit_map(ctx, r, 1, "$0", ct, 0);
-    if (d == 0) return emit_map(ctx, r, 1, "nearbyint$F($0)", ct, 0);
+    if (d == 0) return ad_export_ew_map(ctx, r, "round", ct);
     return fail(ctx, "with decimals is not lowered");
 }
 
@@ -1696,7 +1637,8 @@ bool ad_export_lowers_id(int id) {
     case AD_OP_eq: case AD_OP_ne: case AD_OP_lt: case AD_OP_le: case AD_OP_gt: case AD_OP_ge: return true;
     default: break;
     }
-    return ew_find(id) != NULL || lower_op(NULL, NULL, id) != AD_XL_PASS;
+    const char *name = ad_op_id_name(id);
+    return ew_find(id) != NULL || lower_op(NULL, NULL, id) != AD_XL_PASS || (name && ad_export_ew_has(name));
 }
 
 static int dispatch(ad_xctx *ctx, const xrec *r) {
@@ -1720,6 +1662,9 @@ static int dispatch(ad_xctx *ctx, const xrec *r) {
     default: break;
     }
     xl = lower_op(ctx, r, n->op);
+    if (xl != AD_XL_PASS) return xl;
+    const char *canon = n->op != AD_OP__NONE ? ad_op_id_name(n->op) : NULL;
+    xl = ad_export_lower_ew(ctx, r, canon ? canon : rec_name(n));
     return xl != AD_XL_PASS ? xl : lower_extern(ctx, r);
 }
 
@@ -1832,4 +1777,8 @@ void ad_xl_open1(ad_xctx *ctx, int src, int o, char *in, char *on, const char *w
 }
 int ad_xl_emit_map(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct) {
     return emit_map(ctx, r, k, tmpl, ct, 0);
+}
+
+int ad_xl_emit_map_raw(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct, int rawmask) {
+    return emit_map(ctx, r, k, tmpl, ct, rawmask);
 }

@@ -24,6 +24,9 @@ int ad_export_lower_fft(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_index(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_linalg(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_special(ad_xctx *ctx, const ad_xrec *r);
+/* Function 'name' of kernels/special_math.h or kernels/scalar_math.h (and
+ * those it calls) in the file's prelude, once. */
+int ad_export_need_fn(ad_xctx *ctx, const char *name);
 int ad_export_lower_traj(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_inplace(ad_xctx *ctx, const ad_xrec *r);
 int ad_export_lower_inplace_write(ad_xctx *ctx, const ad_xrec *r);
@@ -65,6 +68,23 @@ void ad_xl_open1(ad_xctx *ctx, int src, int o, char *in, char *on, const char *w
  * first k parameters ($0.., numbers as literals), computed in 'ct'; 'tmpl' is
  * kept until the loop is written: a string literal. */
 int ad_xl_emit_map(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct);
+/* The same, operand i read in its own type (no cast to ct) where bit i of rawmask is set. */
+int ad_xl_emit_map_raw(ad_xctx *ctx, const ad_xrec *r, int k, const char *tmpl, ad_dtype ct, int rawmask);
+
+/* export/lower_ew.c: the ops of the element-wise table (builtins/kernels/ew_table.h). */
+/* The record's map when 'name' is a row of the table (or another name of
+ * one), else AD_XL_PASS. */
+int ad_export_lower_ew(ad_xctx *ctx, const ad_xrec *r, const char *name);
+/* Whether the element-wise table has a row for op 'name' (or one of its names). */
+bool ad_export_ew_has(const char *name);
+/* Kernel row 'kernel''s formula as a "$C" template (fl: the float one, else
+ * the int64 one), NULL when it has none. */
+const char *ad_export_ew_formula(const char *kernel, bool fl);
+/* A map of kernel row 'kernel''s formula over the record's operands in ct. */
+int ad_export_ew_map(ad_xctx *ctx, const ad_xrec *r, const char *kernel, ad_dtype ct);
+/* An element-wise record's compute type: its output's, or for a bool output
+ * its first np operands' promoted type. */
+ad_dtype ad_export_ew_ctype(const ad_xctx *ctx, const ad_xrec *r, int np);
 
 
 /* export/lower_index.c's index arithmetic, for export/lower_scatter.c and export/lower_loss.c. */

@@ -3,18 +3,21 @@
  * igammac, entr, mvlgamma) to element-wise maps that call the library's own
  * scalar functions, builtins/kernels/special_math.h, whose text the build embeds
  * (vm/export/special_math_text.c): the file gets the header's macros and the
- * functions it calls (with those they call), verbatim, each under a guard. */
+ * functions it calls (with those they call), verbatim, each under a guard.
+ * The functions of kernels/scalar_math.h that the element-wise table's
+ * formulas call come the same way (ad_export_need_fn). */
 #include "export/lower.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-/* builtins/kernels/special_math.h, verbatim (tools/embed_text.sh). */
+/* builtins/kernels/special_math.h and scalar_math.h, verbatim (tools/embed_text.sh). */
 extern const char ad_special_math_text[];
+extern const char ad_scalar_math_text[];
 
 /* The header's functions; it has about 40. */
-#define XS_MAX_FNS 96
+#define XS_MAX_FNS 128
 #define XS_NAME 64
 /* The largest order (polygamma's n, mvlgamma's p) written as a C int
  * literal; polygamma gives NaN past order 100 at negative x anyway. */
@@ -49,10 +52,8 @@ static const char *comment_above(const char *text, const char *def) {
     }
 }
 
-/* The header's functions, in its order (callees come before callers there). */
-static int scan_fns(xs_fn *fs, int max) {
-    const char *text = ad_special_math_text;
-    int n = 0;
+/* The headers' functions, in their order (callees come before callers there). */
+static int scan_text(const char *text, xs_fn *fs, int n, int max) {
     size_t ml = strlen(XS_FN_MARK);
     for (const char *p = text; *p && n < max;) {
         if (strncmp(p, XS_FN_MARK, ml) != 0) {
@@ -83,6 +84,11 @@ static int scan_fns(xs_fn *fs, int max) {
         p = q;
     }
     return n;
+}
+
+static int scan_fns(xs_fn *fs, int max) {
+    int n = scan_text(ad_special_math_text, fs, 0, max);
+    return scan_text(ad_scalar_math_text, fs, n, max);
 }
 
 static int find_fn(const xs_fn *fs, int n, const char *name, size_t len) {
@@ -153,17 +159,19 @@ static void need_fn(ad_xctx *ctx, const xs_fn *fs, int n, int i, unsigned char *
     stack[i] = 0;
 }
 
-/* The header's function 'name' (and what it calls) in the file's prelude. */
+/* The headers' function 'name' (and what it calls) in the file's prelude. */
 static int need(ad_xctx *ctx, const char *name) {
     xs_fn fs[XS_MAX_FNS];
     unsigned char stack[XS_MAX_FNS] = {0};
     int n = scan_fns(fs, XS_MAX_FNS);
     int i = find_fn(fs, n, name, strlen(name));
-    if (i < 0) return ad_xl_fail(ctx, "calls a function that builtins/kernels/special_math.h does not define");
+    if (i < 0) return ad_xl_fail(ctx, "calls a function that builtins/kernels/special_math.h or scalar_math.h does not define");
     need_defs(ctx);
     need_fn(ctx, fs, n, i, stack);
     return ADDSL_OK;
 }
+
+int ad_export_need_fn(ad_xctx *ctx, const char *name) { return need(ctx, name); }
 
 /* mvlgamma(x, p) = sum_{j < p} lgamma(x - j / 2) + p (p - 1) / 4 log(pi), as
  * lib/special.ad's sp_mvlgamma: the terms in the element's type, summed in

@@ -32,7 +32,7 @@ typedef struct ad_xnest {
     int64_t doff, dst[AD_MAX_DIMS];
     ad_dtype ct;                /* element expression's type */
     ad_dtype acct;              /* accumulator's type */
-    const char *expr;           /* $0..$5 operands, $F libm suffix, $T compute type */
+    const char *expr;           /* $0..$5 operands, $F libm suffix, $T compute type; $C a table formula follows */
     const char *init;           /* NULL: a map; else the accumulator's start ($T: its type) */
     const char *comb;           /* "acc += $E" */
     const char *fin;            /* stored value: "acc", "acc / $N" */
@@ -65,6 +65,9 @@ typedef struct ad_xfuse {
 /* export/lower.c's nest writer, for the fusion. */
 void ad_export_use(ad_xctx *ctx, int id);
 void ad_export_render(ad_xctx *ctx, const ad_xnest *e, const char *t, ad_buf *b);
+/* Renders formula t of the element-wise table, a C expression over v, a, b,
+ * c, P, Q, T (a template's "$C" tail; vm/export/lower_ew.c). */
+void ad_export_render_c(ad_xctx *ctx, const ad_xnest *e, const char *t, ad_buf *b);
 void ad_export_index(const ad_xnest *e, int64_t off, const int64_t *st, bool to_dest, ad_buf *b);
 void ad_export_open_loops(const ad_xnest *e, int depth, ad_buf *b);
 bool ad_export_walks_flat(const ad_xnest *e, const int64_t *st, int lo, int hi);

@@ -11,16 +11,16 @@
 
 #define UN(n) {#n, 1, 1, ad_k_##n##_f32, ad_k_##n##_f64, NULL, NULL, AD_FU_UNARY, NULL, NULL},
 #define BIN(n, np) {#n, 2, np, NULL, NULL, ad_k_##n##_f32, ad_k_##n##_f64, AD_FU_BINARY, NULL, NULL},
-#define CMP(n) {#n, 2, 2, NULL, NULL, NULL, NULL, AD_FU_COMPARE, ad_fu_##n##_f32, ad_fu_##n##_f64},
-/* the hottest ones from vm/jit/fuse_simd.c (an AVX2 clone of the same formula) */
-#define BIN2(n, np) {#n, 2, np, NULL, NULL, ad_fu_##n##_f32, ad_fu_##n##_f64, AD_FU_BINARY, NULL, NULL},
-#define UN2(n) {#n, 1, 1, ad_fu_##n##_f32, ad_fu_##n##_f64, NULL, NULL, AD_FU_UNARY, NULL, NULL},
+#define CMP(n) {#n, 2, 2, NULL, NULL, NULL, NULL, AD_FU_COMPARE, ad_k_##n##_f32, ad_k_##n##_f64},
 
+/* The ops a fused group runs: the shipped kernels of kernels/ew_table.h's rows
+ * (the binary ones and neg/abs/square/relu have an AVX2 clone), with the
+ * parameters their records have (add's alpha, div's rounding_mode). */
 static const ad_fuop ops[] = {
-    BIN2(add, 3) BIN2(sub, 3) BIN2(mul, 2) BIN2(div, 3) BIN(pow, 2) BIN(maximum, 2) BIN(minimum, 2)
-    UN(neg) UN(abs) UN(square) UN2(relu) UN(exp) UN(expm1) UN(log) UN(log1p) UN(log2) UN(sqrt)
+    BIN(add, 3) BIN(sub, 3) BIN(mul, 2) BIN(div, 3) BIN(pow, 2) BIN(maximum, 2) BIN(minimum, 2)
+    UN(neg) UN(abs) UN(square) UN(relu) UN(exp) UN(expm1) UN(log) UN(log1p) UN(log2) UN(sqrt)
     UN(rsqrt) UN(reciprocal) UN(sin) UN(cos) UN(tan) UN(tanh) UN(sigmoid) UN(silu)
-    BIN2(sigmoid_backward, 2) BIN2(tanh_backward, 2)
+    BIN(sigmoid_backward, 2) BIN(tanh_backward, 2)
     CMP(eq) CMP(ne) CMP(lt) CMP(le) CMP(gt) CMP(ge)
     {"where", 3, 3, NULL, NULL, NULL, NULL, AD_FU_WHERE, NULL, NULL},
 };
