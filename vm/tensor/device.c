@@ -9,7 +9,6 @@
 #include "../../cuda/tensor_cuda.h"
 #include "../../cuda/traj_cuda.h"
 #include "../../builtins/builtins.h"
-#include "../../builtins/kernels/traj.h"
 #include "buf.h"
 #include "tensor/device.h"
 #include "tensor/device_impl.h"
