@@ -10,6 +10,7 @@
 #include "../../builtins/builtins.h"
 #include "../../builtins/kernels/ew_par.h"
 #include "../../builtins/kernels/elementwise.h"
+#include "ad_assert.h"
 #include "buf.h"
 #include "tensor/device.h"
 #include "dict.h"
@@ -69,6 +70,26 @@ static size_t node_size(size_t na, size_t no, int nedges, bool saves_outs, size_
     return s;
 }
 
+/* A node's counts agree with its op and with each other (vm/ad_assert.h):
+ * one argument per parameter of the op, an edge per bit of edge_mask and
+ * bits only for parameters, outputs within the op's limit. */
+static bool node_ok(const ad_node *n) {
+    return n->op && n->op->hdr.refcount > 0 && n->nargs == n->op->nparams &&
+           n->nargs <= AD_OP_MAX_PARAMS && n->nout <= AD_OP_MAX_OUTS &&
+           n->nedges == ad_popcount32(n->edge_mask) &&
+           (n->nargs == 32 || (n->edge_mask >> n->nargs) == 0) &&
+           (n->nargs == 32 || (n->meta_mask >> n->nargs) == 0);
+}
+
+/* An edge into a node names one of that node's outputs. */
+__attribute__((unused)) static bool edge_ok(const ad_edge *e) {
+    if (e->nsub < 0 || (e->nsub && !e->sub)) return false;
+    if (e->node && (e->nr < 0 || e->nr >= e->node->nout || e->node->refcount <= 0)) return false;
+    for (int j = 0; j < e->nsub; j++)
+        if (!edge_ok(&e->sub[j])) return false;
+    return !e->leaf || e->leaf->refcount > 0;
+}
+
 static size_t node_meta_bytes(const ad_node *n) {
     if (!n->meta_mask) return 0;
     const char *p = node_meta_start(n), *start = p;
@@ -80,8 +101,11 @@ static size_t node_meta_bytes(const ad_node *n) {
 void ad_node_decref(ad_state *S, ad_node *n) {
     /* Long chains are freed iteratively: each node's first edge is followed
      * in the loop instead of recursing, which keeps deep graphs off the C stack. */
-    while (n && --n->refcount == 0) {
+    while (n) {
+        ad_assert(n->refcount > 0); /* released more often than referenced */
+        if (--n->refcount != 0) break;
         ad_node *next = NULL;
+        ad_assert(node_ok(n));
         node_release_saved(S, n);
         int ne = ad_node_nedges(n);
         for (int i = 0; i < ne; i++) edge_release(S, &ad_node_edges(n)[i], &next);
@@ -104,7 +128,9 @@ static bool requires_grad(ad_value v) {
 static bool edge_live(const ad_edge *e) { return e->node || e->leaf || e->nsub; }
 
 static void edge_set(ad_edge *e, ad_tensor *t) {
+    ad_assert(!edge_live(e)); /* each edge is set once */
     if (!t->requires_grad) return;
+    ad_assert(!t->grad_fn || (t->output_nr >= 0 && t->output_nr < t->grad_fn->nout));
     if (t->grad_fn) { e->node = t->grad_fn; e->nr = t->output_nr; t->grad_fn->refcount++; }
     else { e->leaf = t; ad_tensor_incref(t); }
 }
@@ -195,6 +221,7 @@ static void meta_like(const ad_node *n, int i, ad_tensor *like) {
 int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout, ad_tensor **outs) {
     /* One allocation per node, from the heap's pool of headers: recording a
      * long chain of small ops is dominated by allocator calls otherwise. */
+    ad_assert(op->nparams >= 0 && op->nparams <= AD_OP_MAX_PARAMS && nout >= 1 && nout <= AD_OP_MAX_OUTS);
     size_t na = (size_t)op->nparams, no = (size_t)nout;
     uint32_t edge_mask, list_mask, meta_mask;
     size_t meta_bytes;
@@ -266,6 +293,8 @@ int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout
         o->output_nr = k;
         o->requires_grad = true;
     }
+    ad_assert(n->refcount > 0 && node_ok(n));
+    for (int i = 0; i < n->nedges; i++) ad_assert(edge_ok(&ad_node_edges(n)[i]));
     ad_node_decref(S, n); /* the outputs hold it now */
     return ADDSL_OK;
 }
@@ -313,6 +342,8 @@ static int discover(engine *E, ad_node *root) {
     int rc = ADDSL_OK;
     while (ns > 0 && !rc) {
         ad_node *n = stack[--ns];
+        ad_assert(n->epoch == E->epoch && n->refcount > 0 && node_ok(n));
+
         if (n->released) { rc = ad_error(S, "%s", freed_msg); break; }
         if (!grow_arr(S, (void **)&E->nodes, &E->cap, E->n, sizeof *E->nodes)) { rc = ad_nomem(S); break; }
         E->nodes[E->n++] = n;
@@ -762,6 +793,7 @@ static int run_engine(engine *E, int nroots, ad_tensor **roots, ad_value *seeds)
     if (rc) return rc;
     for (int i = 0; i < nroots && !rc; i++) {
         ad_value_incref(seeds[i]);
+        ad_assert(!roots[i]->grad_fn || roots[i]->output_nr < roots[i]->grad_fn->nout);
         if (roots[i]->grad_fn) rc = accumulate(E, &ad_node_gbuf(roots[i]->grad_fn)[roots[i]->output_nr], seeds[i]);
         else rc = leaf_accumulate(E, roots[i], seeds[i]);
     }
@@ -786,7 +818,9 @@ static int run_engine(engine *E, int nroots, ad_tensor **roots, ad_value *seeds)
             for (int j = 0; j < m; j++) {
                 ad_node *c = e->nsub ? e->sub[j].node : e->node;
                 if (!c || c->epoch != E->epoch) continue;
+                ad_assert(c->deps > 0); /* a node becomes ready once, after its last consumer */
                 if (--c->deps == 0) {
+
                     if (!grow_arr(S, (void **)&E->ready, &E->capready, E->nready, sizeof *E->ready)) { rc = ad_nomem(S); break; }
                     E->ready[E->nready++] = c;
                 }
