@@ -83,7 +83,10 @@ void ad_proto_incref(ad_proto *p) {
 void ad_proto_decref(ad_state *S, ad_proto *p) {
     ad_assert(!p || p->refcount > 0);
     if (!p || --p->refcount > 0) return;
-    ad_assert(p->ndefaults >= 0 && p->ndefaults <= p->nparams && p->nparams <= p->nregs);
+    /* A proto the compiler gave up on mid-way is freed here too: its counts
+     * are checked where it runs (push_frame), not here. */
+    ad_assert(p->nk >= 0 && p->nprotos >= 0 && p->noptemplates >= 0);
+
     for (int i = 0; i < p->nk; i++) ad_value_decref(S, p->k[i]);
     for (int i = 0; i < p->nprotos; i++) ad_proto_decref(S, p->protos[i]);
     if (p->pnames) for (int i = 0; i < p->nparams; i++) ad_free(S, p->pnames[i]);
@@ -192,13 +195,23 @@ static int builtin_new(ad_state *S, const ad_builtin_def *d, ad_builtin **out) {
     return ADDSL_OK;
 }
 
+/* Tables whose every builtin takes GPU tensors (element-wise, core, the
+ * trajectory steps, the device queries, formatting, MPI); the builtins of
+ * other tables that do are listed by name in vm/tensor/device.c. Decided
+ * here, where the tables are registered, so that the tensor layer knows no
+ * builtin table. */
+static bool table_on_device(const ad_builtin_def *table) {
+    return table == ad_bi_elementwise_defs || table == ad_bi_core_defs || table == ad_bi_traj_defs ||
+           table == ad_bi_device_defs || table == ad_bi_format_defs || table == ad_bi_mpi_defs;
+}
+
 int ad_vm_register(ad_state *S, const ad_builtin_def *defs) {
-    bool table_on_device = ad_device_table_ok(defs);
+    bool whole = table_on_device(defs);
     for (; defs->name; defs++) {
         ad_builtin *b;
         int rc = builtin_new(S, defs, &b);
         if (rc) return rc;
-        b->on_device = table_on_device || ad_device_builtin_ok(defs->name);
+        b->on_device = whole || ad_device_builtin_ok(defs->name);
         b->doors = ad_sandbox_doors(defs->name);
         ad_value v; v.t = AD_TBUILTIN; v.u.bi = b;
         /* 'ad_NAME' keeps the raw builtin reachable when an op named NAME
@@ -290,8 +303,10 @@ static int push_frame(ad_state *S, ad_closure *fn, int base, int ret) {
     /* A callee's registers start right after the caller's slot for its
      * result, inside or past the caller's frame, never below it. */
     ad_assert(base >= 0 && ret < base && ret >= -1);
-    ad_assert(!vm->nframes || base > vm->frames[vm->nframes - 1].base);
+    ad_assert(!vm->nframes || base >= vm->frames[vm->nframes - 1].base);
     ad_assert(fn->hdr.refcount > 0 && fn->p->nregs >= fn->p->nparams && fn->p->ncode > 0);
+    ad_assert(fn->p->ndefaults >= 0 && fn->p->ndefaults <= fn->p->nparams);
+
     int rc = ensure_stack(S, base + fn->p->nregs + 1);
     if (rc) return rc;
     ad_frame *f = &vm->frames[vm->nframes++];

@@ -35,7 +35,10 @@ static void node_release_saved(ad_state *S, ad_node *n) {
     for (int i = 0; i < n->nout && n->saves_outs; i++) {
         ad_tensor **o = &ad_node_outs_raw(n)[i];
         if (!*o) continue;
+        /* A saved output points back at this node without holding it. */
+        ad_assert(!(*o)->grad_fn || ((*o)->grad_fn == n && (*o)->grad_fn_weak));
         (*o)->grad_fn = NULL; /* the weak back pointer must not outlive us */
+
         ad_tensor_decref(S, *o);
         *o = NULL;
     }
@@ -487,6 +490,7 @@ static int fit_to(engine *E, ad_value g, const ad_tensor *like, ad_value *out) {
 }
 
 static int leaf_accumulate(engine *E, ad_tensor *leaf, ad_value g) {
+    ad_assert(leaf->refcount > 0 && ad_vtype_valid(g.t));
     for (int i = 0; i < E->nleaves; i++)
         if (E->leaves[i].leaf == leaf) return accumulate(E, &E->leaves[i].g, g);
     if (!grow_arr(E->S, (void **)&E->leaves, &E->capleaves, E->nleaves, sizeof *E->leaves)) {
