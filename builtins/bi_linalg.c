@@ -6,7 +6,7 @@
 #include "../cuda/traj_cuda.h"
 #include "builtins.h"
 #include "tensor/device.h"
-#include "blas_layout.h"
+#include "kernels/blas_layout.h"
 #include "system/blas_lazy.h"
 #include "kernel_ids.h"
 #include "kernels/reduce.h"

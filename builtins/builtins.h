@@ -42,6 +42,7 @@ extern const ad_builtin_def ad_bi_autograd_defs[];    /* builtins/bi_autograd.c:
 extern const ad_builtin_def ad_bi_autograd_index_defs[]; /* builtins/bi_autograd.c: index_get, index_add_at and helpers */
 extern const ad_builtin_def ad_bi_gradfn_defs[];      /* builtins/bi_autograd.c: grad_fn.name() */
 extern const ad_builtin_def ad_bi_device_defs[];      /* builtins/bi_device.c: cuda_is_available, cuda_device_count, cuda_synchronize */
+extern const ad_builtin_def ad_bi_traj_defs[];        /* builtins/bi_traj.c: the trajectory steps over kernels/traj.c */
 
 /* MPI (builtins/bi_mpi.c): the communicator at open, finalised at close when
  * the state initialised MPI; this process's rank and the number of ranks. */
@@ -91,6 +92,16 @@ int ad_ret_tensor(ad_state *S, ad_tensor *t, ad_value *out);
 int ad_ret_pair(ad_state *S, ad_tensor *a, ad_tensor *b, ad_value *out);
 /* "Float", "Double", "Long", "Bool": dtype names in PyTorch's messages. */
 const char *ad_torch_dtype_name(ad_dtype dt);
+
+/* C entry points of bi_reduce.c for other builtins (bi_loss.c). 'ndims' < 0 (or 0)
+ * reduces every dim; 'dtype' < 0 keeps torch's default result dtype.
+ * Each returns a new reference or NULL after ad_error. */
+ad_tensor *ad_reduce_sum(ad_state *S, ad_tensor *t, int ndims, const int64_t *dims,
+                         bool keepdim, int dtype);
+ad_tensor *ad_reduce_mean(ad_state *S, ad_tensor *t, int ndims, const int64_t *dims,
+                          bool keepdim, int dtype);
+/* softmax (or log_softmax when 'log') of a float tensor along 'dim'. */
+ad_tensor *ad_reduce_softmax(ad_state *S, ad_tensor *t, int64_t dim, bool log, const char *fn);
 
 /* t.tolist() / a 0-d tensor's Python value. */
 int ad_tensor_to_value(ad_state *S, const ad_tensor *t, ad_value *out);

@@ -1,9 +1,13 @@
-/* ad_limits.h: every tunable and hard limit of addsl in one place.
- * Change a number here, not at its point of use. */
+/* ad_limits.h: every tunable and hard limit of addsl in one place (with
+ * kernels/kernel_limits.h, the ones the kernels read). Change a number here,
+ * not at its point of use. */
 #ifndef AD_LIMITS_H
 #define AD_LIMITS_H
 
-#define AD_MAX_DIMS 16              /* tensor rank limit */
+/* The rank limit, the parallel thresholds and the small-product sizes: the
+ * kernels' own header holds them, as the kernels may not include vm/. */
+#include "kernels/kernel_limits.h"
+
 #define AD_MAX_REGS 250             /* registers per function frame */
 #define AD_REG_PRESSURE 32          /* an expression compiled with fewer free registers than this left reuses its
                                        destination for partial results (vm/codegen.c, binary chains) */
@@ -12,12 +16,6 @@
 #define AD_MAX_STRING ((size_t)1 << 30)            /* bytes in one string */
 #define AD_MAX_LIST ((int64_t)1 << 28)             /* elements in one list */
 #define AD_MAX_SOURCE ((size_t)64 << 20)           /* bytes of one source file (a script, an import) */
-#define AD_OMP_THRESHOLD 32768      /* elements before a kernel goes parallel */
-#define AD_OMP_MEMBOUND_MIN ((double)(512 << 10)) /* bytes an add or multiply reads and writes before it goes parallel
-                                                    (bench/RESULTS.md: 2 threads won from 64K float32 elements up to 1e7) */
-#define AD_GEMM_SMALL_MAX 32        /* the batched small-product kernel reads matrices up to this on a side */
-#define AD_GEMM_SMALL_SQUARE 4      /* it is chosen for square products up to this side (8 in float64): a direct
-                                       BLAS call per matrix wins above (measured, bench/RESULTS.md) */
 #define AD_STORAGE_INLINE_MAX 64    /* CPU tensors of at most this many bytes keep their data inside the storage header */
 #define AD_HEAP_MIN_CLASS 6         /* smallest pooled block: 64 bytes */
 #define AD_HEAP_MAX_CLASS 40        /* blocks up to 2^40 bytes are pooled */

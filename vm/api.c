@@ -14,7 +14,6 @@
 #include "../builtins/system/blas_lazy.h"
 #include "../builtins/system/cairo_lazy.h"
 #include "../builtins/system/zip_lazy.h"
-#include "../builtins/kernels/traj.h"
 #include "../builtins/system/extern.h"
 #include "../builtins/kernel_registry.h"
 #include "buf.h"

@@ -2,8 +2,7 @@
  * entry points, and gives the host its own locale back around the write callback. */
 #include "c_locale.h"
 
-#include <assert.h>
-
+#include "ad_assert.h"
 #include "state.h"
 
 /* glibc hands out its static C locale object here, allocating nothing; another
@@ -18,10 +17,10 @@ void ad_c_locale_free(locale_t loc) {
 }
 
 ad_c_scope ad_c_locale_enter(ad_state *S) {
-    assert(S->c_locale);
+    ad_assert(S->c_locale);
     ad_c_scope sc = {uselocale(S->c_locale), S->host_locale};
     /* uselocale fails only for an invalid locale object, and S->c_locale is valid. */
-    assert(sc.thread);
+    ad_assert(sc.thread);
     /* A scope inside a scope (a library file loaded by a call) keeps the host's. */
     if (sc.thread != S->c_locale) S->host_locale = sc.thread;
     return sc;

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ad_assert.h"
 #include "buf.h"
 #include "gc.h"
 #include "tensor/heap.h"
@@ -57,6 +58,16 @@ static bool hash_at(ad_value k, uint64_t *h, int depth, bool *deep) {
     }
 }
 
+/* The table's shape (vm/ad_assert.h): live entries among the used ones among
+ * the allocated ones, and an index that is empty or a power of two with a
+ * free slot for every probe to end on. */
+static bool dict_ok(const ad_dict *d) {
+    if (d->hdr.refcount < 0 || d->len < 0 || d->len > d->n || d->n > d->cap) return false;
+    if (d->cap && !d->e) return false;
+    if (!d->nslots) return !d->slots && d->len == 0;
+    return d->slots && (d->nslots & (d->nslots - 1)) == 0 && d->nslots > d->n;
+}
+
 static bool hash_key(ad_value k, uint64_t *h) {
     bool deep = false;
     return hash_at(k, h, 0, &deep);
@@ -89,6 +100,7 @@ ad_dict *ad_dict_new(ad_state *S) {
 }
 
 void ad_dict_clear(ad_state *S, ad_dict *d) {
+    ad_assert(dict_ok(d));
     ad_dict_entry *e = d->e;
     int64_t n = d->n;
     ad_heap_discharge_objects(S, dict_bytes(d) - sizeof *d);
@@ -104,6 +116,7 @@ void ad_dict_clear(ad_state *S, ad_dict *d) {
 }
 
 void ad_dict_free(ad_state *S, ad_dict *d) {
+    ad_assert(dict_ok(d) && !d->busy);
     ad_gc_untrack(S, &d->gc);
     for (int64_t i = 0; i < d->n; i++) {
         if (!d->e[i].live) continue;
@@ -118,10 +131,12 @@ void ad_dict_free(ad_state *S, ad_dict *d) {
 
 /* Slot of 'key' in the index (holding its entry) or of the empty slot where it would go. */
 static int64_t find_slot(const ad_dict *d, ad_value key, uint64_t h) {
+    ad_assert(d->nslots > d->n && (d->nslots & (d->nslots - 1)) == 0);
     uint64_t mask = (uint64_t)d->nslots - 1;
     for (uint64_t i = h & mask;; i = (i + 1) & mask) {
         int64_t ix = d->slots[i];
         if (ix == 0) return (int64_t)i;
+        ad_assert(ix > 0 && ix <= d->n); /* the index points at used entries only */
         const ad_dict_entry *e = &d->e[ix - 1];
         if (e->live && e->hash == h && ad_values_equal(e->key, key)) return (int64_t)i;
     }
@@ -139,6 +154,7 @@ static int rebuild(ad_state *S, ad_dict *d, int64_t need) {
     int64_t live = 0;
     for (int64_t i = 0; i < d->n; i++)
         if (d->e[i].live) d->e[live++] = d->e[i];
+    ad_assert(live == d->len && need <= d->cap + 1 && ns > 2 * need);
     d->n = live;
     ad_heap_discharge_objects(S, (size_t)d->nslots * sizeof(int64_t));
     ad_free(S, d->slots);
@@ -166,6 +182,7 @@ ad_value *ad_dict_get_str(const ad_dict *d, const char *key) {
     if (!d->len) return NULL;
     uint64_t h = str_hash(key, len), mask = (uint64_t)d->nslots - 1;
     for (uint64_t i = h & mask; d->slots[i]; i = (i + 1) & mask) {
+        ad_assert(d->slots[i] > 0 && d->slots[i] <= d->n);
         ad_dict_entry *e = &d->e[d->slots[i] - 1];
         if (e->live && e->hash == h && e->key.t == AD_TSTR && e->key.u.s->len == len &&
             memcmp(e->key.u.s->data, key, len) == 0)
@@ -207,6 +224,7 @@ int ad_dict_get_checked(ad_state *S, const ad_dict *d, ad_value key, ad_value *o
 
 int ad_dict_set(ad_state *S, ad_dict *d, ad_value key, ad_value val) {
     uint64_t h;
+    ad_assert(dict_ok(d) && ad_vtype_valid(val.t));
     if (!hash_key(key, &h)) return ad_dict_check_key(S, key);
     if (d->nslots) {
         int64_t ix = d->slots[find_slot(d, key, h)];
@@ -239,12 +257,14 @@ int ad_dict_set(ad_state *S, ad_dict *d, ad_value key, ad_value val) {
         if (rc) return rc;
     }
     int64_t slot = find_slot(d, key, h);
+    ad_assert(d->n < d->cap && d->slots[slot] == 0);
     ad_dict_entry *e = &d->e[d->n];
     e->key = key; e->val = val; e->hash = h; e->live = true;
     ad_value_incref(key);
     ad_value_incref(val);
     d->slots[slot] = ++d->n;
     d->len++;
+    ad_assert(dict_ok(d) && 2 * d->n <= d->nslots);
     return ADDSL_OK;
 }
 
@@ -266,6 +286,7 @@ bool ad_dict_remove(ad_state *S, ad_dict *d, ad_value key, ad_value *old) {
     int64_t ix = d->slots[slot];
     if (!ix) return false;
     ad_dict_entry *e = &d->e[ix - 1];
+    ad_assert(e->live && e->hash == h && d->len > 0);
     /* The index slot keeps pointing at the dead entry so probe chains stay
      * intact; find_slot skips it and the next rebuild drops it. */
     e->live = false;
@@ -278,7 +299,9 @@ bool ad_dict_remove(ad_state *S, ad_dict *d, ad_value key, ad_value *old) {
 }
 
 bool ad_dict_next(const ad_dict *d, int64_t *it, ad_value *key, ad_value *val) {
+    ad_assert(*it >= 0 && dict_ok(d));
     while (*it < d->n) {
+
         const ad_dict_entry *e = &d->e[(*it)++];
         if (!e->live) continue;
         *key = e->key;

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "ad_assert.h"
 #include "dict.h"
 #include "tensor/heap.h"
 #include "iter.h"
@@ -54,15 +55,29 @@ static void list_init(ad_gclink *head) { head->prev = head->next = head; }
 static bool list_empty(const ad_gclink *head) { return head->next == head; }
 
 static void list_remove(ad_gclink *g) {
+    ad_assert(g->prev->next == g && g->next->prev == g); /* on a list, linked both ways */
     g->prev->next = g->next;
     g->next->prev = g->prev;
 }
 
 static void list_append(ad_gclink *head, ad_gclink *g) {
+    ad_assert(g != head && head->prev->next == head);
     g->prev = head->prev;
     g->next = head;
     head->prev->next = g;
     head->prev = g;
+}
+
+/* Members of a list (the checks of a collection compare it with the counts). */
+__attribute__((unused)) static int64_t list_count(const ad_gclink *head) {
+    int64_t n = 0;
+    for (const ad_gclink *g = head->next; g != head; g = g->next) n++;
+    return n;
+}
+
+/* A tracked container's kind (lists and tuples share AD_TLIST). */
+static bool tracked_kind(int kind) {
+    return kind == AD_TLIST || kind == AD_TDICT || kind == AD_TCELL || kind == AD_TFUNC || kind == AD_TITER;
 }
 
 /* Moves every member of 'from' to the end of 'to'. */
@@ -87,6 +102,7 @@ void ad_gc_init(ad_gc *gc) {
 void ad_gc_track(ad_state *S, ad_gclink *g, ad_vtype kind) {
     ad_gc *gc = &S->gc;
     g->kind = (uint8_t)(kind == AD_TTUPLE ? AD_TLIST : kind);
+    ad_assert(tracked_kind(g->kind) && obj_of(g)->refcount > 0);
     g->flags = AD_GC_TRACKED;
     if (++gc->young_alloc > gc->threshold && !gc->collecting && !gc->closed) ad_gc_collect(S, false);
     list_append(&gc->young, g);
@@ -94,9 +110,11 @@ void ad_gc_track(ad_state *S, ad_gclink *g, ad_vtype kind) {
 }
 
 static inline void untrack(ad_gc *gc, ad_gclink *g) {
+    ad_assert((g->flags & AD_GC_TRACKED) && !(g->flags & (AD_GC_SCAN | AD_GC_UNREACHED)));
     list_remove(g);
     if (g->flags & AD_GC_OLD) gc->nold--;
     else { gc->nyoung--; gc->young_alloc--; }
+    ad_assert(gc->nold >= 0 && gc->nyoung >= 0);
     g->flags = 0;
 }
 
@@ -104,18 +122,20 @@ void ad_gc_untrack_tracked(ad_state *S, ad_gclink *g) { untrack(&S->gc, g); }
 
 static void destroy(ad_state *S, ad_gclink *g) {
     ad_obj *o = obj_of(g);
+    ad_assert(o->refcount == 0 && !(g->flags & AD_GC_TRACKED));
     switch ((ad_vtype)g->kind) {
     case AD_TLIST: ad_list_free(S, (ad_list *)o); break;
     case AD_TDICT: ad_dict_free(S, (ad_dict *)o); break;
     case AD_TCELL: ad_cell_free(S, (ad_cell *)o); break;
     case AD_TFUNC: ad_vm_closure_free(S, (ad_closure *)o); break;
     case AD_TITER: ad_iter_free(S, (ad_iter *)o); break;
-    default: break;
+    default: ad_assert(!"a tracked object of an untracked kind"); break;
     }
 }
 
 void ad_gc_release(ad_state *S, ad_gclink *g) {
     ad_gc *gc = &S->gc;
+    ad_assert(tracked_kind(g->kind) && obj_of(g)->refcount == 0);
     if (g->flags & AD_GC_TRACKED) untrack(gc, g);
     /* Off every list, the link chains the objects still to free; the
      * outermost release drains the chain, each destructor adding the
@@ -174,7 +194,7 @@ static void traverse(ad_gclink *g, visit_fn visit, ad_gclink *ctx) {
         break;
     }
     case AD_TITER: visit_value(((ad_iter *)o)->src, visit, ctx); break;
-    default: break;
+    default: ad_assert(!"traversing an untracked kind"); break;
     }
 }
 
@@ -229,6 +249,8 @@ static void clear(ad_state *S, ad_gclink *g) {
 static void subtract_internal(ad_gclink *child, ad_gclink *ctx) {
     (void)ctx;
     if (child->flags & AD_GC_SCAN) child->refs--;
+    /* Below zero: a traversal reported a reference the refcount never counted. */
+    ad_assert(!(child->flags & AD_GC_SCAN) || child->refs >= 0);
 }
 
 /* A member a reachable one refers to is reachable too (CPython's
@@ -258,11 +280,21 @@ int64_t ad_gc_collect(ad_state *S, bool full) {
     double t0 = now_s();
     ad_gclink scan, dead;
     list_init(&scan); list_init(&dead);
+    /* The counts are the lists' lengths, and each list holds its own
+     * generation. The old list is counted only by a full collection, which
+     * walks it anyway: counting it at each young one made them O(heap). */
+    ad_assert_slow(list_count(&gc->young) == gc->nyoung);
+    ad_assert_slow(!full || list_count(&gc->old) == gc->nold);
+
+    ad_assert(list_empty(&gc->young) || !(gc->young.next->flags & AD_GC_OLD));
+    ad_assert(list_empty(&gc->old) || (gc->old.next->flags & AD_GC_OLD));
     list_splice(&scan, &gc->young);
     if (full) list_splice(&scan, &gc->old);
     gc->nyoung = 0;
     if (full) gc->nold = 0;
     for (ad_gclink *g = scan.next; g != &scan; g = g->next) {
+        ad_assert((g->flags & AD_GC_TRACKED) && tracked_kind(g->kind) && obj_of(g)->refcount > 0);
+        ad_assert(full || !(g->flags & AD_GC_OLD));
         g->refs = obj_of(g)->refcount;
         g->flags = (uint8_t)((g->flags & ~AD_GC_UNREACHED) | AD_GC_SCAN);
     }
@@ -309,6 +341,7 @@ int64_t ad_gc_collect(ad_state *S, bool full) {
         list_append(&gc->old, g);
         ad_value_decref(S, value_of(g));
     }
+    ad_assert(gc->nold >= 0 && gc->nyoung >= 0);
     gc->young_alloc = 0;
     gc->collected += ndead;
     gc->collections[full ? 1 : 0]++;
@@ -351,4 +384,8 @@ int ad_nest_enter(ad_state *S, const char *what) {
     return ADDSL_OK;
 }
 
-void ad_nest_leave(ad_state *S) { S->gc.nest--; }
+void ad_nest_leave(ad_state *S) {
+    ad_assert(S->gc.nest > 0); /* a leave without its enter */
+    S->gc.nest--;
+}
+

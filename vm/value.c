@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ad_assert.h"
 #include "buf.h"
 #include "dict.h"
 #include "gc.h"
@@ -20,11 +21,16 @@
 #include "vm.h"
 
 void ad_value_incref(ad_value v) {
+    ad_assert(ad_vtype_valid(v.t));
     if (v.t == AD_TTENSOR) ad_tensor_incref(v.u.tensor);
-    else if (ad_is_obj(v)) v.u.o->refcount++;
+    else if (ad_is_obj(v)) {
+        ad_assert(v.u.o && v.u.o->refcount > 0); /* a reference to a freed object */
+        v.u.o->refcount++;
+    }
 }
 
 void ad_list_free(ad_state *S, ad_list *l) {
+    ad_assert(l->len >= 0 && l->len <= l->cap && (l->cap == 0 || l->items));
     ad_gc_untrack(S, &l->gc);
     for (int64_t i = 0; i < l->len; i++) ad_value_decref(S, l->items[i]);
     if (l->names) ad_value_decref(S, ad_list_value(l->names, AD_TTUPLE));
@@ -53,8 +59,11 @@ ad_cell *ad_cell_new(ad_state *S, ad_value v) {
  * they hold iteratively: a chain of a million nested lists is no deeper on
  * the C stack than one. */
 void ad_value_decref(ad_state *S, ad_value v) {
+    ad_assert(ad_vtype_valid(v.t));
     if (!ad_is_obj(v)) return;
+    ad_assert(v.u.o != NULL);
     if (v.t == AD_TTENSOR) { ad_tensor_decref(S, v.u.tensor); return; }
+    ad_assert(v.u.o->refcount > 0); /* released more often than referenced */
     if (--v.u.o->refcount > 0) return;
     switch (v.t) {
     case AD_TSTR: ad_heap_discharge_objects(S, sizeof(ad_str) + v.u.s->len + 1); ad_free(S, v.u.s); break;
@@ -132,6 +141,8 @@ ad_list *ad_list_new(ad_state *S, ad_vtype kind, int64_t len) {
 }
 
 ad_list *ad_list_copy(ad_state *S, const ad_list *src, ad_vtype kind) {
+    ad_assert(kind == AD_TLIST || kind == AD_TTUPLE);
+
     ad_list *l = ad_list_new(S, kind, src->len);
     if (!l) return NULL;
     for (int64_t i = 0; i < src->len; i++) { l->items[i] = src->items[i]; ad_value_incref(l->items[i]); }
@@ -139,6 +150,7 @@ ad_list *ad_list_copy(ad_state *S, const ad_list *src, ad_vtype kind) {
 }
 
 int ad_list_push(ad_state *S, ad_list *l, ad_value v) {
+    ad_assert(ad_vtype_valid(v.t) && l->len >= 0 && l->len <= l->cap);
     if (l->len == l->cap) {
         if (l->len >= AD_MAX_LIST) { ad_value_decref(S, v); return ad_error(S, "list too long (the limit is %lld items)", (long long)AD_MAX_LIST); }
         int64_t cap = l->cap ? l->cap * 2 : 4;
@@ -165,6 +177,7 @@ ad_list *ad_names_new(ad_state *S, const char *type, int nfields, const char *co
 }
 
 void ad_tuple_share_names(ad_list *t, ad_list *names) {
+    ad_assert(names->hdr.refcount > 0 && names->len >= 1);
     if (t->names || names->len != t->len + 1) return; /* not this tuple's shape: stays plain */
     names->hdr.refcount++;
     t->names = names;
@@ -180,6 +193,7 @@ int ad_tuple_name(ad_state *S, ad_list *t, const char *type, const char *const *
 
 const ad_value *ad_tuple_field(const ad_list *t, const char *field) {
     if (!t->names) return NULL;
+    ad_assert(t->names->len == t->len + 1); /* the type name, then one field per item */
     for (int64_t i = 0; i < t->len; i++)
         if (strcmp(t->names->items[i + 1].u.s->data, field) == 0) return &t->items[i];
     return NULL;
@@ -206,6 +220,7 @@ const char *ad_type_name(ad_value v) {
     case AD_TMODULE: return "module";
     case AD_TITER: return "iterator";
     }
+    ad_assert(!"a value with an unknown tag");
     return "?";
 }
 
@@ -224,6 +239,8 @@ bool ad_truthy(ad_value v) {
 /* Equality walking at most AD_MAX_NEST_DEPTH levels of containers; past
  * that *deep is set and the answer is false. */
 static bool values_equal(ad_value a, ad_value b, int depth, bool *deep) {
+    ad_assert(ad_vtype_valid(a.t) && ad_vtype_valid(b.t) && depth >= 0);
+
     if (ad_is_number(a) && ad_is_number(b)) return a.u.n == b.u.n;
     if (ad_is_number(a) && b.t == AD_TBOOL) return a.u.n == (double)b.u.b;
     if (a.t == AD_TBOOL && ad_is_number(b)) return (double)a.u.b == b.u.n;

@@ -147,7 +147,10 @@ static inline ad_value ad_dtype_value(int dt) { ad_value v; v.t = AD_TDTYPE; v.u
 /* Steals the caller's reference to 't'. */
 static inline ad_value ad_tensor_value(ad_tensor *t) { ad_value v; v.t = AD_TTENSOR; v.u.tensor = t; return v; }
 
+/* A tag of the enum above (vm/ad_assert.h checks every value it meets). */
+static inline bool ad_vtype_valid(ad_vtype t) { return (unsigned)t <= (unsigned)AD_TITER; }
 static inline bool ad_is_number(ad_value v) { return v.t == AD_TINT || v.t == AD_TNUM; }
+
 static inline bool ad_is_obj(ad_value v) { return v.t >= AD_TSTR; }
 static inline bool ad_is_seq(ad_value v) { return v.t == AD_TLIST || v.t == AD_TTUPLE; }
 

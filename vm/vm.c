@@ -10,6 +10,7 @@
 
 #include "../builtins/builtins.h"
 #include "../builtins/kernels/scalar_math.h"
+#include "ad_assert.h"
 #include "buf.h"
 #include "autograd/engine.h"
 #include "tensor/device.h"
@@ -67,16 +68,25 @@ const char *ad_attr_name(int attr) { return attr >= 0 && attr < AD_ATTR__COUNT ?
 /* ---- prototypes and closures ---- */
 
 void ad_chunk_decref(ad_state *S, ad_chunk *c) {
+    ad_assert(!c || c->refcount > 0);
     if (!c || --c->refcount > 0) return;
     ad_free(S, c->name);
     ad_free(S, c->src);
     ad_free(S, c);
 }
 
-void ad_proto_incref(ad_proto *p) { p->refcount++; }
+void ad_proto_incref(ad_proto *p) {
+    ad_assert(p->refcount > 0);
+    p->refcount++;
+}
 
 void ad_proto_decref(ad_state *S, ad_proto *p) {
+    ad_assert(!p || p->refcount > 0);
     if (!p || --p->refcount > 0) return;
+    /* A proto the compiler gave up on mid-way is freed here too: its counts
+     * are checked where it runs (push_frame), not here. */
+    ad_assert(p->nk >= 0 && p->nprotos >= 0 && p->noptemplates >= 0);
+
     for (int i = 0; i < p->nk; i++) ad_value_decref(S, p->k[i]);
     for (int i = 0; i < p->nprotos; i++) ad_proto_decref(S, p->protos[i]);
     if (p->pnames) for (int i = 0; i < p->nparams; i++) ad_free(S, p->pnames[i]);
@@ -90,6 +100,7 @@ void ad_proto_decref(ad_state *S, ad_proto *p) {
 }
 
 void ad_vm_closure_free(ad_state *S, ad_closure *f) {
+    ad_assert(f->nupvals == f->p->nupvals);
     ad_gc_untrack(S, &f->gc);
     for (int i = 0; i < f->nupvals; i++) {
         ad_value c; c.t = AD_TCELL; c.u.cell = f->upvals[i];
@@ -184,13 +195,23 @@ static int builtin_new(ad_state *S, const ad_builtin_def *d, ad_builtin **out) {
     return ADDSL_OK;
 }
 
+/* Tables whose every builtin takes GPU tensors (element-wise, core, the
+ * trajectory steps, the device queries, formatting, MPI); the builtins of
+ * other tables that do are listed by name in vm/tensor/device.c. Decided
+ * here, where the tables are registered, so that the tensor layer knows no
+ * builtin table. */
+static bool table_on_device(const ad_builtin_def *table) {
+    return table == ad_bi_elementwise_defs || table == ad_bi_core_defs || table == ad_bi_traj_defs ||
+           table == ad_bi_device_defs || table == ad_bi_format_defs || table == ad_bi_mpi_defs;
+}
+
 int ad_vm_register(ad_state *S, const ad_builtin_def *defs) {
-    bool table_on_device = ad_device_table_ok(defs);
+    bool whole = table_on_device(defs);
     for (; defs->name; defs++) {
         ad_builtin *b;
         int rc = builtin_new(S, defs, &b);
         if (rc) return rc;
-        b->on_device = table_on_device || ad_device_builtin_ok(defs->name);
+        b->on_device = whole || ad_device_builtin_ok(defs->name);
         b->doors = ad_sandbox_doors(defs->name);
         ad_value v; v.t = AD_TBUILTIN; v.u.bi = b;
         /* 'ad_NAME' keeps the raw builtin reachable when an op named NAME
@@ -253,6 +274,7 @@ void ad_vm_error_handled(ad_state *S) {
 
 static int ensure_stack(ad_state *S, int need) {
     struct ad_vm *vm = S->vm;
+    ad_assert(need > 0 && vm->stacksize >= 0);
     if (need <= vm->stacksize) return ADDSL_OK;
     int size = vm->stacksize ? vm->stacksize : 1024;
     while (size < need) size *= 2;
@@ -278,6 +300,13 @@ static int push_frame(ad_state *S, ad_closure *fn, int base, int ret) {
         if (!f) { ad_heap_discharge_objects(S, more); return ADDSL_ENOMEM; }
         vm->frames = f; vm->capframes = cap;
     }
+    /* A callee's registers start right after the caller's slot for its
+     * result, inside or past the caller's frame, never below it. */
+    ad_assert(base >= 0 && ret < base && ret >= -1);
+    ad_assert(!vm->nframes || base >= vm->frames[vm->nframes - 1].base);
+    ad_assert(fn->hdr.refcount > 0 && fn->p->nregs >= fn->p->nparams && fn->p->ncode > 0);
+    ad_assert(fn->p->ndefaults >= 0 && fn->p->ndefaults <= fn->p->nparams);
+
     int rc = ensure_stack(S, base + fn->p->nregs + 1);
     if (rc) return rc;
     ad_frame *f = &vm->frames[vm->nframes++];
@@ -288,6 +317,7 @@ static int push_frame(ad_state *S, ad_closure *fn, int base, int ret) {
 
 static void clear_regs(ad_state *S, int from, int to) {
     ad_value *st = S->vm->stack;
+    ad_assert(from >= 0 && from <= to && to <= S->vm->stacksize);
     for (int i = from; i < to; i++) {
         ad_value v = st[i];
         st[i] = ad_none();
@@ -297,6 +327,7 @@ static void clear_regs(ad_state *S, int from, int to) {
 
 static void pop_frame(ad_state *S) {
     struct ad_vm *vm = S->vm;
+    ad_assert(vm->nframes > 0);
     ad_frame *f = &vm->frames[--vm->nframes];
     clear_regs(S, f->base, f->base + f->fn->p->nregs);
     ad_value fv; fv.t = AD_TFUNC; fv.u.fn = f->fn;
@@ -318,6 +349,7 @@ static void frame_pos(const ad_frame *f, int *line, int *col) {
  * down to 'floor', then unwinds those frames. */
 static int raise_error(ad_state *S, int floor, int code) {
     struct ad_vm *vm = S->vm;
+    ad_assert(code != ADDSL_OK && floor >= 0 && vm->nframes > floor);
     ad_buf b;
     ad_buf_init(&b, S);
     if (code == ADDSL_EXIT) {
@@ -370,6 +402,7 @@ static int raise_error(ad_state *S, int floor, int code) {
 /* ---- value operations ---- */
 
 static inline void setreg(ad_state *S, ad_value *r, ad_value v) {
+    ad_assert(ad_vtype_valid(v.t) && ad_vtype_valid(r->t));
     ad_value old = *r;
     *r = v;
     ad_value_decref(S, old);
@@ -1040,19 +1073,31 @@ static int echo(ad_state *S, ad_value v) {
 #define AD_COMPUTED_GOTO 1
 #endif
 
+/* What holds before each instruction (a debug build checks it, as Lua's
+ * lvm.c does at each fetch): pc inside the running function's code, cl and
+ * R the top frame's, its registers inside the stack, and the run's own
+ * frames still there. A stale R after a call that grew the stack, or a jump
+ * past the code, stops here instead of reading freed memory. */
+#define VMCHECK()                                                                                     \
+    (ad_assert(vm->nframes > floor && vm->frames[vm->nframes - 1].fn == cl),                          \
+     ad_assert(pc >= cl->p->code && pc < cl->p->code + cl->p->ncode),                                  \
+     ad_assert(R == vm->stack + vm->frames[vm->nframes - 1].base),                                    \
+     ad_assert(R + cl->p->nregs <= vm->stack + vm->stacksize && K == cl->p->k))
+
 #ifdef AD_COMPUTED_GOTO
 #define vmdispatch(o) goto *jump_table[o];
 #define vmcase(name) L_##name:
-#define vmbreak do { ins = *pc++; goto *jump_table[AD_OP(ins)]; } while (0)
+#define vmbreak do { VMCHECK(); ins = *pc++; ad_assert(AD_OP(ins) < OP__COUNT); goto *jump_table[AD_OP(ins)]; } while (0)
 #else
 #define vmdispatch(o) switch (o)
 #define vmcase(name) case OP_##name:
 #define vmbreak break
 #endif
 
-#define RA (R + AD_A(ins))
-#define RB (R + AD_B(ins))
-#define RC (R + AD_C(ins))
+/* Registers named by an instruction are inside the function's frame. */
+#define RA (ad_assert(AD_A(ins) < cl->p->nregs), R + AD_A(ins))
+#define RB (ad_assert(AD_B(ins) < cl->p->nregs), R + AD_B(ins))
+#define RC (ad_assert(AD_C(ins) < cl->p->nregs), R + AD_C(ins))
 #define CHECK(expr) do { int rc_ = (expr); if (rc_) { code = rc_; goto fail; } } while (0)
 #define RELOAD() (R = vm->stack + vm->frames[vm->nframes - 1].base)
 #define SAVEPC() (vm->frames[vm->nframes - 1].pc = pc)
@@ -1076,8 +1121,11 @@ static int execute(ad_state *S, int floor, ad_value *result) {
     ad_instr ins;
     int code = ADDSL_OK;
     int gslot;  /* the global slot GETGLOBAL's load reads (also reached from METHODFB/GETGLOBALS) */
+    ad_assert(floor >= 0 && vm->nframes > floor);
     for (;;) {
+        VMCHECK();
         ins = *pc++;
+        ad_assert(AD_OP(ins) < OP__COUNT);
 #ifndef AD_COMPUTED_GOTO
       dispatch:
 #endif
@@ -1085,7 +1133,10 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         /* Opcode: MOVE  Synopsis: R[A] = R[B] */
         vmcase(MOVE) { ad_value v = *RB; ad_value_incref(v); setreg(S, RA, v); vmbreak; }
         /* Opcode: LOADK  Synopsis: R[A] = K[Bx] */
-        vmcase(LOADK) { ad_value v = K[AD_BX(ins)]; ad_value_incref(v); setreg(S, RA, v); vmbreak; }
+        vmcase(LOADK) {
+            ad_assert(AD_BX(ins) < cl->p->nk);
+            ad_value v = K[AD_BX(ins)]; ad_value_incref(v); setreg(S, RA, v); vmbreak;
+        }
         /* Opcode: LOADINT  Synopsis: R[A] = sBx */
         vmcase(LOADINT) { setreg(S, RA, ad_int(AD_SBX(ins))); vmbreak; }
         vmcase(LOADNONE) { setreg(S, RA, ad_none()); vmbreak; }
@@ -1109,6 +1160,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             gslot = AD_BX(ins);
         get_global:;
             ad_globals *G = S->globals;
+            ad_assert(gslot >= 0 && gslot < G->n);
             if (!G->defined[gslot]) {
                 SAVEPC();
                 CHECK(ad_global_resolve(S, &gslot));
@@ -1125,6 +1177,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             int slot = AD_BX(ins);
             if (S->trace && ad_trace_on(S)) ad_trace_global_write(S);
             ad_globals *G = S->globals;
+            ad_assert(slot >= 0 && slot < G->n);
             ad_value v = *RA;
             ad_value_incref(v);
             setreg(S, &G->values[slot], v);
@@ -1133,7 +1186,9 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         }
         /* Opcode: GETUPVAL  Synopsis: R[A] = Upvalue[B] */
         vmcase(GETUPVAL) {
+            ad_assert(AD_B(ins) < cl->nupvals && cl->upvals[AD_B(ins)]);
             ad_value v = cl->upvals[AD_B(ins)]->v;
+
             if (S->trace && ad_trace_on(S)) ad_trace_guard(S, -1, cl->upvals[AD_B(ins)], v);
             ad_value_incref(v);
             setreg(S, RA, v);
@@ -1311,6 +1366,7 @@ static int execute(ad_state *S, int floor, ad_value *result) {
             ad_value_incref(v);
             F = &vm->frames[vm->nframes - 1];
             int ret = F->ret;
+            ad_assert(ret >= -1 && ret < F->base);
             pop_frame(S);
             if (vm->nframes == floor) {
                 if (ret >= 0) setreg(S, vm->stack + ret, v);
@@ -1426,7 +1482,9 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         }
         /* Opcode: CLOSURE  Synopsis: R[A] = closure(proto Bx, defaults R[A+1..], upvalues in the next words) */
         vmcase(CLOSURE) {
+            ad_assert(AD_BX(ins) < cl->p->nprotos);
             ad_proto *p = cl->p->protos[AD_BX(ins)];
+
             ad_closure *f = ad_obj_alloc(S, sizeof *f + (size_t)p->nupvals * sizeof(ad_cell *));
             if (!f) { SAVEPC(); CHECK(ADDSL_ENOMEM); }
             f->hdr.refcount = 1;
@@ -1524,7 +1582,9 @@ static int execute(ad_state *S, int floor, ad_value *result) {
         vmcase(NEWOP) {
             ad_value v;
             SAVEPC();
+            ad_assert(AD_BX(ins) < cl->p->noptemplates);
             CHECK(ad_op_new(S, cl->p->optemplates[AD_BX(ins)], RA + 1, &v));
+
             setreg(S, RA, v);
             vmbreak;
         }

@@ -11,7 +11,7 @@
 #define AD_IN_TEAM() 0
 #endif
 
-#include "ad_limits.h"
+#include "kernels/kernel_limits.h"
 #include "kernels/ew_par.h"
 #include "kernels/ew_simd.h"
 #include "kernels/scalar_math.h"

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ad_limits.h"
+#include "kernels/kernel_limits.h"
 
 #define EW_ND_MAX_OPS 4  /* the output and up to three inputs */
 

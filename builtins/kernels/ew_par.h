@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ad_limits.h"
+#include "kernels/kernel_limits.h"
 
 /* Chunk starts are multiples of this many elements, so that each chunk's
  * vector loop meets the elements at the alignment the serial call does, and

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "kernels/reduce.h"
-#include "ad_limits.h"
+#include "kernels/kernel_limits.h"
 #include "kernels/par_for.h"
 
 /* The build's -O2 leaves these loops scalar; O3's vectoriser is what they are written for. */

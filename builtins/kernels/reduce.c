@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "kernels/reduce.h"
-#include "system/blas_lazy.h"
-#include "ad_limits.h"
+#include "kernels/blas_api.h"
+#include "kernels/kernel_limits.h"
 #include "kernels/par_for.h"
 #include "kernels/reduce_simd.h"
 

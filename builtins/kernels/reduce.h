@@ -1,12 +1,11 @@
 /* kernels/reduce.h: prototypes of the reduction, sort, matrix and loss kernels
- * (rows of kernels/reduce.def), and the reduction entry points bi_loss.c reuses. */
+ * (rows of kernels/reduce.def): plain C over pointers and sizes (the
+ * builtins over them are builtins/bi_reduce.c, bi_linalg.c, bi_loss.c). */
 #ifndef AD_KERNELS_REDUCE_H
 #define AD_KERNELS_REDUCE_H
 
 #include <stdbool.h>
 #include <stdint.h>
-
-#include "../../vm/tensor/tensor.h"
 
 /* Loss kinds of ad_loss_pointwise_*. */
 enum { AD_LOSS_SQUARED, AD_LOSS_ABS, AD_LOSS_SMOOTH_L1, AD_LOSS_HUBER };
@@ -128,15 +127,5 @@ void ad_loss_soft_ce_f32(const void *logp, const void *target, const void *weigh
                          int64_t nbatch, int64_t nclass, int64_t inner, double smoothing);
 void ad_loss_soft_ce_f64(const void *logp, const void *target, const void *weight, void *loss,
                          int64_t nbatch, int64_t nclass, int64_t inner, double smoothing);
-
-/* C entry points of bi_reduce.c for other builtins. 'ndims' < 0 (or 0)
- * reduces every dim; 'dtype' < 0 keeps torch's default result dtype.
- * Each returns a new reference or NULL after ad_error. */
-ad_tensor *ad_reduce_sum(ad_state *S, ad_tensor *t, int ndims, const int64_t *dims,
-                         bool keepdim, int dtype);
-ad_tensor *ad_reduce_mean(ad_state *S, ad_tensor *t, int ndims, const int64_t *dims,
-                          bool keepdim, int dtype);
-/* softmax (or log_softmax when 'log') of a float tensor along 'dim'. */
-ad_tensor *ad_reduce_softmax(ad_state *S, ad_tensor *t, int64_t dim, bool log, const char *fn);
 
 #endif

@@ -5,11 +5,6 @@
 
 #include <stdint.h>
 
-#include "../../vm/value.h"
-
-/* The builtins over these kernels (builtins/bi_traj.c). */
-extern const ad_builtin_def ad_bi_traj_defs[];
-
 /* Layout (docs/trajectory.md): trajectories [b, H, d] contiguous; start
  * rows [B0, d]; 'sidx' (length b, may be NULL: row i) picks the start row of
  * trajectory i; 'dt' has H entries (dt[h] ends at output h; dt[0] unused).

@@ -11,6 +11,7 @@
 #include "../../builtins/builtins.h"
 #include "../../builtins/kernels/ew_par.h"
 #include "../../builtins/kernels/elementwise.h"
+#include "ad_assert.h"
 #include "buf.h"
 #include "tensor/device.h"
 #include "tensor/heap.h"
@@ -33,7 +34,10 @@ static void node_release_saved(ad_state *S, ad_node *n) {
     for (int i = 0; i < n->nout && n->saves_outs; i++) {
         ad_tensor **o = &ad_node_outs_raw(n)[i];
         if (!*o) continue;
+        /* A saved output points back at this node without holding it. */
+        ad_assert(!(*o)->grad_fn || ((*o)->grad_fn == n && (*o)->grad_fn_weak));
         (*o)->grad_fn = NULL; /* the weak back pointer must not outlive us */
+
         ad_tensor_decref(S, *o);
         *o = NULL;
     }
@@ -68,6 +72,26 @@ static size_t node_size(size_t na, size_t no, int nedges, bool saves_outs, size_
     return s;
 }
 
+/* A node's counts agree with its op and with each other (vm/ad_assert.h):
+ * one argument per parameter of the op, an edge per bit of edge_mask and
+ * bits only for parameters, outputs within the op's limit. */
+static bool node_ok(const ad_node *n) {
+    return n->op && n->op->hdr.refcount > 0 && n->nargs == n->op->nparams &&
+           n->nargs <= AD_OP_MAX_PARAMS && n->nout <= AD_OP_MAX_OUTS &&
+           n->nedges == ad_popcount32(n->edge_mask) &&
+           (n->nargs == 32 || (n->edge_mask >> n->nargs) == 0) &&
+           (n->nargs == 32 || (n->meta_mask >> n->nargs) == 0);
+}
+
+/* An edge into a node names one of that node's outputs. */
+__attribute__((unused)) static bool edge_ok(const ad_edge *e) {
+    if (e->nsub < 0 || (e->nsub && !e->sub)) return false;
+    if (e->node && (e->nr < 0 || e->nr >= e->node->nout || e->node->refcount <= 0)) return false;
+    for (int j = 0; j < e->nsub; j++)
+        if (!edge_ok(&e->sub[j])) return false;
+    return !e->leaf || e->leaf->refcount > 0;
+}
+
 static size_t node_meta_bytes(const ad_node *n) {
     if (!n->meta_mask) return 0;
     const char *p = node_meta_start(n), *start = p;
@@ -79,8 +103,11 @@ static size_t node_meta_bytes(const ad_node *n) {
 void ad_node_decref(ad_state *S, ad_node *n) {
     /* Long chains are freed iteratively: each node's first edge is followed
      * in the loop instead of recursing, which keeps deep graphs off the C stack. */
-    while (n && --n->refcount == 0) {
+    while (n) {
+        ad_assert(n->refcount > 0); /* released more often than referenced */
+        if (--n->refcount != 0) break;
         ad_node *next = NULL;
+        ad_assert(node_ok(n));
         node_release_saved(S, n);
         int ne = ad_node_nedges(n);
         for (int i = 0; i < ne; i++) edge_release(S, &ad_node_edges(n)[i], &next);
@@ -103,7 +130,9 @@ static bool requires_grad(ad_value v) {
 static bool edge_live(const ad_edge *e) { return e->node || e->leaf || e->nsub; }
 
 static void edge_set(ad_edge *e, ad_tensor *t) {
+    ad_assert(!edge_live(e)); /* each edge is set once */
     if (!t->requires_grad) return;
+    ad_assert(!t->grad_fn || (t->output_nr >= 0 && t->output_nr < t->grad_fn->nout));
     if (t->grad_fn) { e->node = t->grad_fn; e->nr = t->output_nr; t->grad_fn->refcount++; }
     else { e->leaf = t; ad_tensor_incref(t); }
 }
@@ -194,6 +223,7 @@ static void meta_like(const ad_node *n, int i, ad_tensor *like) {
 int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout, ad_tensor **outs) {
     /* One allocation per node, from the heap's pool of headers: recording a
      * long chain of small ops is dominated by allocator calls otherwise. */
+    ad_assert(op->nparams >= 0 && op->nparams <= AD_OP_MAX_PARAMS && nout >= 1 && nout <= AD_OP_MAX_OUTS);
     size_t na = (size_t)op->nparams, no = (size_t)nout;
     uint32_t edge_mask, list_mask, meta_mask;
     size_t meta_bytes;
@@ -265,6 +295,8 @@ int ad_autograd_record(ad_state *S, ad_opdef *op, const ad_value *args, int nout
         o->output_nr = k;
         o->requires_grad = true;
     }
+    ad_assert(n->refcount > 0 && node_ok(n));
+    for (int i = 0; i < n->nedges; i++) ad_assert(edge_ok(&ad_node_edges(n)[i]));
     ad_node_decref(S, n); /* the outputs hold it now */
     return ADDSL_OK;
 }
@@ -297,6 +329,8 @@ static int discover(ad_engine *E, ad_node *root) {
     int rc = ADDSL_OK;
     while (ns > 0 && !rc) {
         ad_node *n = stack[--ns];
+        ad_assert(n->epoch == E->epoch && n->refcount > 0 && node_ok(n));
+
         if (n->released) { rc = ad_error(S, "%s", freed_msg); break; }
         if (!grow_arr(S, (void **)&E->nodes, &E->cap, E->n, sizeof *E->nodes)) { rc = ad_nomem(S); break; }
         E->nodes[E->n++] = n;
@@ -440,6 +474,7 @@ static int fit_to(ad_engine *E, ad_value g, const ad_tensor *like, ad_value *out
 }
 
 static int leaf_accumulate(ad_engine *E, ad_tensor *leaf, ad_value g) {
+    ad_assert(leaf->refcount > 0 && ad_vtype_valid(g.t));
     for (int i = 0; i < E->nleaves; i++)
         if (E->leaves[i].leaf == leaf) return accumulate(E, &E->leaves[i].g, g);
     if (!grow_arr(E->S, (void **)&E->leaves, &E->capleaves, E->nleaves, sizeof *E->leaves)) {
@@ -745,6 +780,7 @@ int ad_autograd_run(ad_engine *E, int nroots, ad_tensor **roots, ad_value *seeds
     if (rc) return rc;
     for (int i = 0; i < nroots && !rc; i++) {
         ad_value_incref(seeds[i]);
+        ad_assert(!roots[i]->grad_fn || roots[i]->output_nr < roots[i]->grad_fn->nout);
         if (roots[i]->grad_fn) rc = accumulate(E, &ad_node_gbuf(roots[i]->grad_fn)[roots[i]->output_nr], seeds[i]);
         else rc = leaf_accumulate(E, roots[i], seeds[i]);
     }
@@ -769,7 +805,9 @@ int ad_autograd_run(ad_engine *E, int nroots, ad_tensor **roots, ad_value *seeds
             for (int j = 0; j < m; j++) {
                 ad_node *c = e->nsub ? e->sub[j].node : e->node;
                 if (!c || c->epoch != E->epoch) continue;
+                ad_assert(c->deps > 0); /* a node becomes ready once, after its last consumer */
                 if (--c->deps == 0) {
+
                     if (!grow_arr(S, (void **)&E->ready, &E->capready, E->nready, sizeof *E->ready)) { rc = ad_nomem(S); break; }
                     E->ready[E->nready++] = c;
                 }

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ad_assert.h"
 #include "tensor/device.h"
 #include "jit/fuse.h"
 #include "autograd/op.h"
@@ -439,6 +440,7 @@ static int64_t size_class(int64_t bytes) {
 
 static int take_buffer(builder *B, int v) {
     ad_plan *P = B->P;
+    ad_assert(v >= 0 && v < P->nvals && P->vals[v].where == AD_PL_ARENA && B->nfree <= P->nbuffers);
     int64_t cls = size_class(P->vals[v].numel * (int64_t)esize(P->vals[v].dtype));
     for (int i = 0; i < B->nfree; i++) {
         int b = B->freebuf[i];
@@ -463,6 +465,8 @@ static int take_buffer(builder *B, int v) {
 
 static void give_back(builder *B, int v) {
     if (B->P->vals[v].where != AD_PL_ARENA || B->P->vals[v].buffer < 0) return;
+    /* A buffer is on the free list at most once: more entries than buffers means one went back twice. */
+    ad_assert(B->nfree < B->P->nbuffers && B->P->vals[v].buffer < B->P->nbuffers);
     B->freebuf[B->nfree++] = B->P->vals[v].buffer;
     B->lastg[v] = -2; /* given back once */
 }
@@ -481,6 +485,7 @@ typedef struct gbuild {
 } gbuild;
 
 static int new_reg(ad_state *S, ad_plgroup *g, gbuild *r) {
+    ad_assert(r->nfree >= 0 && r->nfree <= r->cap && g->nregs >= g->nloads);
     if (r->nfree) return r->freeregs[--r->nfree];
     if (g->nregs - g->nloads >= r->cap) {
         int cap = r->cap ? r->cap * 2 : 16;
@@ -496,6 +501,7 @@ static int new_reg(ad_state *S, ad_plgroup *g, gbuild *r) {
 static int load_reg(builder *B, ad_plgroup *g, int u, const ad_targ *a, ad_dtype dt) {
     if (u >= 0) {
         if (B->reg[u] >= 0) return B->reg[u];
+        ad_assert(g->nloads < AD_PLAN_MAX_LOADS); /* fits() keeps a group's loads within its scratch */
         ad_dtype vt = B->P->vals[u].dtype;
         uint8_t conv = vt == dt || vt == AD_BOOL ? AD_PLCONV_NONE : vt == AD_FLOAT64 ? AD_PLCONV_F64 : AD_PLCONV_F32;
         g->loads[g->nloads] = (ad_plload){.val = u, .b8 = vt == AD_BOOL, .conv = conv};
@@ -506,6 +512,7 @@ static int load_reg(builder *B, ad_plgroup *g, int u, const ad_targ *a, ad_dtype
     for (int i = 0; i < g->nloads; i++)
         /* -0.0 == 0.0, but x - 0.0 and x - -0.0 differ at x = -0.0 */
         if (g->loads[i].val < 0 && g->loads[i].c == c && !signbit(g->loads[i].c) == !signbit(c)) return i;
+    ad_assert(g->nloads < AD_PLAN_MAX_LOADS);
     g->loads[g->nloads] = (ad_plload){.val = -1, .c = c, .cf = (float)c};
     return g->nloads++;
 }
@@ -796,6 +803,56 @@ static int build_groups(builder *B) {
     return build_steps(B);
 }
 
+/* What a replay trusts of a built plan (vm/ad_assert.h): buffers one after
+ * another in the arena, past the scratch, each a size class; every value's
+ * buffer, every group's records, registers, loads and stores in range; the
+ * steps in record order. */
+__attribute__((unused)) static bool plan_ok(const ad_trace *T, const ad_plan *P) {
+    if (P->nvals != T->nvals || P->nnodes != T->nnodes || P->ngroups < 0) return false;
+    int64_t end = (P->scratch_bytes + AD_PLAN_MIN_CLASS - 1) / AD_PLAN_MIN_CLASS * AD_PLAN_MIN_CLASS;
+    for (int i = 0; i < P->nbuffers; i++) {
+        const ad_plbuffer *b = &P->buffers[i];
+        if (b->offset < end || b->offset % AD_PLAN_MIN_CLASS || b->bytes < AD_PLAN_MIN_CLASS || (b->bytes & (b->bytes - 1)))
+            return false;
+        end = b->offset + b->bytes;
+    }
+    if (end > P->arena_bytes && P->nbuffers) return false;
+    for (int v = 0; v < P->nvals; v++) {
+        const ad_plval *x = &P->vals[v];
+        if (x->where > AD_PL_KVIEW || x->group >= P->ngroups) return false;
+        if (x->where == AD_PL_ARENA && x->buffer >= 0 &&
+            (x->buffer >= P->nbuffers || val_bytes(P, v) > P->buffers[x->buffer].bytes))
+            return false;
+    }
+    for (int gi = 0; gi < P->ngroups; gi++) {
+        const ad_plgroup *g = &P->groups[gi];
+        if (g->first_node < 0 || g->first_node > g->last_node || g->last_node >= P->nnodes) return false;
+        if (g->nloads > (g->kern ? 3 : AD_PLAN_MAX_LOADS) || (!g->kern && g->nregs < g->nloads)) return false;
+        if ((int64_t)g->nregs * AD_PLAN_BLOCK_BYTES > P->scratch_bytes && !g->kern) return false;
+        for (int i = 0; i < g->nloads; i++)
+            if (g->loads[i].val >= P->nvals) return false;
+        for (int i = 0; i < g->ninstrs; i++) {
+            const ad_plinstr *in = &g->instrs[i];
+            if (in->dst < 0 || in->dst >= g->nregs || in->a < 0 || in->a >= g->nregs) return false;
+            if ((in->nin > 1 && (in->b < 0 || in->b >= g->nregs)) || (in->nin > 2 && (in->c < 0 || in->c >= g->nregs)))
+                return false;
+            if (in->node < g->first_node || in->node > g->last_node) return false;
+        }
+        for (int i = 0; i < g->nstores; i++) {
+            const ad_plstore *o = &g->stores[i];
+            if (o->reg < 0 || o->reg >= g->nregs || o->val < 0 || o->val >= P->nvals || o->after < 0 || o->after >= g->ninstrs)
+                return false;
+        }
+    }
+    int prev = -1;
+    for (int s = 0; s < P->nsteps; s++) {
+        int st = P->steps[s], node = st >= 0 ? st : -1 - st < P->ngroups ? P->groups[-1 - st].first_node : -1;
+        if (st >= P->nnodes || node < 0 || node <= prev) return false;
+        prev = node;
+    }
+    return P->nsteps <= P->nnodes;
+}
+
 void ad_plan_free(ad_state *S, ad_plan *P) {
     if (!P) return;
     for (int g = 0; g < P->ngroups; g++) {
@@ -866,5 +923,7 @@ ad_plan *ad_plan_build(ad_state *S, const ad_trace *T) {
         ad_clear_error(S);
         return NULL;
     }
+    ad_assert(plan_ok(T, P));
     return P;
+
 }

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "../../builtins/blas_layout.h"
+#include "../../builtins/kernels/blas_layout.h"
 #include "../../builtins/system/blas_lazy.h"
 #include "../../builtins/kernels/reduce.h"
 #include "ad_limits.h"

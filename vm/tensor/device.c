@@ -8,8 +8,6 @@
 
 #include "../../cuda/tensor_cuda.h"
 #include "../../cuda/traj_cuda.h"
-#include "../../builtins/builtins.h"
-#include "../../builtins/kernels/traj.h"
 #include "buf.h"
 #include "tensor/device.h"
 #include "tensor/device_impl.h"
@@ -199,7 +197,8 @@ ad_tensor *ad_tensor_to_device(ad_state *S, ad_tensor *t, int device) {
 
 /* ---- which builtins take GPU tensors ---- */
 
-/* Builtins outside the elementwise and core tables that handle GPU tensors:
+/* Builtins outside the tables that take GPU tensors whole (vm/vm.c
+ * table_on_device) that handle GPU tensors:
  * they only make views, go through the device-aware copies and kernels, or
  * read metadata. Sorted (bsearch). */
 static const char *const device_builtins[] = {
@@ -216,11 +215,6 @@ static const char *const device_builtins[] = {
 };
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
-bool ad_device_table_ok(const struct ad_builtin_def *table) {
-    return table == ad_bi_elementwise_defs || table == ad_bi_core_defs || table == ad_bi_traj_defs ||
-           table == ad_bi_device_defs || table == ad_bi_format_defs || table == ad_bi_mpi_defs;
-}
 
 bool ad_device_builtin_ok(const char *name) {
     const char *key = name;

@@ -43,10 +43,8 @@ void ad_device_close(ad_state *S);
  * differentiate go through the 'to_device' op of lib/). */
 ad_tensor *ad_tensor_to_device(ad_state *S, ad_tensor *t, int device);
 
-/* Whether every builtin of a table handles GPU tensors itself, and whether
- * builtin 'name' of another table does. */
-struct ad_builtin_def;
-bool ad_device_table_ok(const struct ad_builtin_def *table);
+/* Whether builtin 'name' handles GPU tensors itself, for the tables that
+ * do not take them whole (vm/vm.c table_on_device). */
 bool ad_device_builtin_ok(const char *name);
 /* An error when a GPU tensor is among the arguments (or inside a list
  * argument) of builtin 'name', which does not take them. */

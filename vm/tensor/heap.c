@@ -2,10 +2,11 @@
  * and the memory limit, plus a small-object pool for tensor headers. */
 #include "tensor/heap.h"
 
-#include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ad_assert.h"
 #include "tensor/heap_huge.h"
 #include "tensor/heap_prefault.h"
 #include "state.h"
@@ -91,13 +92,19 @@ static void ring_add(blk *head, blk *b) {
     b->next = head->next; b->prev = head;
     head->next->prev = b; head->next = b;
 }
-static void ring_del(blk *b) { b->prev->next = b->next; b->next->prev = b->prev; }
+static void ring_del(blk *b) {
+    ad_assert(b->prev->next == b && b->next->prev == b); /* on the live ring, once */
+    b->prev->next = b->next; b->next->prev = b->prev;
+}
 
 static void hring_add(hdr *head, hdr *h) {
     h->next = head->next; h->prev = head;
     head->next->prev = h; head->next = h;
 }
-static void hring_del(hdr *h) { h->prev->next = h->next; h->next->prev = h->prev; }
+static void hring_del(hdr *h) {
+    ad_assert(h->prev->next == h && h->next->prev == h);
+    h->prev->next = h->next; h->next->prev = h->prev;
+}
 
 struct ad_heap *ad_heap_new(ad_state *S) {
     struct ad_heap *h = ad_calloc(S, 1, sizeof *h);
@@ -120,6 +127,8 @@ static int size_class(size_t n) {
 }
 
 static size_t granted_size(size_t n, int cls) {
+    ad_assert(cls == -1 || (cls >= AD_HEAP_MIN_CLASS && cls <= AD_HEAP_MAX_CLASS));
+    ad_assert(cls < 0 || n <= (size_t)1 << cls);
     if (cls >= 0) return (size_t)1 << cls;
     return (n + HEAP_ALIGN - 1) & ~(size_t)(HEAP_ALIGN - 1);
 }
@@ -135,6 +144,7 @@ static blk *system_block(ad_state *S, size_t granted, size_t nbytes) {
     void *raw = S->cfg.alloc(S->cfg.alloc_ud, NULL, total);
     if (!raw) return NULL;
     uintptr_t a = ((uintptr_t)raw + sizeof(blk) + align - 1) & ~(uintptr_t)(align - 1);
+    ad_assert(a - (uintptr_t)raw + granted <= total); /* the data fits what was allocated */
     ad_heap_huge_advise((void *)a, span);
     blk *b = blk_of((void *)a);
     b->raw = raw;
@@ -144,11 +154,14 @@ static blk *system_block(ad_state *S, size_t granted, size_t nbytes) {
 static void pool_trim(struct ad_heap *h, ad_state *S) {
     for (int c = 0; c <= AD_HEAP_MAX_CLASS; c++) {
         blk *b = h->free_list[c];
+        uint32_t k = 0;
         while (b) {
             blk *n = b->next;
             ad_free(S, b->raw);
             b = n;
+            k++;
         }
+        ad_assert(k == h->free_count[c]);
         h->free_list[c] = NULL;
         h->free_count[c] = 0;
     }
@@ -190,7 +203,7 @@ int ad_heap_charge_objects(ad_state *S, size_t nbytes) {
 void ad_heap_discharge_objects(ad_state *S, size_t nbytes) {
     struct ad_heap *h = S->heap;
     if (!h) return;
-    assert(nbytes <= h->st.object_bytes);
+    ad_assert(nbytes <= h->st.object_bytes); /* more given back than charged */
     h->st.object_bytes = nbytes <= h->st.object_bytes ? h->st.object_bytes - nbytes : 0;
 }
 
@@ -200,12 +213,16 @@ int ad_heap_charge_device(ad_state *S, size_t nbytes) {
     return ADDSL_OK;
 }
 
-void ad_heap_discharge_device(ad_state *S, size_t nbytes) { S->heap->st.device_bytes -= nbytes; }
+void ad_heap_discharge_device(ad_state *S, size_t nbytes) {
+    ad_assert(nbytes <= S->heap->st.device_bytes);
+    S->heap->st.device_bytes -= nbytes;
+}
 
 /* A block from the free list of 'cls', or NULL. */
 static blk *pool_take(struct ad_heap *h, int cls) {
     if (cls < 0 || !h->free_list[cls]) return NULL;
     blk *b = h->free_list[cls];
+    ad_assert(h->free_count[cls] > 0 && h->st.pooled_bytes >= (size_t)1 << cls);
     h->free_list[cls] = b->next;
     h->free_count[cls]--;
     h->st.pooled_bytes -= (size_t)1 << cls;
@@ -240,6 +257,7 @@ void *ad_heap_alloc(ad_state *S, size_t nbytes, size_t *granted) {
     blk *b = pool_take(h, cls);
     if (!b) b = system_take(S, g, nbytes);
     if (!b) { ad_nomem(S); return NULL; }
+    ad_assert(((uintptr_t)blk_data(b) & (HEAP_ALIGN - 1)) == 0 && g >= nbytes);
     b->nbytes = nbytes;
     ring_add(&h->live, b);
     h->st.live_bytes += nbytes;
@@ -252,6 +270,9 @@ void ad_heap_release(ad_state *S, void *block, size_t granted) {
     if (!block) return;
     struct ad_heap *h = S->heap;
     blk *b = blk_of(block);
+    ad_assert(((uintptr_t)block & (HEAP_ALIGN - 1)) == 0 && (char *)b->raw <= (char *)b);
+    ad_assert(b->nbytes <= granted && granted == granted_size(b->nbytes, size_class(b->nbytes)));
+    ad_assert(b->nbytes <= h->st.live_bytes);
     ring_del(b);
     h->st.live_bytes -= b->nbytes;
     int cls = size_class(granted);
@@ -260,6 +281,7 @@ void ad_heap_release(ad_state *S, void *block, size_t granted) {
         h->free_list[cls] = b;
         h->free_count[cls]++;
         h->st.pooled_bytes += granted;
+        ad_assert(h->free_count[cls] <= AD_HEAP_MAX_FREE_PER_CLASS);
         return;
     }
     ad_free(S, b->raw);
@@ -295,6 +317,7 @@ static bool slab_new(ad_state *S, struct ad_heap *h) {
     sl->next = h->slabs;
     sl->bytes = bytes;
     h->slabs = sl;
+    ad_assert(bytes >= SLAB_MIN && bytes <= SLAB_MAX && bytes % HDR_GRAIN == 0);
     h->bump = (char *)(sl + 1);
     h->bump_left = bytes - sizeof(slab);
     h->slab_next = bytes < SLAB_MAX ? 2 * bytes : SLAB_MAX;
@@ -345,6 +368,7 @@ static void *header_take(ad_state *S, struct ad_heap *h, size_t size) {
     }
     if (h->hfree[c]) {
         hfree *f = h->hfree[c];
+        ad_assert(((uintptr_t)f & (HDR_GRAIN - 1)) == 0);
         HEAP_UNPOISON(f, sizeof *f);
         h->hfree[c] = f->next;
         HEAP_POISON(f, (c + 1) * HDR_GRAIN);
@@ -355,6 +379,7 @@ static void *header_take(ad_state *S, struct ad_heap *h, size_t size) {
     if (h->bump_left < n && !slab_new(S, h)) return NULL;
     if (h->bump_left < h->spare_at) spare_start(S, h);
     void *p = h->bump;
+    ad_assert(((uintptr_t)p & (HDR_GRAIN - 1)) == 0 && h->bump_left >= n);
     h->bump += n;
     h->bump_left -= n;
     HEAP_UNPOISON(p, size);
@@ -364,7 +389,7 @@ static void *header_take(ad_state *S, struct ad_heap *h, size_t size) {
 void ad_heap_release_header(ad_state *S, void *p, size_t size) {
     if (!p) return;
     struct ad_heap *h = S->heap;
-    assert(size <= h->st.object_bytes);
+    ad_assert(size <= h->st.object_bytes); /* a header given back twice, or with the wrong size */
     h->st.object_bytes -= size;
     size_t c = size ? (size - 1) / HDR_GRAIN : 0;
     if (c >= HDR_CLASSES) {
@@ -374,6 +399,7 @@ void ad_heap_release_header(ad_state *S, void *p, size_t size) {
         return;
     }
     hfree *f = p;
+    ad_assert(((uintptr_t)f & (HDR_GRAIN - 1)) == 0 && f != (hfree *)h->hfree[c]);
     HEAP_UNPOISON(f, sizeof *f);
     f->next = h->hfree[c];
     h->hfree[c] = f;
@@ -388,7 +414,11 @@ int ad_heap_charge_host(ad_state *S, size_t nbytes) {
     return ADDSL_OK;
 }
 
-void ad_heap_discharge_host(ad_state *S, size_t nbytes) { S->heap->st.live_bytes -= nbytes; }
+void ad_heap_discharge_host(ad_state *S, size_t nbytes) {
+    ad_assert(nbytes <= S->heap->st.live_bytes);
+    S->heap->st.live_bytes -= nbytes;
+}
+
 
 /* Frees the pools and whatever is still live: after close nothing of the
  * heap survives, even if a tensor reference was leaked. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ad_assert.h"
 #include "buf.h"
 #include "tensor/device.h"
 #include "tensor/heap.h"
@@ -24,6 +25,7 @@ const char *ad_dtype_name(ad_dtype dt) { return (unsigned)dt < AD_NDTYPES ? dtyp
 bool ad_dtype_is_float(ad_dtype dt) { return dt == AD_FLOAT32 || dt == AD_FLOAT64; }
 
 ad_dtype ad_promote(ad_dtype a, ad_dtype b) {
+    ad_assert((unsigned)a < AD_NDTYPES && (unsigned)b < AD_NDTYPES);
     return dtype_rank[a] >= dtype_rank[b] ? a : b;
 }
 
@@ -113,6 +115,23 @@ static void contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
     }
 }
 
+bool ad_tensor_geometry_ok(const ad_tensor *t) {
+    if (!t || t->refcount <= 0 || !t->storage || t->storage->refcount <= 0) return false;
+    if ((unsigned)t->dtype >= AD_NDTYPES || t->ndim < 0 || t->ndim > AD_MAX_DIMS || t->offset < 0) return false;
+    if (t->shape != (int64_t *)(t + 1) || t->strides != t->shape + t->ndim) return false;
+    int64_t n = 1, lo = t->offset, hi = t->offset;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] < 0) return false;
+        n *= t->shape[i];
+        if (t->shape[i] == 0) continue;
+        int64_t reach = (t->shape[i] - 1) * t->strides[i];
+        if (reach < 0) lo += reach; else hi += reach;
+    }
+    if (n != t->numel) return false;
+    /* An empty tensor addresses nothing; any other one stays inside its storage. */
+    return n == 0 || (lo >= 0 && (uint64_t)(hi + 1) * ad_dtype_size(t->dtype) <= t->storage->nbytes);
+}
+
 bool ad_tensor_is_contiguous(const ad_tensor *t) {
     if (t->numel == 0) return true;
     int64_t expect = 1;
@@ -172,7 +191,11 @@ static ad_storage *storage_new(ad_state *S, size_t nbytes, int device) {
 }
 
 static void storage_decref(ad_state *S, ad_storage *st) {
+    ad_assert(st->refcount > 0);
     if (--st->refcount > 0) return;
+    ad_assert(!st->inline_data || st->data == st + 1);
+    ad_assert(!st->inline_data || st->nbytes <= AD_STORAGE_INLINE_MAX);
+    ad_assert(!st->device || !st->release);
     if (st->inline_data) {
         ad_heap_discharge_host(S, st->nbytes);
         ad_heap_release_header(S, st, inline_storage_size(st->nbytes));
@@ -191,6 +214,8 @@ static void storage_decref(ad_state *S, ad_storage *st) {
 /* A header over 'st' (reference stolen) with contiguous strides. */
 static ad_tensor *header_new(ad_state *S, ad_storage *st, ad_dtype dt, int ndim,
                              const int64_t *shape, int64_t numel) {
+    ad_assert(ndim >= 0 && ndim <= AD_MAX_DIMS && (unsigned)dt < AD_NDTYPES);
+    ad_assert((uint64_t)numel * ad_dtype_size(dt) <= st->nbytes);
     ad_tensor *t = ad_heap_alloc_header(S, AD_TENSOR_HEADER_SIZE(ndim));
     if (!t) { storage_decref(S, st); return NULL; }
     ad_tensor_set_geometry_storage(t, ndim);
@@ -209,6 +234,7 @@ static ad_tensor *header_new(ad_state *S, ad_storage *st, ad_dtype dt, int ndim,
     t->base = NULL;
     if (ndim > 0) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
     contiguous_strides(ndim, shape, t->strides);
+    ad_assert(ad_tensor_geometry_ok(t));
     return t;
 }
 
@@ -281,12 +307,19 @@ ad_tensor *ad_tensor_wrap(ad_state *S, ad_dtype dt, int ndim, const int64_t *sha
     return header_new(S, st, dt, ndim, shape, numel);
 }
 
-void ad_tensor_incref(ad_tensor *t) { t->refcount++; }
+void ad_tensor_incref(ad_tensor *t) {
+    ad_assert(t->refcount > 0); /* a reference to a freed header */
+    t->refcount++;
+}
 
 /* A tensor owns its grad, its tangent and (unless weak) its graph node. */
 void ad_tensor_decref(ad_state *S, ad_tensor *t) {
-    while (t && --t->refcount == 0) {
+    while (t) {
+        ad_assert(t->refcount > 0);
+        if (--t->refcount != 0) break;
         ad_tensor *g = t->grad;
+        ad_assert(!t->base || !t->base->base); /* bases are one level deep */
+        ad_assert(!g || g->base != t);
         if (t->grad_fn && !t->grad_fn_weak) ad_node_decref(S, t->grad_fn);
         if (t->fw_grad) ad_tensor_clear_tangents(S, t);
         ad_tensor_decref(S, t->base); /* a base is never a view: one level deep */
@@ -305,6 +338,7 @@ ad_tensor *ad_tensor_tangent(const ad_tensor *t, uint64_t level) {
 }
 
 int ad_tensor_set_tangent(ad_state *S, ad_tensor *t, uint64_t level, ad_tensor *tan) {
+    ad_assert(tan && tan != t);
     ad_tangent **p = &t->fw_grad;
     while (*p && (*p)->level < level) p = &(*p)->next;
     ad_tensor_incref(tan);
@@ -335,6 +369,7 @@ void ad_tensor_clear_tangents(ad_state *S, ad_tensor *t) {
     t->fw_grad = NULL;
     while (e) {
         ad_tangent *next = e->next;
+        ad_assert(!next || next->level > e->level); /* levels increase along the list */
         ad_tensor_decref(S, e->t);
         ad_free(S, e);
         e = next;
@@ -376,14 +411,17 @@ static int64_t flat_to_offset(const ad_tensor *t, int64_t i) {
         off += (i % n) * t->strides[d];
         i /= n;
     }
+    ad_assert(off >= 0 && (uint64_t)(off + 1) * ad_dtype_size(t->dtype) <= t->storage->nbytes);
     return off;
 }
 
 double ad_tensor_get_flat(const ad_tensor *t, int64_t i) {
+    ad_assert(i >= 0 && i < t->numel && !t->storage->device);
     return load(t->storage->data, t->dtype, flat_to_offset(t, i));
 }
 
 void ad_tensor_set_flat(ad_tensor *t, int64_t i, double v) {
+    ad_assert(i >= 0 && i < t->numel && !t->storage->device);
     store(t->storage->data, t->dtype, flat_to_offset(t, i), v);
 }
 
@@ -530,6 +568,8 @@ static int copy_general(ad_state *S, ad_tensor *dst, const ad_tensor *src) {
         ss[i] = (j >= 0 && sz != 1) ? src->strides[j] : 0;
     }
     if (dst->numel == 0) return AD_OK;
+    ad_assert(ad_tensor_geometry_ok(dst) && ad_tensor_geometry_ok(src));
+    ad_assert(dst->storage->device == src->storage->device);
     int k = coalesce(n, shape, ds, ss);
     if (dst->storage->device)
         return ad_device_copy(S, ad_tensor_data(dst), dst->dtype, ad_tensor_data(src), src->dtype, k, shape, ds, ss);
@@ -587,6 +627,8 @@ ad_tensor *ad_tensor_to(ad_state *S, ad_tensor *t, ad_dtype dt) {
 
 int ad_tensor_fill(ad_state *S, ad_tensor *dst, double v) {
     if (dst->numel == 0) return AD_OK;
+    ad_assert(ad_tensor_geometry_ok(dst));
+
     union { float f; double d; int64_t i; uint8_t b; } one;
     store(&one, dst->dtype, 0, v);
     int n = dst->ndim;

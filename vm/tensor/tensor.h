@@ -111,6 +111,12 @@ static inline void *ad_tensor_data(const ad_tensor *t) {
     return (char *)t->storage->data + (size_t)t->offset * ((t->dtype == AD_FLOAT32) ? 4 : (t->dtype == AD_BOOL) ? 1 : 8);
 }
 bool ad_tensor_is_contiguous(const ad_tensor *t);
+/* The header's invariants (vm/ad_assert.h checks them): a live refcount, a
+ * known dtype, a rank within AD_MAX_DIMS, numel the product of the sizes,
+ * geometry in its own trailing storage, and every element it addresses,
+ * offset and strides together, inside its storage. */
+bool ad_tensor_geometry_ok(const ad_tensor *t);
+
 /* Element at a flat (row-major logical) index, as a double; any layout; CPU only. */
 double ad_tensor_get_flat(const ad_tensor *t, int64_t i);
 void ad_tensor_set_flat(ad_tensor *t, int64_t i, double v);

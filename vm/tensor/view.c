@@ -5,9 +5,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ad_assert.h"
 #include "buf.h"
 #include "tensor/heap.h"
 #include "state.h"
+
+/* A view as it is handed out: its elements inside its storage, its base
+ * not a view itself (vm/ad_assert.h; compiled out of a release build). */
+static ad_tensor *checked(ad_tensor *v) {
+    ad_assert(!v || ad_tensor_geometry_ok(v));
+    ad_assert(!v || !v->base || (!v->base->base && v->base->storage == v->storage));
+    return v;
+}
 
 /* A new header over t's storage; the caller has checked the geometry. */
 static ad_tensor *make_view(ad_state *S, ad_tensor *t, int ndim, const int64_t *shape,
@@ -31,7 +40,9 @@ static ad_tensor *make_view(ad_state *S, ad_tensor *t, int ndim, const int64_t *
     v->grad_fn_weak = false;
     v->output_nr = 0;
     v->fw_grad = NULL;
+    ad_assert(t->refcount > 0 && t->storage->refcount > 1);
     v->base = t->base ? t->base : t;
+    ad_assert(!v->base->base);
     v->base->refcount++;
     memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
     memcpy(v->strides, strides, (size_t)ndim * sizeof *strides);
@@ -90,7 +101,7 @@ ad_tensor *ad_tensor_as_strided(ad_state *S, ad_tensor *t, int ndim, const int64
         ad_buf_free(&b);
         return NULL;
     }
-    return make_view(S, t, ndim, shape, strides, offset);
+    return checked(make_view(S, t, ndim, shape, strides, offset));
 }
 
 /* Resolves one -1 against 'numel' (PyTorch's infer_size). */
@@ -163,13 +174,13 @@ ad_tensor *ad_tensor_view(ad_state *S, ad_tensor *t, int ndim, const int64_t *sh
                     "dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
         return NULL;
     }
-    return make_view(S, t, ndim, ns, st, t->offset);
+    return checked(make_view(S, t, ndim, ns, st, t->offset));
 }
 
 ad_tensor *ad_tensor_reshape(ad_state *S, ad_tensor *t, int ndim, const int64_t *shape) {
     int64_t ns[AD_MAX_DIMS], st[AD_MAX_DIMS];
     if (infer_shape(S, ndim, shape, t->numel, ns)) return NULL;
-    if (compute_stride(t, ndim, ns, st)) return make_view(S, t, ndim, ns, st, t->offset);
+    if (compute_stride(t, ndim, ns, st)) return checked(make_view(S, t, ndim, ns, st, t->offset));
     ad_tensor *c = ad_tensor_clone(S, t);
     if (!c) return NULL;
     ad_tensor *v = ad_tensor_view(S, c, ndim, ns);
@@ -184,7 +195,8 @@ ad_tensor *ad_tensor_transpose(ad_state *S, ad_tensor *t, int64_t d0, int64_t d1
     if (!v || a == b || t->ndim == 0) return v;
     v->shape[a] = t->shape[b]; v->shape[b] = t->shape[a];
     v->strides[a] = t->strides[b]; v->strides[b] = t->strides[a];
-    return v;
+    return checked(v);
+
 }
 
 ad_tensor *ad_tensor_permute(ad_state *S, ad_tensor *t, int n, const int64_t *dims) {
@@ -204,7 +216,7 @@ ad_tensor *ad_tensor_permute(ad_state *S, ad_tensor *t, int n, const int64_t *di
         shape[i] = t->shape[d];
         strides[i] = t->strides[d];
     }
-    return make_view(S, t, n, shape, strides, t->offset);
+    return checked(make_view(S, t, n, shape, strides, t->offset));
 }
 
 static int expand_error(ad_state *S, const ad_tensor *t, int ndim, const int64_t *shape,
@@ -261,7 +273,7 @@ ad_tensor *ad_tensor_expand(ad_state *S, ad_tensor *t, int ndim, const int64_t *
     }
     int64_t numel;
     if (ad_shape_numel(S, ndim, es, &numel)) return NULL;
-    return make_view(S, t, ndim, es, est, t->offset);
+    return checked(make_view(S, t, ndim, es, est, t->offset));
 }
 
 ad_tensor *ad_tensor_unsqueeze(ad_state *S, ad_tensor *t, int64_t dim) {
@@ -282,7 +294,7 @@ ad_tensor *ad_tensor_unsqueeze(ad_state *S, ad_tensor *t, int64_t dim) {
             j++;
         }
     }
-    return make_view(S, t, t->ndim + 1, shape, strides, t->offset);
+    return checked(make_view(S, t, t->ndim + 1, shape, strides, t->offset));
 }
 
 ad_tensor *ad_tensor_squeeze(ad_state *S, ad_tensor *t, int n, const int64_t *dims) {
@@ -297,7 +309,7 @@ ad_tensor *ad_tensor_squeeze(ad_state *S, ad_tensor *t, int n, const int64_t *di
     int k = 0;
     for (int i = 0; i < t->ndim; i++)
         if (!drop[i]) { shape[k] = t->shape[i]; strides[k] = t->strides[i]; k++; }
-    return make_view(S, t, k, shape, strides, t->offset);
+    return checked(make_view(S, t, k, shape, strides, t->offset));
 }
 
 /* Clamps a Python-style bound into [0, size]. */
@@ -326,7 +338,7 @@ ad_tensor *ad_tensor_slice(ad_state *S, ad_tensor *t, int64_t dim, int64_t start
     v->shape[d] = len;
     v->strides[d] = t->strides[d] * step;
     v->numel = len ? t->numel / size * len : 0;
-    return v;
+    return checked(v);
 }
 
 ad_tensor *ad_tensor_select(ad_state *S, ad_tensor *t, int64_t dim, int64_t index) {
@@ -343,7 +355,7 @@ ad_tensor *ad_tensor_select(ad_state *S, ad_tensor *t, int64_t dim, int64_t inde
     int64_t shape[AD_MAX_DIMS], strides[AD_MAX_DIMS];
     for (int i = 0, k = 0; i < t->ndim; i++)
         if (i != d) { shape[k] = t->shape[i]; strides[k] = t->strides[i]; k++; }
-    return make_view(S, t, t->ndim - 1, shape, strides, t->offset + index * t->strides[d]);
+    return checked(make_view(S, t, t->ndim - 1, shape, strides, t->offset + index * t->strides[d]));
 }
 
 ad_tensor *ad_tensor_narrow(ad_state *S, ad_tensor *t, int64_t dim, int64_t start, int64_t length) {
@@ -388,5 +400,5 @@ ad_tensor *ad_tensor_diagonal(ad_state *S, ad_tensor *t, int64_t offset, int64_t
         if (i != a && i != b) { shape[k] = t->shape[i]; strides[k] = t->strides[i]; k++; }
     shape[k] = len;
     strides[k] = t->strides[a] + t->strides[b];
-    return make_view(S, t, k + 1, shape, strides, off);
+    return checked(make_view(S, t, k + 1, shape, strides, off));
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../../builtins/builtins.h"
+#include "ad_assert.h"
 #include "autograd/engine.h"
 #include "buf.h"
 #include "tensor/device.h"
@@ -129,8 +130,44 @@ static void describe(ad_value v, char *out, size_t n) {
     if (k < n && ad_tensor_device(t)) snprintf(out + k, n - k, " %s", ad_device_name(ad_tensor_device(t)));
 }
 
+/* The program is in SSA order (vm/ad_assert.h): every value an argument of
+ * record 'i' names exists and, when a record made it, an earlier record did. */
+static bool targ_ordered(const ad_trace *T, const ad_targ *a, int i) {
+    if (a->sub) {
+        if (a->ref >= 0 || a->nsub < 0 || (a->seqt != AD_TLIST && a->seqt != AD_TTUPLE)) return false;
+        for (int k = 0; k < a->nsub; k++)
+            if (!targ_ordered(T, &a->sub[k], i)) return false;
+        return true;
+    }
+    if (a->ref < 0) return ad_vtype_valid(a->c.t);
+    if (a->ref >= T->nvals) return false;
+    const ad_tval *v = &T->vals[a->ref];
+    return v->kind != AD_TV_NODE || (v->node >= 0 && v->node < i);
+}
+
+/* Record i's outputs are values it made itself. */
+static bool targ_made_by(const ad_trace *T, const ad_targ *a, int i) {
+    if (a->sub) {
+        for (int k = 0; k < a->nsub; k++)
+            if (!targ_made_by(T, &a->sub[k], i)) return false;
+        return true;
+    }
+    return a->ref < 0 || (a->ref < T->nvals && T->vals[a->ref].kind == AD_TV_NODE && T->vals[a->ref].node == i);
+}
+
+__attribute__((unused)) static bool node_ordered(const ad_trace *T, int i) {
+    const ad_tnode *n = &T->nodes[i];
+    if (n->nargs < 0 || n->nargs > AD_MAX_CALL_ARGS || (n->nargs && !n->args)) return false;
+    for (int k = 0; k < n->nargs; k++)
+        if (!targ_ordered(T, &n->args[k], i)) return false;
+    for (int k = 0; k < n->nfrees; k++)
+        if (n->frees[k] < 0 || n->frees[k] >= T->nvals) return false;
+    return targ_made_by(T, &n->out, i);
+}
+
 /* A new value holding 'v'; returns its id or -1. */
 static int val_new(ad_state *S, ad_trace *T, ad_tval_kind kind, ad_value v, bool dep, int node) {
+    ad_assert(kind == AD_TV_NODE ? node >= 0 && node == T->nnodes : node == -1 || kind == AD_TV_CONST);
     if (T->nvals == T->capvals) {
         int cap = T->capvals ? 2 * T->capvals : 64;
         ad_tval *nv = ad_realloc(S, T->vals, (size_t)cap * sizeof *nv);
@@ -198,6 +235,8 @@ void ad_trace_free(ad_state *S, ad_trace *T) {
 }
 
 int ad_trace_input(ad_state *S, ad_trace *T, ad_tensor *t) {
+    /* Inputs are the program's first values, before any constant or record. */
+    ad_assert(T->nvals == T->ninputs && T->nnodes == 0);
     int id = val_new(S, T, AD_TV_INPUT, ad_tensor_value(t), true, -1);
     if (id < 0) return S->errcode ? S->errcode : ADDSL_ENOMEM;
     T->ninputs++;
@@ -462,6 +501,7 @@ static int push_node(ad_state *S, ad_trace *T, const ad_tnode *n) {
         T->nodes = nn; T->capnodes = cap;
     }
     T->nodes[T->nnodes++] = *n;
+    ad_assert(node_ordered(T, T->nnodes - 1));
     return ADDSL_OK;
 }
 
@@ -1422,6 +1462,9 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
         x->v = ad_none();
     }
     plan_frees(S, T);
+    /* The passes kept the program in SSA order, and its result names its values. */
+    for (int i = 0; i < T->nnodes; i++) ad_assert(T->nodes[i].dead || node_ordered(T, i));
+    ad_assert(targ_ordered(T, &T->result, T->nnodes));
     /* The traced run returned the folded results themselves to the caller, who
      * may write to them: the program keeps copies. */
     unfold_shared(S, T, &T->result);
@@ -1435,6 +1478,7 @@ void ad_trace_optimize(ad_state *S, ad_trace *T, bool passes) {
 /* ---- replay ---- */
 
 static int arg_value(ad_state *S, ad_value *env, const ad_targ *a, ad_value *out) {
+    ad_assert(!a->sub || a->ref < 0);
     if (a->ref >= 0) { *out = env[a->ref]; ad_value_incref(*out); return ADDSL_OK; }
     if (!a->sub) { *out = a->c; ad_value_incref(*out); return ADDSL_OK; }
     ad_list *l = ad_list_new(S, a->seqt, a->nsub);
@@ -1490,6 +1534,7 @@ static int result_value(ad_state *S, const ad_trace *T, ad_value *env, const ad_
 /* Arguments are borrowed from the environment (no call changes it while it
  * runs); only lists made for an argument are owned and released. */
 static int replay_node(ad_state *S, const ad_tnode *n, ad_value *env) {
+    ad_assert(!n->dead && n->nargs >= 0 && n->nargs <= AD_MAX_CALL_ARGS);
     ad_value argv[AD_MAX_CALL_ARGS];
     argv[0] = argv[1] = ad_none(); /* compare and setattr read two */
     int na = 0, rc = ADDSL_OK;
@@ -1533,6 +1578,7 @@ int ad_trace_replay(ad_state *S, const ad_trace *T, ad_tensor *const *inputs, ad
     for (int i = 0; i < T->nnodes && !rc; i++) {
         const ad_tnode *n = &T->nodes[i];
         if (n->dead || n->folded) continue;
+        ad_assert(node_ordered(T, i));
         rc = replay_node(S, n, env);
     }
     S->grad_enabled = grad;
@@ -1567,7 +1613,9 @@ void ad_trace_env_free(ad_state *S, const ad_trace *T, ad_value *env) {
 }
 
 int ad_trace_run(ad_state *S, const ad_trace *T, ad_value *env, int from, int to, int grad) {
+    ad_assert(env && from >= 0 && from <= to && to <= T->nnodes);
     bool mode = S->grad_enabled;
+
     int rc = ADDSL_OK;
     for (int i = from; i < to && !rc; i++) {
         const ad_tnode *n = &T->nodes[i];

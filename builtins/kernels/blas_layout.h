@@ -1,4 +1,4 @@
-/* blas_layout.h: how a matrix or a batch of them is read in place by BLAS.
+/* kernels/blas_layout.h: how a matrix or a batch of them is read in place by BLAS.
  * Shared by the eager products (bi_linalg.c) and compile()'s planned ones
  * (vm/jit/plan_ops.c), which must pick the same calls to give the same bits. */
 #ifndef ADDSL_BLAS_LAYOUT_H
