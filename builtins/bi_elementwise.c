@@ -655,6 +655,19 @@ static int bi_gelu(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     return ad_error(S, "approximate argument must be either none or tanh.");
 }
 
+/* The constants of the element-wise formulas, for the derivative formulas in
+ * lib/helpers_ew.ad: ew_table.h is the one place each is written. */
+static int bi_ew_constant(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    const char *name;
+    int rc = ad_arg_str(S, argv[0], "_ew_constant", "name", &name);
+    if (rc) return rc;
+#define EW_CONST_CASE(c) if (strcmp(name, #c) == 0) { *out = ad_num((double)(c)); return 0; }
+    AD_EW_CONSTS(EW_CONST_CASE)
+#undef EW_CONST_CASE
+    return ad_error(S, "_ew_constant(): no constant named '%s' in ew_table.h", name);
+}
+
 /* ---- clamp and friends ---- */
 
 static const ew_unop UN_clamp = {"clamp", {AD_K_clamp_f32, AD_K_clamp_f64, AD_K_clamp_i64, NO_K}, UN_SAME, false};
@@ -958,5 +971,6 @@ const ad_builtin_def ad_bi_elementwise_defs[] = {
     {"lerp", bi_lerp, "self, end, weight"},
     {"addcmul", bi_addcmul, "self, tensor1, tensor2, value=1"},
     {"addcdiv", bi_addcdiv, "self, tensor1, tensor2, value=1"},
+    {"_ew_constant", bi_ew_constant, "name"},
     {NULL, NULL, NULL}
 };

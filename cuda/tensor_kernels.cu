@@ -105,18 +105,18 @@ AD_EW_LOGICAL_NOT(NOT_OP)
     };
 AD_EW_PARAM_OPS(P_OP)
 
-// NaN passes through like torch.clamp; a NaN bound clamps nothing (fmin/fmax).
-struct op_clamp {
-    template <class T> __device__ static T f(T v, double p, double q) {
-        return isnan(v) ? v : fmin(fmax(v, (T)p), (T)q);
-    }
-    __device__ static int64_t f(int64_t v, double p, double q) {
-        const int64_t lo = p <= -0x1p63 ? INT64_MIN : (int64_t)p;
-        const int64_t hi = q >= 0x1p63 ? INT64_MAX : (int64_t)q;
-        v = v < lo ? lo : v;
-        return v > hi ? hi : v;
-    }
-};
+#define CLAMP_OP(name, EXPR, IEXPR)                                                       \
+    struct op_##name {                                                                    \
+        template <class T> __device__ static T f(T v, double p, double q) {              \
+            const T P = (T)p, Q = (T)q;                                                   \
+            return (T)(EXPR);                                                             \
+        }                                                                                 \
+        __device__ static int64_t f(int64_t v, double p, double q) {                      \
+            const int64_t P = ad_clamp_bound_i64(p), Q = ad_clamp_bound_i64(q);          \
+            return IEXPR;                                                                 \
+        }                                                                                 \
+    };
+AD_EW_CLAMP(CLAMP_OP)
 
 // ---- binary functors: f(a, b) -------------------------------------------------
 

@@ -221,14 +221,12 @@ AD_EW_LOGICAL_NOT(AD_EW_GEN_NOT)
 #define AD_EW_GEN_P(name, EXPR) AD_EW_MAP_P(name, float, f32, EXPR) AD_EW_MAP_P(name, double, f64, EXPR)
 AD_EW_PARAM_OPS(AD_EW_GEN_P)
 
-/* NaN passes through like torch.clamp. */
-AD_EW_MAP_P(clamp, float, f32, isnan(v) ? v : fmin(fmax(v, P), Q))
-AD_EW_MAP_P(clamp, double, f64, isnan(v) ? v : fmin(fmax(v, P), Q))
-void ad_k_clamp_i64(int64_t *out, const int64_t *x, int64_t n, double p, double q) {
-    /* Bounds beyond int64 clamp nothing; the builtin passes integral values. */
-    const int64_t lo = p <= -0x1p63 ? INT64_MIN : (int64_t)p, hi = q >= 0x1p63 ? INT64_MAX : (int64_t)q;
-    AD_EW_FOR(n) { int64_t v = x[i] < lo ? lo : x[i]; out[i] = v > hi ? hi : v; }
-}
+#define AD_EW_GEN_CLAMP(name, EXPR, IEXPR) \
+    AD_EW_MAP_P(name, float, f32, EXPR) AD_EW_MAP_P(name, double, f64, EXPR) \
+    void ad_k_##name##_i64(int64_t *out, const int64_t *x, int64_t n, double p, double q) { \
+        const int64_t P = ad_clamp_bound_i64(p), Q = ad_clamp_bound_i64(q); \
+        AD_EW_FOR(n) { const int64_t v = x[i]; out[i] = IEXPR; } }
+AD_EW_CLAMP(AD_EW_GEN_CLAMP)
 
 /* ---- binary ops: a op b with a or b possibly a broadcast scalar ---- */
 

@@ -95,6 +95,12 @@
     /* p is the order n, a non-negative integer checked by the builtin */ \
     X(polygamma, ad_polygamma((int)p, (double)v))
 
+/* clamp with number bounds P (min) and Q (max), an absent bound being -inf
+ * or inf: X(name, float formula, int64 formula). NaN passes through like
+ * torch.clamp; a NaN bound clamps nothing (fmin/fmax). The int64 form reads
+ * bounds saturated to int64 (ad_clamp_bound_i64). */
+#define AD_EW_CLAMP(X) X(clamp, isnan(v) ? v : fmin(fmax(v, P), Q), v < P ? P : v > Q ? Q : v)
+
 /* Float predicates giving bool (f32/f64 -> bool), X(name, formula, the
  * answer for an integer tensor, which has no kernel). */
 #define AD_EW_PRED_OPS(X) X(isnan, isnan(v) != 0, 0) X(isinf, isinf(v) != 0, 0) X(isfinite, isfinite(v) != 0, 1)

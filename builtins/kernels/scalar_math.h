@@ -18,6 +18,12 @@
  * into the C it writes */
 #include "kernels/special_math.h"
 
+/* A number bound of int64 clamp as an int64: past the type's range it clamps
+ * nothing. The builtin passes integral values. */
+AD_SPECIAL_FN int64_t ad_clamp_bound_i64(double b) {
+    return b <= -0x1p63 ? INT64_MIN : b >= 0x1p63 ? INT64_MAX : (int64_t)b;
+}
+
 /* a ** b for the exponents torch computes without pow (2, 3, 1, 0.5, -0.5, -1, -2): a product,
  * a square root or a reciprocal; returns 0 (and leaves *r) for any other b, which goes to pow.
  * x ** 2 and its backward's x ** 1 then cost a multiply: a GMM gradient spent 70 M

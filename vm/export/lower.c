@@ -33,7 +33,9 @@ const char *ad_export_ctype(ad_dtype dt) {
 void ad_export_literal(ad_buf *b, ad_dtype dt, double x) {
     if (dt == AD_BOOL) { ad_buf_puts(b, x != 0 ? "1" : "0"); return; }
     if (dt == AD_INT64) {
-        long long k = (long long)x;
+        /* saturated, as the int64 kernels read number bounds (ad_clamp_bound_i64) */
+        if (x <= -0x1p63) { ad_buf_puts(b, "(-9223372036854775807LL - 1)"); return; }
+        long long k = x >= 0x1p63 ? 9223372036854775807LL : (long long)x;
         if (k < 0) ad_buf_printf(b, k < -2147483647LL ? "(%lldLL)" : "(%lld)", k);
         else ad_buf_printf(b, k > 2147483647LL ? "%lldLL" : "%lld", k);
         return;
@@ -475,9 +477,6 @@ static const ew_row ew_table[] = {
     {"deg2rad", 1, "$0 * (3.14159265358979323846$F / 180)", NULL}, {"rad2deg", 1, "$0 * (180 / 3.14159265358979323846$F)", NULL},
     {"float_power", 2, "pow($0, $1)", NULL},
     {"fmax", 2, "fmax$F($0, $1)", NULL}, {"fmin", 2, "fmin$F($0, $1)", NULL},
-    {"hardtanh", 3, "($0 < $1 ? $1 : ($0 > $2 ? $2 : $0))", NULL},
-    {"clamp_min", 2, "($0 < $1 ? $1 : $0)", "($0 < $1 ? $1 : $0)"},
-    {"clamp_max", 2, "($0 > $1 ? $1 : $0)", "($0 > $1 ? $1 : $0)"},
     {"heaviside", 2, "($0 == 0 ? $1 : ($0 > 0))", NULL},
     {"masked_fill", 3, "$1 ? $2 : $0", "$1 ? $2 : $0"},
     {"threshold", 3, "($0 > $1 ? $0 : $2)", "($0 > $1 ? $0 : $2)"},
@@ -552,21 +551,54 @@ static int lower_div(ad_xctx *ctx, const xrec *r) {
     return fail(ctx, "with this rounding_mode is not lowered");
 }
 
-/* clamp(self, min, max): either bound may be none, a number or a tensor. */
-static int lower_clamp(ad_xctx *ctx, const xrec *r) {
+/* Parameter i of q becomes the number x. */
+static void set_num(xrec *q, int i, double x) {
+    q->p[i].a = NULL;
+    q->p[i].c = ad_num(x);
+}
+
+/* clamp(self, min, max), each bound none, a number or a tensor: the kernels
+ * the builtin picks (builtins/bi_elementwise.c clamp_any), so NaN bounds and
+ * lo > hi give what eager gives. trunc: integer bounds of an integer self
+ * (hardtanh casts them to its dtype). */
+static int lower_clamp_bounds(ad_xctx *ctx, const xrec *r, bool trunc_int) {
     int o = out_ref(r->n);
     if (o < 0) return fail(ctx, "has no tensor output");
-    bool lo = pref(r, 1) >= 0 || pconst(r, 1).t != AD_TNONE, hi = pref(r, 2) >= 0 || pconst(r, 2).t != AD_TNONE;
     ad_dtype ct = ctx->v[o].dt;
-    /* min(max(x, lo), hi): hi wins when lo > hi, as in torch */
-    if (lo && hi) return emit_map(ctx, r, 3, "(($0 < $1 ? $1 : $0) > $2 ? $2 : ($0 < $1 ? $1 : $0))", ct, 0);
-    if (lo) return emit_map(ctx, r, 2, "($0 < $1 ? $1 : $0)", ct, 0);
-    if (hi) {
+    bool fl = ct == AD_FLOAT32 || ct == AD_FLOAT64;
+    bool tlo = pref(r, 1) >= 0, thi = pref(r, 2) >= 0;
+    bool nlo = !tlo && pconst(r, 1).t == AD_TNONE, nhi = !thi && pconst(r, 2).t == AD_TNONE;
+    if (nlo && nhi) return fail(ctx, "has neither bound");
+    if (!tlo && !thi) {
+        /* number bounds: the clamp kernel, an absent one the type's end */
+        xrec q = *r;
+        double lo = fl ? -INFINITY : -0x1p63, hi = fl ? INFINITY : 0x1p63;
+        if (!nlo && !pnum(r, 1, &lo)) return fail(ctx, "has a min that is not a number");
+        if (!nhi && !pnum(r, 2, &hi)) return fail(ctx, "has a max that is not a number");
+        if (trunc_int && !fl) { lo = nlo ? lo : trunc(lo); hi = nhi ? hi : trunc(hi); }
+        set_num(&q, 1, lo);
+        set_num(&q, 2, hi);
+        return ad_export_ew_map(ctx, &q, "clamp", ct);
+    }
+    if (nhi) return ad_export_ew_map(ctx, r, "maximum", ct);
+    if (nlo) {
         xrec q = *r;
         q.p[1] = q.p[2];
-        return emit_map(ctx, &q, 2, "($0 > $1 ? $1 : $0)", ct, 0);
+        return ad_export_ew_map(ctx, &q, "minimum", ct);
     }
-    return emit_map(ctx, r, 1, "$0", ct, 0);
+    return ad_export_ew_map(ctx, r, "clamp_t", ct);
+}
+
+static int lower_clamp(ad_xctx *ctx, const xrec *r) { return lower_clamp_bounds(ctx, r, false); }
+
+/* clamp_min(self, min) and clamp_max(self, max): clamp with one bound */
+static int lower_clamp_one(ad_xctx *ctx, const xrec *r, bool is_max) {
+    xrec q = *r;
+    q.np = 3;
+    if (is_max) q.p[2] = q.p[1];
+    q.p[is_max ? 1 : 2].a = NULL;
+    q.p[is_max ? 1 : 2].c = ad_none();
+    return lower_clamp_bounds(ctx, &q, false);
 }
 
 static int lower_gelu(ad_xctx *ctx, const xrec *r) {
@@ -589,20 +621,21 @@ static int lower_round(ad_xctx *ctx, const xrec *r) {
     return fail(ctx, "with decimals is not lowered");
 }
 
-/* logit(self, eps): eps none, or the input clamped to [eps, 1 - eps] first. */
+/* logit(self, eps): the table's logit, whose p < 0 means no eps. */
 static int lower_logit(ad_xctx *ctx, const xrec *r) {
     int o = out_ref(r->n);
     if (o < 0) return fail(ctx, "has no tensor output");
-    ad_dtype ct = ctx->v[o].dt;
-    if (pconst(r, 1).t == AD_TNONE) return emit_map(ctx, r, 1, "log$F($0 / (1 - $0))", ct, 0);
-    return emit_map(ctx, r, 2,
-                    "log$F(($0 < $1 ? $1 : ($0 > 1 - $1 ? 1 - $1 : $0)) / (1 - ($0 < $1 ? $1 : ($0 > 1 - $1 ? 1 - $1 : $0))))",
-                    ct, 0);
+    xrec q = *r;
+    double eps = -1;
+    if (pconst(r, 1).t != AD_TNONE && !pnum(r, 1, &eps)) return fail(ctx, "has an eps that is not a number");
+    q.np = 2;
+    set_num(&q, 1, eps);
+    return ad_export_ew_map(ctx, &q, "logit", ctx->v[o].dt);
 }
 
 /* a < b on tensors: computed in the promoted type of the operands. */
 static int lower_compare(ad_xctx *ctx, const xrec *r) {
-    static const char *const t[] = {"$0 == $1", "$0 != $1", "$0 < $1", "$0 <= $1", "$0 > $1", "$0 >= $1"};
+    static const char *const t[] = {"eq", "ne", "lt", "le", "gt", "ge"};
     int a = pref(r, 0), b = pref(r, 1);
     ad_dtype ct = a >= 0 ? ctx->v[a].dt : ctx->v[b].dt;
     if (a >= 0 && b >= 0) ct = ad_promote(ctx->v[a].dt, ctx->v[b].dt);
@@ -612,7 +645,7 @@ static int lower_compare(ad_xctx *ctx, const xrec *r) {
     }
     int at = r->n->attr;
     if (at < 0 || at > 5) return fail(ctx, "is an unknown comparison");
-    return emit_map(ctx, r, 2, t[at], ct, 0);
+    return ad_export_ew_map(ctx, r, t[at], ct);
 }
 
 static int lower_named_compare(ad_xctx *ctx, const xrec *r, int at) {
@@ -1568,6 +1601,9 @@ static int lower_op(ad_xctx *ctx, const xrec *r, int id) {
     case AD_OP_rsub: return L(lower_rsub(ctx, r));
     case AD_OP_div: return L(lower_div(ctx, r));
     case AD_OP_clamp: return L(lower_clamp(ctx, r));
+    case AD_OP_clamp_min: return L(lower_clamp_one(ctx, r, false));
+    case AD_OP_clamp_max: return L(lower_clamp_one(ctx, r, true));
+    case AD_OP_hardtanh: return L(lower_clamp_bounds(ctx, r, true));
     case AD_OP_gelu: return L(lower_gelu(ctx, r));
     case AD_OP_float: case AD_OP_double: case AD_OP_long: case AD_OP_to: case AD_OP_type_as: return L(lower_convert(ctx, r));
     case AD_OP_clone: case AD_OP_contiguous: case AD_OP_detach: return L(alias_of(ctx, r, pref(r, 0)));

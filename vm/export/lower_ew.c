@@ -33,11 +33,13 @@ static const xe_row xe_rows[] = {
     AD_EW_SAME_OPS(XE_FI)
     AD_EW_ROUND_OPS(XE_F)
     AD_EW_PARAM_OPS(XE_F)
+    AD_EW_CLAMP(XE_FI)
     AD_EW_PRED_OPS(XE_FI)
     AD_EW_BINARY_ALL_OPS(XE_FI)
     AD_EW_BINARY_FLOAT_OPS(XE_F)
     /* the formulas hold for every dtype, bools read as integers */
     AD_EW_LOGICAL_OPS(XE_ANY)
+    AD_EW_COMPARE_OPS(XE_ANY)
     AD_EW_LOGICAL_NOT(XE_ANY)
     AD_EW_WHERE(XE_ANY)
     AD_EW_LERP(XE_F)

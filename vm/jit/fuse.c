@@ -8,10 +8,11 @@
 
 #include "../../builtins/kernels/elementwise.h"
 #include "jit/fuse_simd.h"
+#include "trace/op_ids.h"
 
-#define UN(n) {#n, 1, 1, ad_k_##n##_f32, ad_k_##n##_f64, NULL, NULL, AD_FU_UNARY, NULL, NULL},
-#define BIN(n, np) {#n, 2, np, NULL, NULL, ad_k_##n##_f32, ad_k_##n##_f64, AD_FU_BINARY, NULL, NULL},
-#define CMP(n) {#n, 2, 2, NULL, NULL, NULL, NULL, AD_FU_COMPARE, ad_k_##n##_f32, ad_k_##n##_f64},
+#define UN(n) {AD_OP_##n, #n, 1, 1, ad_k_##n##_f32, ad_k_##n##_f64, NULL, NULL, AD_FU_UNARY, NULL, NULL},
+#define BIN(n, np) {AD_OP_##n, #n, 2, np, NULL, NULL, ad_k_##n##_f32, ad_k_##n##_f64, AD_FU_BINARY, NULL, NULL},
+#define CMP(n) {AD_OP_##n, #n, 2, 2, NULL, NULL, NULL, NULL, AD_FU_COMPARE, ad_k_##n##_f32, ad_k_##n##_f64},
 
 /* The ops a fused group runs: the shipped kernels of kernels/ew_table.h's rows
  * (the binary ones and neg/abs/square/relu have an AVX2 clone), with the
@@ -22,14 +23,14 @@ static const ad_fuop ops[] = {
     UN(rsqrt) UN(reciprocal) UN(sin) UN(cos) UN(tan) UN(tanh) UN(sigmoid) UN(silu)
     BIN(sigmoid_backward, 2) BIN(tanh_backward, 2)
     CMP(eq) CMP(ne) CMP(lt) CMP(le) CMP(gt) CMP(ge)
-    {"where", 3, 3, NULL, NULL, NULL, NULL, AD_FU_WHERE, NULL, NULL},
+    {AD_OP_where, "where", 3, 3, NULL, NULL, NULL, NULL, AD_FU_WHERE, NULL, NULL},
 };
 
 #define NOPS ((int)(sizeof ops / sizeof ops[0]))
 
-int ad_fuse_find(const char *name) {
+int ad_fuse_find(int id) {
     for (int i = 0; i < NOPS; i++)
-        if (strcmp(ops[i].name, name) == 0) return i;
+        if (ops[i].id == id) return i;
     return -1;
 }
 

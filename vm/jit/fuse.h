@@ -24,6 +24,7 @@ typedef enum { AD_FU_UNARY, AD_FU_BINARY, AD_FU_COMPARE, AD_FU_WHERE } ad_fu_kin
  * kernel("ad_add")), with 'nin' tensor-or-number parameters and no others
  * ('nparams' in the op's definition, the rest left at their defaults). */
 typedef struct ad_fuop {
+    int id; /* ad_op_id (trace/op_ids.h) */
     const char *name;
     int nin;
     int nparams;
@@ -36,9 +37,10 @@ typedef struct ad_fuop {
     ad_fu_cmp64 c64;
 } ad_fuop;
 
-/* Index of the element-wise op 'name' in the table, or -1. The comparisons
- * (records of `a < b`, vm/trace/trace.h's AD_TN_COMPARE) are "eq" .. "ge". */
-int ad_fuse_find(const char *name);
+/* Index of the element-wise op of ad_op_id 'id' in the table, or -1. The
+ * comparisons (records of `a < b`, vm/trace/trace.h's AD_TN_COMPARE) are
+ * AD_OP_eq .. AD_OP_ge. */
+int ad_fuse_find(int id);
 const ad_fuop *ad_fuse_op(int i);
 
 /* A tensor operand as a group reads it: data, geometry in elements. */

@@ -72,7 +72,7 @@ static int classify_select(const ad_trace *T, const ad_tnode *n, bool nograd);
 
 static int classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
     if (n->dead || n->folded) return CL_SKIP;
-    if (n->kind == AD_TN_COMPARE || (n->kind == AD_TN_OP && strcmp(n->fn.u.op->name, "where") == 0))
+    if (n->kind == AD_TN_COMPARE || (n->kind == AD_TN_OP && n->fn.u.op->id == AD_OP_where))
         return classify_select(T, n, nograd);
     if (n->kind != AD_TN_OP || n->effect || n->random || n->kw || n->out.ref < 0) return CL_SEAM;
     const ad_opdef *op = n->fn.u.op;
@@ -80,18 +80,18 @@ static int classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
     const char *name = op->forward.u.bi->name;
     int cl = CL_SEAM, nin = 1;
     if (strcmp(op->name, name) != 0) return CL_SEAM;
-    if (strcmp(name, "expand") == 0) {
+    if (op->id == AD_OP_expand) {
         const ad_tensor *o = val_tensor(T, n->out.ref), *t = val_tensor(T, n->args[0].ref);
         if (!o || !t || t->dtype != o->dtype || (o->dtype != AD_FLOAT32 && o->dtype != AD_FLOAT64) ||
             ad_tensor_device(t) != 0 || (n->grad_enabled && t->requires_grad && !nograd))
             return CL_SEAM;
         return CL_VIEW;
     }
-    if (strcmp(name, "sum") == 0 || strcmp(name, "mean") == 0) {
+    if (op->id == AD_OP_sum || op->id == AD_OP_mean) {
         if (op->nparams != 4) return CL_SEAM;
-        cl = name[0] == 's' ? CL_SUM : CL_MEAN;
+        cl = op->id == AD_OP_sum ? CL_SUM : CL_MEAN;
     } else {
-        int i = ad_fuse_find(name);
+        int i = ad_fuse_find(op->id);
         if (i < 0 || op->nparams != ad_fuse_op(i)->nparams) return CL_SEAM;
         cl = i;
         nin = ad_fuse_op(i)->nin;
@@ -137,22 +137,22 @@ static int classify_select(const ad_trace *T, const ad_tnode *n, bool nograd) {
     int cl;
     ad_dtype dt;
     if (n->kind == AD_TN_COMPARE) {
-        static const char *const names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+        static const int ids[] = {AD_OP_eq, AD_OP_ne, AD_OP_lt, AD_OP_le, AD_OP_gt, AD_OP_ge};
         if (n->attr < 0 || n->attr >= 6 || n->nargs != 2 || o->dtype != AD_BOOL) return CL_SEAM;
-        cl = ad_fuse_find(names[n->attr]);
+        cl = ad_fuse_find(ids[n->attr]);
         const ad_tensor *t = val_tensor(T, n->args[0].ref);
         if (!t) t = val_tensor(T, n->args[1].ref);
         if (!t) return CL_SEAM;
         dt = t->dtype;
     } else {
         const ad_opdef *op = n->fn.u.op;
-        if (op->forward.t != AD_TBUILTIN || op->forward.u.bi->kid >= 0 || strcmp(op->forward.u.bi->name, "where") != 0 ||
+        if (op->forward.t != AD_TBUILTIN || op->forward.u.bi->kid >= 0 || op->id != AD_OP_where ||
             op->nparams != 3 || n->nargs != 3 || n->args[0].ref < 0 || n->args[0].sub)
             return CL_SEAM;
         const ad_tensor *c = val_tensor(T, n->args[0].ref);
         if (!c || c->dtype != AD_BOOL || ad_tensor_device(c) != 0) return CL_SEAM;
         if (o->requires_grad && !nograd && n->grad_enabled) return CL_SEAM;
-        cl = ad_fuse_find("where");
+        cl = ad_fuse_find(AD_OP_where);
         dt = o->dtype;
     }
     int tensors = 0;

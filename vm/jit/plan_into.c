@@ -23,11 +23,11 @@ static const ad_tensor *tensor_of(const ad_trace *T, int v) {
 /* Record n is _inplace(x, inplace_copy, [s], "copy_") under no_grad: x and s. */
 static bool is_copy(const ad_tnode *n, int *x, int *s) {
     if (n->kind != AD_TN_BUILTIN || n->fn.t != AD_TBUILTIN || n->dead || n->folded || n->kw || n->grad_enabled ||
-        n->nargs != 4 || strcmp(n->fn.u.bi->name, "_inplace") != 0)
+        n->nargs != 4 || n->op != AD_OP__inplace)
         return false;
     const ad_targ *a = n->args;
     if (a[0].ref < 0 || a[0].nsub || a[1].ref >= 0 || a[1].nsub || a[1].c.t != AD_TOP ||
-        strcmp(a[1].c.u.op->name, "inplace_copy") != 0 || a[2].ref >= 0 || a[2].nsub != 1 || a[2].sub[0].ref < 0 ||
+        a[1].c.u.op->id != AD_OP_inplace_copy || a[2].ref >= 0 || a[2].nsub != 1 || a[2].sub[0].ref < 0 ||
         a[2].sub[0].nsub || a[3].ref >= 0 || a[3].nsub)
         return false;
     *x = a[0].ref;

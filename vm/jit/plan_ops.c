@@ -11,6 +11,7 @@
 #include "tensor/device.h"
 #include "jit/fuse.h"
 #include "autograd/op.h"
+#include "trace/op_ids.h"
 #include "vm.h"
 
 /* ---- which records ---- */
@@ -21,15 +22,15 @@ static const ad_tensor *tensor_of(const ad_trace *T, int v) {
 }
 
 static const struct {
-    const char *name;
+    int id; /* ad_op_id */
     int kind;
 } KINDS[] = {
-    {"matmul", AD_PLK_MATMUL},  {"mm", AD_PLK_MATMUL},         {"bmm", AD_PLK_MATMUL},
-    {"addmm", AD_PLK_ADDMM},    {"transpose", AD_PLK_TRANSPOSE}, {"t", AD_PLK_TRANSPOSE},
-    {"reshape", AD_PLK_RESHAPE}, {"view", AD_PLK_RESHAPE},     {"squeeze", AD_PLK_RESHAPE},
-    {"unsqueeze", AD_PLK_RESHAPE}, {"flatten", AD_PLK_RESHAPE}, {"sum", AD_PLK_SUMDIM},
-    {"linear", AD_PLK_LINEAR},  {"index_get", AD_PLK_INDEX},  {"index_add_at", AD_PLK_ADDAT},
-    {"mean", AD_PLK_SUMDIM},
+    {AD_OP_matmul, AD_PLK_MATMUL},  {AD_OP_mm, AD_PLK_MATMUL},         {AD_OP_bmm, AD_PLK_MATMUL},
+    {AD_OP_addmm, AD_PLK_ADDMM},    {AD_OP_transpose, AD_PLK_TRANSPOSE}, {AD_OP_t, AD_PLK_TRANSPOSE},
+    {AD_OP_reshape, AD_PLK_RESHAPE}, {AD_OP_view, AD_PLK_RESHAPE},     {AD_OP_squeeze, AD_PLK_RESHAPE},
+    {AD_OP_unsqueeze, AD_PLK_RESHAPE}, {AD_OP_flatten, AD_PLK_RESHAPE}, {AD_OP_sum, AD_PLK_SUMDIM},
+    {AD_OP_linear, AD_PLK_LINEAR},  {AD_OP_index_get, AD_PLK_INDEX},  {AD_OP_index_add_at, AD_PLK_ADDAT},
+    {AD_OP_mean, AD_PLK_SUMDIM},
 };
 
 const char *ad_plk_name(int kind) {
@@ -133,13 +134,13 @@ int ad_plk_classify(const ad_trace *T, const ad_tnode *n, bool nograd) {
     if (n->kind != AD_TN_OP || n->effect || n->random || n->out.ref < 0 || n->out.sub) return 0;
     const ad_opdef *op = n->fn.u.op;
     /* linear is the library's composite (its body: a transpose, matmul, add) */
-    bool linear = strcmp(op->name, "linear") == 0 && op->forward.t == AD_TFUNC && !op->has_formulas &&
+    bool linear = op->id == AD_OP_linear && op->forward.t == AD_TFUNC && !op->has_formulas &&
                   op->forward.u.fn->p->chunk && op->forward.u.fn->p->chunk->library;
     if (!linear && (op->forward.t != AD_TBUILTIN || op->forward.u.bi->kid >= 0 || strcmp(op->name, op->forward.u.bi->name)))
         return 0;
     int kind = 0;
     for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
-        if (strcmp(KINDS[i].name, op->name) == 0) kind = KINDS[i].kind;
+        if (KINDS[i].id == op->id) kind = KINDS[i].kind;
     if (!kind) return 0;
     const ad_tensor *o = tensor_of(T, n->out.ref);
     if (!o || !is_float(o->dtype) || ad_tensor_device(o) != 0 || o->ndim > AD_MAX_DIMS) return 0;
@@ -261,7 +262,7 @@ void ad_plk_describe(const ad_trace *T, const ad_tnode *n, int kind, ad_plkern *
         break;
     case AD_PLK_SUMDIM:
         k->rmask = sum_mask(n, n->fn.u.op, a->ndim);
-        k->mean = strcmp(n->fn.u.op->name, "mean") == 0;
+        k->mean = n->fn.u.op->id == AD_OP_mean;
         break;
     case AD_PLK_INDEX: basic_index(n->args[1].c, a->ndim, a->shape, k); break;
     case AD_PLK_ADDAT:

@@ -352,7 +352,7 @@ static int pad_rule(simp *s, ad_tnode *n) {
 static bool elementwise(const ad_tnode *n) {
     if (n->kind == AD_TN_COMPARE) return true;
     if (n->kind != AD_TN_OP) return false;
-    return (ad_fuse_find(n->fn.u.op->name) >= 0 || n->op == AD_OP_where) && is_op(n, n->op, n->nargs);
+    return (ad_fuse_find(n->op) >= 0 || n->op == AD_OP_where) && is_op(n, n->op, n->nargs);
 }
 
 static int setup(simp *s) {
