@@ -120,16 +120,23 @@ bool ad_tensor_geometry_ok(const ad_tensor *t) {
     if ((unsigned)t->dtype >= AD_NDTYPES || t->ndim < 0 || t->ndim > AD_MAX_DIMS || t->offset < 0) return false;
     if (t->shape != (int64_t *)(t + 1) || t->strides != t->shape + t->ndim) return false;
     int64_t n = 1, lo = t->offset, hi = t->offset;
+    bool empty = false;
     for (int i = 0; i < t->ndim; i++) {
         if (t->shape[i] < 0) return false;
-        n *= t->shape[i];
-        if (t->shape[i] == 0) continue;
-        int64_t reach = (t->shape[i] - 1) * t->strides[i];
-        if (reach < 0) lo += reach; else hi += reach;
+        if (t->shape[i] == 0) empty = true;
+    }
+    /* An empty tensor addresses nothing, and its strides may be as large as
+     * its other sizes make them ([0, 2^40, 2^40]): only its count is checked. */
+    if (empty) return t->numel == 0;
+    for (int i = 0; i < t->ndim; i++) {
+        int64_t reach;
+        if (__builtin_mul_overflow(n, t->shape[i], &n)) return false;
+        if (__builtin_mul_overflow(t->shape[i] - 1, t->strides[i], &reach)) return false;
+        if (__builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi)) return false;
     }
     if (n != t->numel) return false;
-    /* An empty tensor addresses nothing; any other one stays inside its storage. */
-    return n == 0 || (lo >= 0 && (uint64_t)(hi + 1) * ad_dtype_size(t->dtype) <= t->storage->nbytes);
+    /* Every element it addresses lies inside its storage. */
+    return lo >= 0 && (uint64_t)(hi + 1) * ad_dtype_size(t->dtype) <= t->storage->nbytes;
 }
 
 bool ad_tensor_is_contiguous(const ad_tensor *t) {
