@@ -509,9 +509,12 @@ static int load_reg(builder *B, ad_plgroup *g, int u, const ad_targ *a, ad_dtype
     }
     double c = num_of(a->c);
     if (dt == AD_FLOAT32) c = (double)(float)c;
+    /* The same bits, not ==: -0.0 == 0.0 while x - 0.0 and x - -0.0 differ at
+     * x = -0.0, and NaN != NaN would load a NaN again after the group's
+     * registers are numbered (the second pass over a record's operands must
+     * find the loads of the first). */
     for (int i = 0; i < g->nloads; i++)
-        /* -0.0 == 0.0, but x - 0.0 and x - -0.0 differ at x = -0.0 */
-        if (g->loads[i].val < 0 && g->loads[i].c == c && !signbit(g->loads[i].c) == !signbit(c)) return i;
+        if (g->loads[i].val < 0 && memcmp(&g->loads[i].c, &c, sizeof c) == 0) return i;
     ad_assert(g->nloads < AD_PLAN_MAX_LOADS);
     g->loads[g->nloads] = (ad_plload){.val = -1, .c = c, .cf = (float)c};
     return g->nloads++;
