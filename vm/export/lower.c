@@ -473,15 +473,11 @@ typedef struct ew_row {
  * vm/export/lower_ew.c's, from builtins/kernels/ew_table.h). */
 static const ew_row ew_table[] = {
     {"relu6", 1, "($0 < 0 ? 0 : ($0 > 6 ? 6 : $0))", NULL},
-    {"softsign", 1, "$0 / (1 + fabs$F($0))", NULL}, {"tanhshrink", 1, "$0 - tanh$F($0)", NULL},
-    {"deg2rad", 1, "$0 * (3.14159265358979323846$F / 180)", NULL}, {"rad2deg", 1, "$0 * (180 / 3.14159265358979323846$F)", NULL},
     {"float_power", 2, "pow($0, $1)", NULL},
     {"fmax", 2, "fmax$F($0, $1)", NULL}, {"fmin", 2, "fmin$F($0, $1)", NULL},
     {"heaviside", 2, "($0 == 0 ? $1 : ($0 > 0))", NULL},
     {"masked_fill", 3, "$1 ? $2 : $0", "$1 ? $2 : $0"},
     {"threshold", 3, "($0 > $1 ? $0 : $2)", "($0 > $1 ? $0 : $2)"},
-    {"xlog1py", 2, "($1 != $1 ? $1 : ($0 == 0 ? 0 : $0 * log1p$F($1)))", NULL},
-    {"logaddexp2", 2, "($0 > $1 ? $0 : $1) + log2$F(1 + exp2$F(-fabs$F($0 - $1)))", NULL},
     {"_index_check", 3, NULL, "($0 < $1 ? $1 : ($0 > $2 ? $2 : $0))"}, /* a C function cannot raise: clamped */
     {NULL, 0, NULL, NULL},
 };
