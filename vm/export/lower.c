@@ -472,7 +472,6 @@ typedef struct ew_row {
 /* The library's ops made of others (the table's own ops are
  * vm/export/lower_ew.c's, from builtins/kernels/ew_table.h). */
 static const ew_row ew_table[] = {
-    {"relu6", 1, "($0 < 0 ? 0 : ($0 > 6 ? 6 : $0))", NULL},
     {"float_power", 2, "pow($0, $1)", NULL},
     {"fmax", 2, "fmax$F($0, $1)", NULL}, {"fmin", 2, "fmin$F($0, $1)", NULL},
     {"heaviside", 2, "($0 == 0 ? $1 : ($0 > 0))", NULL},
@@ -595,6 +594,23 @@ static int lower_clamp_one(ad_xctx *ctx, const xrec *r, bool is_max) {
     q.p[is_max ? 1 : 2].a = NULL;
     q.p[is_max ? 1 : 2].c = ad_none();
     return lower_clamp_bounds(ctx, &q, false);
+}
+
+/* relu6(self): eager's hardtanh(self, 0, 6), so the clamp kernel with number bounds */
+static int lower_relu6(ad_xctx *ctx, const xrec *r) {
+    int x = pref(r, 0);
+    /* a bool's 0 and 1 lie inside [0, 6] (and comparing an unsigned char
+     * with 0 is a -Wtype-limits error in the C written) */
+    if (x >= 0 && ctx->v[x].dt == AD_BOOL) {
+        int o = out_ref(r->n);
+        if (o < 0) return fail(ctx, "has no tensor output");
+        return emit_map(ctx, r, 1, "$0", ctx->v[o].dt, 0);
+    }
+    xrec q = *r;
+    q.np = 3;
+    set_num(&q, 1, 0);
+    set_num(&q, 2, 6);
+    return lower_clamp_bounds(ctx, &q, true);
 }
 
 static int lower_gelu(ad_xctx *ctx, const xrec *r) {
@@ -1600,6 +1616,7 @@ static int lower_op(ad_xctx *ctx, const xrec *r, int id) {
     case AD_OP_clamp_min: return L(lower_clamp_one(ctx, r, false));
     case AD_OP_clamp_max: return L(lower_clamp_one(ctx, r, true));
     case AD_OP_hardtanh: return L(lower_clamp_bounds(ctx, r, true));
+    case AD_OP_relu6: return L(lower_relu6(ctx, r));
     case AD_OP_gelu: return L(lower_gelu(ctx, r));
     case AD_OP_float: case AD_OP_double: case AD_OP_long: case AD_OP_to: case AD_OP_type_as: return L(lower_convert(ctx, r));
     case AD_OP_clone: case AD_OP_contiguous: case AD_OP_detach: return L(alias_of(ctx, r, pref(r, 0)));
