@@ -401,6 +401,8 @@ static const ew_binop BIN_sigmoid_backward = {"sigmoid_backward", K2(sigmoid_bac
 static const ew_binop BIN_tanh_backward = {"tanh_backward", K2(tanh_backward), EW_FLOAT};
 static const ew_binop BIN_maximum = {"maximum", K3B(maximum, logical_or), 0};
 static const ew_binop BIN_minimum = {"minimum", K3B(minimum, logical_and), 0};
+static const ew_binop BIN_fmax = {"fmax", K3B(fmax, logical_or), 0};
+static const ew_binop BIN_fmin = {"fmin", K3B(fmin, logical_and), 0};
 static const ew_binop BIN_eq = {"eq", K3(eq), EW_BOOL_OUT};
 static const ew_binop BIN_ne = {"ne", K3(ne), EW_BOOL_OUT};
 static const ew_binop BIN_lt = {"lt", K3(lt), EW_BOOL_OUT};
@@ -866,6 +868,8 @@ static int bi_div(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     X(tanh_backward, BIN_tanh_backward, NULL) \
     X(maximum, BIN_maximum, NULL) \
     X(minimum, BIN_minimum, NULL) \
+    X(fmax, BIN_fmax, NULL) \
+    X(fmin, BIN_fmin, NULL) \
     X(eq, BIN_eq, "Element-wise self == other (broadcast) as a bool tensor; the == operator." \
       "\nExample: eq(tensor([1, 2]), 2)") \
     X(ne, BIN_ne, "Element-wise self != other (broadcast) as a bool tensor; the != operator." \

@@ -119,6 +119,9 @@
     X(mul, a * b, (int64_t)((uint64_t)a * (uint64_t)b)) \
     X(maximum, isnan(a) ? a : isnan(b) ? b : a > b ? a : b, a > b ? a : b) \
     X(minimum, isnan(a) ? a : isnan(b) ? b : a < b ? a : b, a < b ? a : b) \
+    /* NaN ignored unless both are; ties (and -0.0 vs 0.0) give a */ \
+    X(fmax, a >= b || isnan(b) ? a : b, a >= b ? a : b) \
+    X(fmin, a <= b || isnan(b) ? a : b, a <= b ? a : b) \
     X(remainder, ad_fremainder(a, b), ad_iremainder(a, b)) \
     X(fmod, fmod(a, b), b == 0 || b == -1 ? 0 : a % b) \
     X(div_trunc, trunc(a / b), b == -1 ? ad_wrap_neg(a) : b == 0 ? 0 : a / b) \
