@@ -395,10 +395,14 @@ static const ew_binop BIN_hypot = {"hypot", K2(hypot), EW_FLOAT};
 static const ew_binop BIN_copysign = {"copysign", K2(copysign), EW_FLOAT};
 static const ew_binop BIN_xlogy = {"xlogy", K2(xlogy), EW_FLOAT};
 static const ew_binop BIN_logaddexp = {"logaddexp", K2(logaddexp), EW_FLOAT};
+static const ew_binop BIN_logaddexp2 = {"logaddexp2", K2(logaddexp2), EW_FLOAT};
+static const ew_binop BIN_xlog1py = {"xlog1py", K2(xlog1py), EW_FLOAT};
 static const ew_binop BIN_sigmoid_backward = {"sigmoid_backward", K2(sigmoid_backward), EW_FLOAT};
 static const ew_binop BIN_tanh_backward = {"tanh_backward", K2(tanh_backward), EW_FLOAT};
 static const ew_binop BIN_maximum = {"maximum", K3B(maximum, logical_or), 0};
 static const ew_binop BIN_minimum = {"minimum", K3B(minimum, logical_and), 0};
+static const ew_binop BIN_fmax = {"fmax", K3B(fmax, logical_or), 0};
+static const ew_binop BIN_fmin = {"fmin", K3B(fmin, logical_and), 0};
 static const ew_binop BIN_eq = {"eq", K3(eq), EW_BOOL_OUT};
 static const ew_binop BIN_ne = {"ne", K3(ne), EW_BOOL_OUT};
 static const ew_binop BIN_lt = {"lt", K3(lt), EW_BOOL_OUT};
@@ -858,10 +862,14 @@ static int bi_div(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     X(copysign, BIN_copysign, NULL) \
     X(xlogy, BIN_xlogy, NULL) \
     X(logaddexp, BIN_logaddexp, NULL) \
+    X(logaddexp2, BIN_logaddexp2, NULL) \
+    X(xlog1py, BIN_xlog1py, NULL) \
     X(sigmoid_backward, BIN_sigmoid_backward, NULL) \
     X(tanh_backward, BIN_tanh_backward, NULL) \
     X(maximum, BIN_maximum, NULL) \
     X(minimum, BIN_minimum, NULL) \
+    X(fmax, BIN_fmax, NULL) \
+    X(fmin, BIN_fmin, NULL) \
     X(eq, BIN_eq, "Element-wise self == other (broadcast) as a bool tensor; the == operator." \
       "\nExample: eq(tensor([1, 2]), 2)") \
     X(ne, BIN_ne, "Element-wise self != other (broadcast) as a bool tensor; the != operator." \

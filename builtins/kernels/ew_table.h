@@ -29,6 +29,9 @@
 #define AD_KERNELS_EW_TABLE_H
 
 #define AD_EW_PI 3.14159265358979323846
+#define AD_EW_DEG2RAD (AD_EW_PI / 180)
+#define AD_EW_RAD2DEG (180 / AD_EW_PI)
+#define AD_EW_LOG2E 1.44269504088896340736  /* 1 / log(2) */
 #define AD_EW_SQRT1_2 0.70710678118654752440
 #define AD_EW_SQRT_2_PI 0.79788456080286535588  /* sqrt(2 / pi) */
 #define AD_EW_SELU_ALPHA 1.6732632423543772848170429916717
@@ -36,7 +39,7 @@
 /* mish's softplus is x past this, as torch's softplus default threshold */
 #define AD_EW_SOFTPLUS_THRESHOLD 20
 #define AD_EW_CONSTS(X) \
-    X(AD_EW_PI) X(AD_EW_SQRT1_2) X(AD_EW_SQRT_2_PI) X(AD_EW_SELU_ALPHA) X(AD_EW_SELU_SCALE) X(AD_EW_SOFTPLUS_THRESHOLD)
+    X(AD_EW_PI) X(AD_EW_DEG2RAD) X(AD_EW_RAD2DEG) X(AD_EW_LOG2E) X(AD_EW_SQRT1_2) X(AD_EW_SQRT_2_PI) X(AD_EW_SELU_ALPHA) X(AD_EW_SELU_SCALE) X(AD_EW_SOFTPLUS_THRESHOLD)
 
 /* Float functions with SLEEF vector forms, X(name, sleef accuracy suffix):
  * the formula is the function; f32/f64 kernels, integers promote to float32. */
@@ -61,7 +64,11 @@
     X(sinc, v == 0 ? (T)1 : sin((T)AD_EW_PI * v) / ((T)AD_EW_PI * v)) \
     X(erfinv, (T)ad_erfinv(v)) \
     X(digamma, (T)ad_digamma(v)) \
-    X(angle, isnan(v) ? v : v < 0 ? (T)AD_EW_PI : (T)0) /* a real number's argument */
+    X(angle, isnan(v) ? v : v < 0 ? (T)AD_EW_PI : (T)0) /* a real number's argument */ \
+    X(softsign, v / ((T)1 + fabs(v))) \
+    X(tanhshrink, v - tanh(v)) \
+    X(deg2rad, v * (T)AD_EW_DEG2RAD) \
+    X(rad2deg, v * (T)AD_EW_RAD2DEG)
 
 /* Float-only kernels behind one builtin with a mode (gelu's 'approximate'). */
 #define AD_EW_FLOAT_MODE_OPS(X) \
@@ -112,6 +119,9 @@
     X(mul, a * b, (int64_t)((uint64_t)a * (uint64_t)b)) \
     X(maximum, isnan(a) ? a : isnan(b) ? b : a > b ? a : b, a > b ? a : b) \
     X(minimum, isnan(a) ? a : isnan(b) ? b : a < b ? a : b, a < b ? a : b) \
+    /* NaN ignored unless both are; ties (and -0.0 vs 0.0) give a */ \
+    X(fmax, a >= b || isnan(b) ? a : b, a >= b ? a : b) \
+    X(fmin, a <= b || isnan(b) ? a : b, a <= b ? a : b) \
     X(remainder, ad_fremainder(a, b), ad_iremainder(a, b)) \
     X(fmod, fmod(a, b), b == 0 || b == -1 ? 0 : a % b) \
     X(div_trunc, trunc(a / b), b == -1 ? ad_wrap_neg(a) : b == 0 ? 0 : a / b) \
@@ -122,6 +132,8 @@
     X(div, a / b) X(pow, ad_pow(a, b)) X(atan2, atan2(a, b)) X(hypot, hypot(a, b)) X(copysign, copysign(a, b)) \
     X(xlogy, isnan(b) ? b : a == 0 ? (T)0 : a * log(b)) \
     X(logaddexp, isinf(a) && a == b ? a : fmax(a, b) + log1p(exp(-fabs(a - b)))) \
+    X(logaddexp2, isinf(a) && a == b ? a : fmax(a, b) + log1p(exp2(-fabs(a - b))) * (T)AD_EW_LOG2E) \
+    X(xlog1py, isnan(b) ? b : a == 0 ? (T)0 : a * log1p(b)) \
     /* the VJPs of sigmoid and tanh from their output (grad a, output b): one \
      * pass instead of three ops, as in torch */ \
     X(sigmoid_backward, a * b * ((T)1 - b)) \

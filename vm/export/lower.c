@@ -472,17 +472,8 @@ typedef struct ew_row {
 /* The library's ops made of others (the table's own ops are
  * vm/export/lower_ew.c's, from builtins/kernels/ew_table.h). */
 static const ew_row ew_table[] = {
-    {"relu6", 1, "($0 < 0 ? 0 : ($0 > 6 ? 6 : $0))", NULL},
-    {"softsign", 1, "$0 / (1 + fabs$F($0))", NULL}, {"tanhshrink", 1, "$0 - tanh$F($0)", NULL},
-    {"deg2rad", 1, "$0 * (3.14159265358979323846$F / 180)", NULL}, {"rad2deg", 1, "$0 * (180 / 3.14159265358979323846$F)", NULL},
-    {"float_power", 2, "pow($0, $1)", NULL},
-    {"fmax", 2, "fmax$F($0, $1)", NULL}, {"fmin", 2, "fmin$F($0, $1)", NULL},
     {"heaviside", 2, "($0 == 0 ? $1 : ($0 > 0))", NULL},
-    {"masked_fill", 3, "$1 ? $2 : $0", "$1 ? $2 : $0"},
     {"threshold", 3, "($0 > $1 ? $0 : $2)", "($0 > $1 ? $0 : $2)"},
-    {"xlog1py", 2, "($1 != $1 ? $1 : ($0 == 0 ? 0 : $0 * log1p$F($1)))", NULL},
-    {"logaddexp2", 2, "($0 > $1 ? $0 : $1) + log2$F(1 + exp2$F(-fabs$F($0 - $1)))", NULL},
-    {"_index_check", 3, NULL, "($0 < $1 ? $1 : ($0 > $2 ? $2 : $0))"}, /* a C function cannot raise: clamped */
     {NULL, 0, NULL, NULL},
 };
 
@@ -516,8 +507,7 @@ static int lower_ew(ad_xctx *ctx, const xrec *r, const ew_row *row) {
     bool fl = ct == AD_FLOAT32 || ct == AD_FLOAT64;
     const char *t = fl ? row->tf : row->ti;
     if (!t) return fail(ctx, "is lowered for float32 and float64 only");
-    int raw = r->n->op == AD_OP_where ? 1 : r->n->op == AD_OP_masked_fill ? 2 : 0;
-    return emit_map(ctx, r, row->nparams, t, ct, raw);
+    return emit_map(ctx, r, row->nparams, t, ct, 0);
 }
 
 /* add/sub(self, other, alpha) */
@@ -599,6 +589,37 @@ static int lower_clamp_one(ad_xctx *ctx, const xrec *r, bool is_max) {
     q.p[is_max ? 1 : 2].a = NULL;
     q.p[is_max ? 1 : 2].c = ad_none();
     return lower_clamp_bounds(ctx, &q, false);
+}
+
+/* relu6(self): eager's hardtanh(self, 0, 6), so the clamp kernel with number bounds */
+static int lower_relu6(ad_xctx *ctx, const xrec *r) {
+    int x = pref(r, 0);
+    /* a bool's 0 and 1 lie inside [0, 6] (and comparing an unsigned char
+     * with 0 is a -Wtype-limits error in the C written) */
+    if (x >= 0 && ctx->v[x].dt == AD_BOOL) {
+        int o = out_ref(r->n);
+        if (o < 0) return fail(ctx, "has no tensor output");
+        return emit_map(ctx, r, 1, "$0", ctx->v[o].dt, 0);
+    }
+    xrec q = *r;
+    q.np = 3;
+    set_num(&q, 1, 0);
+    set_num(&q, 2, 6);
+    return lower_clamp_bounds(ctx, &q, true);
+}
+
+/* float_power(self, exponent): pow's row computed in float64, as eager
+ * converts both operands */
+static int lower_float_power(ad_xctx *ctx, const xrec *r) { return ad_export_ew_map(ctx, r, "pow", AD_FLOAT64); }
+
+/* masked_fill(self, mask, value): the where row over (mask, value, self) */
+static int lower_masked_fill(ad_xctx *ctx, const xrec *r) {
+    xrec q = *r;
+    q.np = 3;
+    q.p[0] = r->p[1];
+    q.p[1] = r->p[2];
+    q.p[2] = r->p[0];
+    return ad_export_lower_ew(ctx, &q, "where");
 }
 
 static int lower_gelu(ad_xctx *ctx, const xrec *r) {
@@ -1604,6 +1625,11 @@ static int lower_op(ad_xctx *ctx, const xrec *r, int id) {
     case AD_OP_clamp_min: return L(lower_clamp_one(ctx, r, false));
     case AD_OP_clamp_max: return L(lower_clamp_one(ctx, r, true));
     case AD_OP_hardtanh: return L(lower_clamp_bounds(ctx, r, true));
+    case AD_OP_relu6: return L(lower_relu6(ctx, r));
+    /* a C function cannot raise: an index out of range is clamped */
+    case AD_OP__index_check: return L(lower_clamp_bounds(ctx, r, false));
+    case AD_OP_float_power: return L(lower_float_power(ctx, r));
+    case AD_OP_masked_fill: return L(lower_masked_fill(ctx, r));
     case AD_OP_gelu: return L(lower_gelu(ctx, r));
     case AD_OP_float: case AD_OP_double: case AD_OP_long: case AD_OP_to: case AD_OP_type_as: return L(lower_convert(ctx, r));
     case AD_OP_clone: case AD_OP_contiguous: case AD_OP_detach: return L(alias_of(ctx, r, pref(r, 0)));
