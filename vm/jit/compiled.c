@@ -233,6 +233,10 @@ static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *
     if (!T) return ADDSL_ENOMEM;
     T->self = b;
     int rc = ADDSL_OK;
+    ad_list *args = ad_list_new(S, AD_TTUPLE, argc);
+    if (!args) { ad_trace_free(S, T); return S->errcode ? S->errcode : ADDSL_ENOMEM; }
+    for (int i = 0; i < argc; i++) { args->items[i] = argv[i]; ad_value_incref(argv[i]); }
+    T->args = ad_list_value(args, AD_TTUPLE);
     for (int i = 0; i < sc->ninputs && !rc; i++) rc = ad_trace_input(S, T, sc->inputs[i]);
     if (rc) { ad_trace_free(S, T); return rc; }
     ad_trace *outer = S->trace;

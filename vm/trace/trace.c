@@ -23,6 +23,7 @@
 #include "autograd/library.h"
 #include "autograd/op.h"
 #include "jit/plan.h"
+#include "trace/containers.h"
 #include "trace/simplify.h"
 #include "tensor/tensor.h"
 #include "vm.h"
@@ -227,6 +228,7 @@ void ad_trace_free(ad_state *S, ad_trace *T) {
         if (T->cells[i]) ad_value_decref(S, (ad_value){.t = AD_TCELL, .u.cell = T->cells[i]});
     ad_free(S, T->cells);
     targ_free(S, &T->result);
+    ad_value_decref(S, T->args);
     ad_plan_free(S, T->plan);
     ad_free(S, T->nodes); ad_free(S, T->vals);
     pm_free(S, &T->tmap); pm_free(S, &T->smap);
@@ -367,16 +369,78 @@ static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep
     }
     check_closure(T, v);
     if (v.t == AD_TDICT && holds_dep(T, v)) set_fail(T, "a dict holding traced tensors is passed to a call or returned");
-    if (T->soft && ad_is_seq(v)) {
-        /* Library code may change its list after the call (append): the record keeps it as it was. */
-        ad_list *l = ad_list_copy(S, v.u.l, v.t);
-        if (!l) return S->errcode ? S->errcode : ADDSL_ENOMEM;
-        a->c = ad_list_value(l, v.t);
-        return ADDSL_OK;
-    }
+    /* f may change its list after the call (append), and a replayed call
+     * that changes one would change it again at every call: the record
+     * keeps a copy of what it held (vm/trace/containers.c). */
+    if (ad_is_seq(v)) return ad_tc_copy(S, v, &a->c);
     a->c = v;
     ad_value_incref(v);
     return ADDSL_OK;
+}
+
+/* Whether argument v still holds what its record 'a' took from it. */
+static bool targ_holds(const ad_targ *a, ad_value v) {
+    if (a->ref >= 0) return v.t == AD_TTENSOR;
+    if (!a->sub) return ad_tc_same(v, a->c);
+    if (!ad_is_seq(v) || v.u.l->len != a->nsub) return false;
+    for (int i = 0; i < a->nsub; i++)
+        if (!targ_holds(&a->sub[i], v.u.l->items[i])) return false;
+    return true;
+}
+
+/* assert() of constants (shapes, sizes: what the signature fixes) that held
+ * at the trace holds at every replay. */
+static bool passed_assert(const ad_tnode *n, const char *name) {
+    if (strcmp(name, "assert") != 0) return false;
+    for (int i = 0; i < n->nargs; i++)
+        if (n->args[i].ref >= 0 || n->args[i].sub) return false;
+    return true;
+}
+
+typedef enum { REACH_LOCAL, REACH_GLOBAL, REACH_ARGS } reach_kind;
+
+/* Who can see the list 'obj' that a call changed: only f (made while
+ * tracing), code through a global or captured variable f read (whose guard
+ * sees the change and makes the next call trace again), or the caller,
+ * through an argument (a replay would change the traced list, not the new
+ * call's). Unknown counts as the caller's. */
+static reach_kind reach_of(const ad_trace *T, const void *obj) {
+    int64_t budget = ad_tc_budget();
+    int r = ad_tc_reaches(T->args, obj, &budget);
+    if (r != 0) return REACH_ARGS;
+    bool maybe = false;
+    for (int i = 0; i < T->nguards; i++) {
+        const ad_tguard *g = &T->guards[i];
+        if (g->slot == AD_GUARD_GRAD) continue;
+        budget = ad_tc_budget();
+        if ((r = ad_tc_reaches(g->v, obj, &budget)) == 1) return REACH_GLOBAL;
+        if (r < 0) maybe = true;
+    }
+    return maybe ? REACH_ARGS : REACH_LOCAL;
+}
+
+/* The lists a recorded call changed (args[i] differs from the record's copy).
+ * Returns 1 when the record should be dropped: it changed only lists that f
+ * made, which later records read as copies taken at their own calls. */
+static int changed_lists(ad_state *S, ad_trace *T, ad_tnode *n, const ad_value *args, ad_value res) {
+    bool local = false;
+    for (int i = 0; i < n->nargs; i++) {
+        if (!ad_is_seq(args[i]) || targ_holds(&n->args[i], args[i])) continue;
+        switch (reach_of(T, args[i].u.o)) {
+        case REACH_ARGS: set_fail(T, "it changes a list passed to it, which a replay would not do"); return 0;
+        case REACH_GLOBAL:
+            /* as eager: the list itself (its guard traces again at the next call) */
+            if (!n->args[i].sub) { ad_value_decref(S, n->args[i].c); n->args[i].c = args[i]; ad_value_incref(args[i]); }
+            break;
+        case REACH_LOCAL: local = true; break;
+        }
+    }
+    if (!local) return 0;
+    if (res.t == AD_TNONE && !n->random) return 1;
+    /* a plain result is fixed at the trace (record() drops the call) */
+    if (!holds_tensor(res)) return 0;
+    set_fail(T, "a call changes a list made by f and returns a tensor");
+    return 0;
 }
 
 /* Output 'v' of node 'node': each tensor becomes a new value (an in-place
@@ -559,6 +623,11 @@ static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out)
     if (rc) { n->fn = ad_none(); n->kw = NULL; node_free(S, n); return rc; }
     n->random = memcmp(&before, &S->rng, sizeof before) != 0;
     const char *name = node_name(n);
+    if (n->kind == AD_TN_BUILTIN && (changed_lists(S, T, n, args, res) || passed_assert(n, name))) {
+        n->fn = ad_none(); n->kw = NULL; node_free(S, n);
+        if (out) *out = res; else ad_value_decref(S, res);
+        return ADDSL_OK;
+    }
     if (T->soft && n->kind == AD_TN_BUILTIN && res.t == AD_TNONE && !n->random) {
         /* Library code (a composite's body) changing a list of its own
          * (append): what the list holds is in the later records' arguments. */
@@ -1519,6 +1588,8 @@ static int result_value(ad_state *S, const ad_trace *T, ad_value *env, const ad_
         *out = ad_tensor_value(c);
         return ADDSL_OK;
     }
+    /* a list f returns is the caller's to change: a new one per call */
+    if (!a->sub && a->ref < 0 && ad_is_seq(a->c)) return ad_tc_copy(S, a->c, out);
     if (!a->sub) return arg_value(S, env, a, out);
     ad_list *l = ad_list_new(S, a->seqt, a->nsub);
     if (!l) return S->errcode ? S->errcode : ADDSL_ENOMEM;

@@ -96,6 +96,8 @@ typedef struct ad_trace {
     const ad_builtin *self;/* the compiled function being traced: a call of it (recursion) and a
                             * read of it are not held, which would make a reference cycle */
     const ad_builtin *through; /* a builtin that only calls a function (apply): its calls are recorded instead */
+    ad_value args;         /* f's arguments (a tuple, held; none for a derived program): a list
+                            * a call changes that these reach is the caller's (vm/trace/containers.c) */
     ad_tval *vals;
     int nvals, capvals;
     ad_tnode *nodes;
