@@ -541,6 +541,69 @@ static bool trailing_underscore(const char *name) {
     return k > 1 && name[k - 1] == '_' && name[0] != '_';
 }
 
+static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out);
+static int data_dependent(ad_state *S, const char *what);
+static int global_fn(ad_state *S, const char *name, ad_value *out);
+
+/* Records that may run again when a replay stops at a failed guard and the
+ * call traces again: they raise errors, or change only a value f made. */
+static bool repeatable(const ad_trace *T, const ad_tnode *n) {
+    if (!n->effect || n->dead) return true;
+    if (n->random || n->kind != AD_TN_BUILTIN) return false;
+    const char *name = n->fn.u.bi->name;
+    if (strcmp(name, "assert") == 0 || strcmp(name, "_index_check") == 0 || strcmp(name, "_compiled_guard") == 0)
+        return true;
+    if (strcmp(name, "requires_grad_") == 0 && n->nargs >= 1 && n->args[0].ref >= 0)
+        return T->vals[n->args[0].ref].kind == AD_TV_NODE;
+    return false;
+}
+
+/* f reads the value of traced tensors (vals: the tensors among them): the
+ * program guards that each holds at the call what it held at the trace
+ * (_compiled_guard, vm/jit/compiled.c), so a replay takes the branch the
+ * trace took or stops before any effect and the call traces again. */
+static int guard_reads(ad_state *S, const ad_value *vals, int nvals, const char *what) {
+    ad_trace *T = S->trace;
+    for (int i = 0; i < T->nnodes; i++)
+        if (!repeatable(T, &T->nodes[i])) {
+            char why[200];
+            snprintf(why, sizeof why, "data-dependent control flow (%s) after a record with an effect", what);
+            set_fail(T, why);
+            return ADDSL_OK;
+        }
+    ad_value g;
+    int rc = global_fn(S, "_compiled_guard", &g);
+    if (rc) return rc;
+    for (int i = 0; i < nvals; i++) {
+        if (vals[i].t != AD_TTENSOR || !is_dep_tensor(T, vals[i].u.tensor)) continue;
+        ad_tensor *t = vals[i].u.tensor;
+        if (ad_tensor_device(t)) { set_fail(T, "data-dependent control flow on a GPU tensor"); return ADDSL_OK; }
+        ad_tensor *c = ad_tensor_clone(S, t);
+        if (!c) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+        c->requires_grad = false;
+        ad_value gargs[2] = {vals[i], ad_tensor_value(c)};
+        ad_tnode n;
+        memset(&n, 0, sizeof n);
+        n.kind = AD_TN_BUILTIN;
+        n.fn = g;
+        n.nargs = 2;
+        rc = record(S, &n, gargs, NULL);
+        ad_tensor_decref(S, c);
+        if (rc) return rc;
+    }
+    return ADDSL_OK;
+}
+
+static int data_dependent_at(ad_state *S, const char *what, const ad_value *vals, int nvals) {
+    ad_trace *T = S->trace;
+    if (T && !T->soft && T->guard_data) {
+        if (!vals) set_fail(T, "it reads a random value into control flow");
+        if (T->fail[0]) return ADDSL_OK; /* the signature runs eagerly: the read is fine */
+        return guard_reads(S, vals, nvals, what);
+    }
+    return data_dependent(S, what);
+}
+
 static int data_dependent(ad_state *S, const char *what) {
     if (S->trace && S->trace->soft) {
         /* Library code (a VJP formula, a composite's body) reads a value: the
@@ -641,7 +704,8 @@ static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out)
         if ((dep || n->random) && !metadata_builtin(name)) {
             char what[96];
             snprintf(what, sizeof what, "%s()", name);
-            if ((rc = data_dependent(S, what))) { ad_value_decref(S, res); return rc; }
+            /* a random plain value (a draw read out) cannot be guarded */
+            if ((rc = data_dependent_at(S, what, n->random ? NULL : args, n->nargs))) { ad_value_decref(S, res); return rc; }
         }
         if (out) *out = res; else ad_value_decref(S, res);
         return ADDSL_OK;
@@ -1011,7 +1075,7 @@ int ad_trace_outside_seam(ad_state *S, const ad_tensor *src, const char *what) {
 
 int ad_trace_check_truth(ad_state *S, ad_value v, const char *what) {
     if (!ad_trace_on(S) || v.t != AD_TTENSOR || !is_dep_tensor(S->trace, v.u.tensor)) return ADDSL_OK;
-    return data_dependent(S, what);
+    return data_dependent_at(S, what, &v, 1);
 }
 
 bool ad_trace_depends(const ad_state *S, const ad_tensor *t) {
