@@ -276,6 +276,9 @@ static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *
     for (int i = 0; i < argc; i++) ad_trace_guard_object(S, argv[i]);
     rc = ad_vm_call_value_kw(S, c->f, argc, argv, kw, out);
     S->trace = outer;
+    /* the arguments are needed only while tracing: the program must not keep the first call's */
+    ad_value_decref(S, T->args);
+    T->args = ad_none();
     if (!rc && (rc = ad_trace_set_result(S, T, *out))) { ad_value_decref(S, *out); *out = ad_none(); }
     if (rc) { ad_trace_free(S, T); return rc; }
     if (!T->fail[0]) ad_trace_optimize(S, T, c->passes);

@@ -564,7 +564,9 @@ static bool repeatable(const ad_trace *T, const ad_tnode *n) {
  * trace took or stops before any effect and the call traces again. */
 static int guard_reads(ad_state *S, const ad_value *vals, int nvals, const char *what) {
     ad_trace *T = S->trace;
-    for (int i = 0; i < T->nnodes; i++)
+    /* records before guard_scan were checked by an earlier read (a rollback may have dropped some) */
+    if (T->guard_scan > T->nnodes) T->guard_scan = 0;
+    for (int i = T->guard_scan; i < T->nnodes; i++, T->guard_scan = i)
         if (!repeatable(T, &T->nodes[i])) {
             char why[200];
             snprintf(why, sizeof why, "data-dependent control flow (%s) after a record with an effect", what);
