@@ -686,7 +686,8 @@ static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out)
             if (argt[i]->grad_fn && argt[i]->grad_fn != argfn[i]) gnode_add(S, T, argt[i]->grad_fn);
     }
     if (rc) { n->fn = ad_none(); n->kw = NULL; node_free(S, n); return rc; }
-    n->random = memcmp(&before, &S->rng, sizeof before) != 0;
+    /* field by field: the struct's padding (and a spare never drawn) is not initialised */
+    n->random = memcmp(before.s, S->rng.s, sizeof before.s) != 0 || before.has_spare != S->rng.has_spare;
     const char *name = node_name(n);
     if (n->kind == AD_TN_BUILTIN && (changed_lists(S, T, n, args, res) || passed_assert(n, name))) {
         n->fn = ad_none(); n->kw = NULL; node_free(S, n);
