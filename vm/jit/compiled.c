@@ -38,7 +38,7 @@ typedef struct ad_centry {
 typedef struct ad_compiled {
     ad_value f;
     bool passes;
-    bool fullgraph;        /* data-dependent control flow is an error, not a guard */
+    bool fullgraph; /* data-dependent control flow is an error, not a guard */
     char name[80];
     int n;
     ad_centry e[AD_COMPILE_CACHE];
@@ -241,7 +241,8 @@ static int bi_compiled_guard(ad_state *S, ad_value *argv, int argc, ad_value *ou
     *out = ad_none();
     if (argv[0].t != AD_TTENSOR || argv[1].t != AD_TTENSOR) return ad_error(S, "_compiled_guard(): needs two tensors");
     const ad_tensor *t = argv[0].u.tensor, *x = argv[1].u.tensor;
-    bool same = t->dtype == x->dtype && ad_tensor_device(t) == 0 && ad_shape_equal(t->ndim, t->shape, x->ndim, x->shape);
+    bool same =
+        t->dtype == x->dtype && ad_tensor_device(t) == 0 && ad_shape_equal(t->ndim, t->shape, x->ndim, x->shape);
     if (same) {
         ad_tensor *c = ad_tensor_clone(S, t);
         if (!c) return S->errcode ? S->errcode : ADDSL_ENOMEM;
@@ -266,8 +267,14 @@ static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *
     T->guard_data = !c->fullgraph;
     int rc = ADDSL_OK;
     ad_list *args = ad_list_new(S, AD_TTUPLE, argc);
-    if (!args) { ad_trace_free(S, T); return S->errcode ? S->errcode : ADDSL_ENOMEM; }
-    for (int i = 0; i < argc; i++) { args->items[i] = argv[i]; ad_value_incref(argv[i]); }
+    if (!args) {
+        ad_trace_free(S, T);
+        return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    }
+    for (int i = 0; i < argc; i++) {
+        args->items[i] = argv[i];
+        ad_value_incref(argv[i]);
+    }
     T->args = ad_list_value(args, AD_TTUPLE);
     for (int i = 0; i < sc->ninputs && !rc; i++) rc = ad_trace_input(S, T, sc->inputs[i]);
     if (rc) { ad_trace_free(S, T); return rc; }
@@ -341,8 +348,8 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
             if (++e->retraces > AD_COMPILE_CACHE) {
                 /* State that changes at every call (a step count kept as a
                  * number) would trace every call: run eagerly instead. */
-                snprintf(e->why, sizeof e->why, "what it reads from globals, containers or tensor values changed at %d calls",
-                         e->retraces);
+                snprintf(e->why, sizeof e->why,
+                         "what it reads from globals, containers or tensor values changed at %d calls", e->retraces);
                 warn(S, "warning: compile(%s): %s; this signature runs eagerly\n", c->name, e->why);
                 rc = ad_vm_call_value_kw(S, c->f, argc, argv, kw, out);
             } else {
@@ -494,23 +501,23 @@ static int bi_print_compiled(ad_state *S, ad_value *argv, int argc, ad_value *ou
 
 const ad_builtin_def ad_compiled_defs[] = {
     {"compile", bi_compile, "f, passes=true, fullgraph=false",
-         "A function equal to f that traces f once per signature of its arguments (shapes, dtypes, "
-         "devices, requires_grad of tensors, values of the rest) and replays the recorded op calls on "
-         "later calls; gradients flow through it. passes=false skips constant folding, common "
-         "subexpressions and dead code. Control flow on a tensor's value (if t, t.item()) is guarded: "
-         "the call traces again when the value read changes; fullgraph=true makes it an error. "
-         "See docs/compile.md."
-         "\nExample: compile(fn(x) => (x * 2).sum())(tensor([1.0, 2.0]))"},
+     "A function equal to f that traces f once per signature of its arguments (shapes, dtypes, "
+     "devices, requires_grad of tensors, values of the rest) and replays the recorded op calls on "
+     "later calls; gradients flow through it. passes=false skips constant folding, common "
+     "subexpressions and dead code. Control flow on a tensor's value (if t, t.item()) is guarded: "
+     "the call traces again when the value read changes; fullgraph=true makes it an error. "
+     "See docs/compile.md."
+     "\nExample: compile(fn(x) => (x * 2).sum())(tensor([1.0, 2.0]))"},
     {"_compiled_guard", bi_compiled_guard, "t, expected",
-         "Internal: a compiled program's guard that tensor t, which f read into control flow, holds "
-         "what it held at the trace; else the call traces again. See docs/compile.md."
-         "\nExample: _compiled_guard(tensor([1.0]), tensor([1.0]))"},
+     "Internal: a compiled program's guard that tensor t, which f read into control flow, holds "
+     "what it held at the trace; else the call traces again. See docs/compile.md."
+     "\nExample: _compiled_guard(tensor([1.0]), tensor([1.0]))"},
     {"compiled_graph", bi_compiled_graph, "cf",
-         "The programs a compiled function cached, as the text print_compiled shows."
-         "\nExample: compiled_graph(compile(fn(x) => x + 1))"},
+     "The programs a compiled function cached, as the text print_compiled shows."
+     "\nExample: compiled_graph(compile(fn(x) => x + 1))"},
     {"print_compiled", bi_print_compiled, "cf",
-         "Prints the programs a compiled function cached: per signature its inputs, constants, the "
-         "recorded calls with their refs, shapes and positions, and what the passes removed."
-         "\nExample: print_compiled(compile(fn(x) => x + 1))"},
+     "Prints the programs a compiled function cached: per signature its inputs, constants, the "
+     "recorded calls with their refs, shapes and positions, and what the passes removed."
+     "\nExample: print_compiled(compile(fn(x) => x + 1))"},
     {NULL, NULL, NULL, NULL},
 };

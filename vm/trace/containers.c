@@ -14,13 +14,20 @@
 #define REACH_ITEMS 65536
 
 static int copy_at(ad_state *S, ad_value v, int depth, ad_value *out) {
-    if (!ad_is_seq(v) || depth >= COPY_DEPTH) { *out = v; ad_value_incref(v); return ADDSL_OK; }
+    if (!ad_is_seq(v) || depth >= COPY_DEPTH) {
+        *out = v;
+        ad_value_incref(v);
+        return ADDSL_OK;
+    }
     ad_list *l = ad_list_new(S, v.t, v.u.l->len);
     if (!l) return S->errcode ? S->errcode : ADDSL_ENOMEM;
     for (int64_t i = 0; i < v.u.l->len; i++) l->items[i] = ad_none();
     for (int64_t i = 0; i < v.u.l->len; i++) {
         int rc = copy_at(S, v.u.l->items[i], depth + 1, &l->items[i]);
-        if (rc) { ad_value_decref(S, ad_list_value(l, v.t)); return rc; }
+        if (rc) {
+            ad_value_decref(S, ad_list_value(l, v.t));
+            return rc;
+        }
     }
     if (v.t == AD_TTUPLE && v.u.l->names) ad_tuple_share_names(l, v.u.l->names);
     *out = ad_list_value(l, v.t);

@@ -430,7 +430,11 @@ static int changed_lists(ad_state *S, ad_trace *T, ad_tnode *n, const ad_value *
         case REACH_ARGS: set_fail(T, "it changes a list passed to it, which a replay would not do"); return 0;
         case REACH_GLOBAL:
             /* as eager: the list itself (its guard traces again at the next call) */
-            if (!n->args[i].sub) { ad_value_decref(S, n->args[i].c); n->args[i].c = args[i]; ad_value_incref(args[i]); }
+            if (!n->args[i].sub) {
+                ad_value_decref(S, n->args[i].c);
+                n->args[i].c = args[i];
+                ad_value_incref(args[i]);
+            }
             break;
         case REACH_LOCAL: local = true; break;
         }
@@ -579,7 +583,10 @@ static int guard_reads(ad_state *S, const ad_value *vals, int nvals, const char 
     for (int i = 0; i < nvals; i++) {
         if (vals[i].t != AD_TTENSOR || !is_dep_tensor(T, vals[i].u.tensor)) continue;
         ad_tensor *t = vals[i].u.tensor;
-        if (ad_tensor_device(t)) { set_fail(T, "data-dependent control flow on a GPU tensor"); return ADDSL_OK; }
+        if (ad_tensor_device(t)) {
+            set_fail(T, "data-dependent control flow on a GPU tensor");
+            return ADDSL_OK;
+        }
         ad_tensor *c = ad_tensor_clone(S, t);
         if (!c) return S->errcode ? S->errcode : ADDSL_ENOMEM;
         c->requires_grad = false;
@@ -690,8 +697,11 @@ static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out)
     n->random = memcmp(before.s, S->rng.s, sizeof before.s) != 0 || before.has_spare != S->rng.has_spare;
     const char *name = node_name(n);
     if (n->kind == AD_TN_BUILTIN && (changed_lists(S, T, n, args, res) || passed_assert(n, name))) {
-        n->fn = ad_none(); n->kw = NULL; node_free(S, n);
-        if (out) *out = res; else ad_value_decref(S, res);
+        n->fn = ad_none();
+        n->kw = NULL;
+        node_free(S, n);
+        if (out) *out = res;
+        else ad_value_decref(S, res);
         return ADDSL_OK;
     }
     if (T->soft && n->kind == AD_TN_BUILTIN && res.t == AD_TNONE && !n->random) {
@@ -708,7 +718,10 @@ static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out)
             char what[96];
             snprintf(what, sizeof what, "%s()", name);
             /* a random plain value (a draw read out) cannot be guarded */
-            if ((rc = data_dependent_at(S, what, n->random ? NULL : args, n->nargs))) { ad_value_decref(S, res); return rc; }
+            if ((rc = data_dependent_at(S, what, n->random ? NULL : args, n->nargs))) {
+                ad_value_decref(S, res);
+                return rc;
+            }
         }
         if (out) *out = res; else ad_value_decref(S, res);
         return ADDSL_OK;
