@@ -73,6 +73,8 @@ struct addsl_state {
     struct ad_zip_api *zip;    /* .npz save()/load()'s libzip functions (builtins/system/zip_lazy.c), NULL until used */
     struct ad_blas_api *blas;  /* OpenBLAS's CBLAS and LAPACK functions (builtins/system/blas_lazy.c), NULL until used */
     struct ad_trace *trace;    /* compile() is tracing a function (vm/trace/trace.h), else NULL */
+    bool trace_guard_failed;   /* a compiled program's guard on a value read (_compiled_guard) failed:
+                                * the error it raised means "trace again", not a failure */
     char export_c_path[1024];  /* addsl --export-c OUT.c: the path every export_c call writes; "" unless set */
     int export_c_calls;        /* export_c calls that wrote files since it was set */
     void *ad_state_ext;        /* autograd/forward-AD state (later issues) */

@@ -38,6 +38,7 @@ typedef struct ad_centry {
 typedef struct ad_compiled {
     ad_value f;
     bool passes;
+    bool fullgraph; /* data-dependent control flow is an error, not a guard */
     char name[80];
     int n;
     ad_centry e[AD_COMPILE_CACHE];
@@ -224,6 +225,37 @@ static void warn(ad_state *S, const char *fmt, const char *a, const char *b) {
     if (n > 0) ad_write(S, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1, 1);
 }
 
+/* Whether a replay stopped at a guard on a value f read (_compiled_guard):
+ * the call traces again (nothing with an effect ran before the guard). */
+static bool guard_failed(ad_state *S, int rc) {
+    if (!rc || !S->trace_guard_failed) return false;
+    S->trace_guard_failed = false;
+    ad_clear_error(S);
+    return true;
+}
+
+/* _compiled_guard(t, expected): a compiled program's check that a tensor f
+ * read into control flow holds what it held at the trace (bit for bit). */
+static int bi_compiled_guard(ad_state *S, ad_value *argv, int argc, ad_value *out) {
+    (void)argc;
+    *out = ad_none();
+    if (argv[0].t != AD_TTENSOR || argv[1].t != AD_TTENSOR) return ad_error(S, "_compiled_guard(): needs two tensors");
+    const ad_tensor *t = argv[0].u.tensor, *x = argv[1].u.tensor;
+    bool same =
+        t->dtype == x->dtype && ad_tensor_device(t) == 0 && ad_shape_equal(t->ndim, t->shape, x->ndim, x->shape);
+    if (same) {
+        ad_tensor *c = ad_tensor_clone(S, t);
+        if (!c) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+        size_t n = (size_t)c->numel * ad_dtype_size(c->dtype);
+        same = n == 0 || memcmp(ad_tensor_data(c), ad_tensor_data(x), n) == 0;
+        ad_tensor_decref(S, c);
+    }
+    if (same) return ADDSL_OK;
+    int rc = ad_error(S, "compiled program: a value f read into control flow changed (the call traces again)");
+    S->trace_guard_failed = true;
+    return rc;
+}
+
 /* Traces f on these arguments into 'e' (a new or stale entry). Returns f's
  * result from the traced run, which is an eager run. */
 static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *argv, int argc, const ad_list *kw,
@@ -232,7 +264,18 @@ static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *
     ad_trace *T = ad_trace_new(S);
     if (!T) return ADDSL_ENOMEM;
     T->self = b;
+    T->guard_data = !c->fullgraph;
     int rc = ADDSL_OK;
+    ad_list *args = ad_list_new(S, AD_TTUPLE, argc);
+    if (!args) {
+        ad_trace_free(S, T);
+        return S->errcode ? S->errcode : ADDSL_ENOMEM;
+    }
+    for (int i = 0; i < argc; i++) {
+        args->items[i] = argv[i];
+        ad_value_incref(argv[i]);
+    }
+    T->args = ad_list_value(args, AD_TTUPLE);
     for (int i = 0; i < sc->ninputs && !rc; i++) rc = ad_trace_input(S, T, sc->inputs[i]);
     if (rc) { ad_trace_free(S, T); return rc; }
     ad_trace *outer = S->trace;
@@ -240,6 +283,9 @@ static int trace_into(ad_state *S, ad_builtin *b, ad_centry *e, const ad_value *
     for (int i = 0; i < argc; i++) ad_trace_guard_object(S, argv[i]);
     rc = ad_vm_call_value_kw(S, c->f, argc, argv, kw, out);
     S->trace = outer;
+    /* the arguments are needed only while tracing: the program must not keep the first call's */
+    ad_value_decref(S, T->args);
+    T->args = ad_none();
     if (!rc && (rc = ad_trace_set_result(S, T, *out))) { ad_value_decref(S, *out); *out = ad_none(); }
     if (rc) { ad_trace_free(S, T); return rc; }
     if (!T->fail[0]) ad_trace_optimize(S, T, c->passes);
@@ -282,9 +328,13 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
         ad_centry *e = &c->e[hit];
         e->hits++;
         if (!e->prog) rc = ad_vm_call_value_kw(S, c->f, argc, argv, kw, out);
-        else if (ad_trace_guards_hold(S, e->prog)) rc = replay(S, e, sc.inputs, out);
-        else {
-            /* A global or captured tensor that f reads was rebound: trace again. */
+        else if (ad_trace_guards_hold(S, e->prog) && !(S->trace_guard_failed = false) &&
+                 !guard_failed(S, (rc = replay(S, e, sc.inputs, out)))) {
+            /* replayed (or failed as f would) */
+        } else {
+            rc = ADDSL_OK;
+            /* A global or captured tensor that f reads was rebound, or a value
+             * f read into control flow changed: trace again. */
             ad_trace_free(S, e->prog);
             e->prog = NULL;
             if (e->node_op) ad_value_decref(S, (ad_value){.t = AD_TOP, .u.op = e->node_op});
@@ -298,8 +348,8 @@ static int compiled_call(ad_state *S, ad_builtin *b, const ad_value *argv, int a
             if (++e->retraces > AD_COMPILE_CACHE) {
                 /* State that changes at every call (a step count kept as a
                  * number) would trace every call: run eagerly instead. */
-                snprintf(e->why, sizeof e->why, "what it reads from globals or containers changed at %d calls",
-                         e->retraces);
+                snprintf(e->why, sizeof e->why,
+                         "what it reads from globals, containers or tensor values changed at %d calls", e->retraces);
                 warn(S, "warning: compile(%s): %s; this signature runs eagerly\n", c->name, e->why);
                 rc = ad_vm_call_value_kw(S, c->f, argc, argv, kw, out);
             } else {
@@ -367,8 +417,9 @@ static int bi_compile(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     ad_value f = argv[0];
     if (f.t != AD_TFUNC && f.t != AD_TBUILTIN && f.t != AD_TOP)
         return ad_error(S, "compile(): argument 'f' must be a function, not %s", ad_type_name(f));
-    bool passes;
+    bool passes, fullgraph;
     int rc = ad_arg_bool(S, argv[1], "compile", "passes", &passes);
+    if (!rc) rc = ad_arg_bool(S, argv[2], "compile", "fullgraph", &fullgraph);
     if (rc) return rc;
     ad_compiled *c = ad_calloc(S, 1, sizeof *c);
     ad_builtin *b = ad_calloc(S, 1, sizeof *b);
@@ -376,6 +427,7 @@ static int bi_compile(ad_state *S, ad_value *argv, int argc, ad_value *out) {
     c->f = f;
     ad_value_incref(f);
     c->passes = passes;
+    c->fullgraph = fullgraph;
     const char *fname = f.t == AD_TFUNC ? ad_vm_closure_name(f.u.fn) : f.t == AD_TBUILTIN ? f.u.bi->name : f.u.op->name;
     snprintf(c->name, sizeof c->name, "%s", fname ? fname : "<fn>");
     b->hdr.refcount = 1;
@@ -448,18 +500,24 @@ static int bi_print_compiled(ad_state *S, ad_value *argv, int argc, ad_value *ou
 }
 
 const ad_builtin_def ad_compiled_defs[] = {
-    {"compile", bi_compile, "f, passes=true",
-         "A function equal to f that traces f once per signature of its arguments (shapes, dtypes, "
-         "devices, requires_grad of tensors, values of the rest) and replays the recorded op calls on "
-         "later calls; gradients flow through it. passes=false skips constant folding, common "
-         "subexpressions and dead code. See docs/compile.md."
-         "\nExample: compile(fn(x) => (x * 2).sum())(tensor([1.0, 2.0]))"},
+    {"compile", bi_compile, "f, passes=true, fullgraph=false",
+     "A function equal to f that traces f once per signature of its arguments (shapes, dtypes, "
+     "devices, requires_grad of tensors, values of the rest) and replays the recorded op calls on "
+     "later calls; gradients flow through it. passes=false skips constant folding, common "
+     "subexpressions and dead code. Control flow on a tensor's value (if t, t.item()) is guarded: "
+     "the call traces again when the value read changes; fullgraph=true makes it an error. "
+     "See docs/compile.md."
+     "\nExample: compile(fn(x) => (x * 2).sum())(tensor([1.0, 2.0]))"},
+    {"_compiled_guard", bi_compiled_guard, "t, expected",
+     "Internal: a compiled program's guard that tensor t, which f read into control flow, holds "
+     "what it held at the trace; else the call traces again. See docs/compile.md."
+     "\nExample: _compiled_guard(tensor([1.0]), tensor([1.0]))"},
     {"compiled_graph", bi_compiled_graph, "cf",
-         "The programs a compiled function cached, as the text print_compiled shows."
-         "\nExample: compiled_graph(compile(fn(x) => x + 1))"},
+     "The programs a compiled function cached, as the text print_compiled shows."
+     "\nExample: compiled_graph(compile(fn(x) => x + 1))"},
     {"print_compiled", bi_print_compiled, "cf",
-         "Prints the programs a compiled function cached: per signature its inputs, constants, the "
-         "recorded calls with their refs, shapes and positions, and what the passes removed."
-         "\nExample: print_compiled(compile(fn(x) => x + 1))"},
+     "Prints the programs a compiled function cached: per signature its inputs, constants, the "
+     "recorded calls with their refs, shapes and positions, and what the passes removed."
+     "\nExample: print_compiled(compile(fn(x) => x + 1))"},
     {NULL, NULL, NULL, NULL},
 };

@@ -23,6 +23,7 @@
 #include "autograd/library.h"
 #include "autograd/op.h"
 #include "jit/plan.h"
+#include "trace/containers.h"
 #include "trace/simplify.h"
 #include "tensor/tensor.h"
 #include "vm.h"
@@ -227,6 +228,7 @@ void ad_trace_free(ad_state *S, ad_trace *T) {
         if (T->cells[i]) ad_value_decref(S, (ad_value){.t = AD_TCELL, .u.cell = T->cells[i]});
     ad_free(S, T->cells);
     targ_free(S, &T->result);
+    ad_value_decref(S, T->args);
     ad_plan_free(S, T->plan);
     ad_free(S, T->nodes); ad_free(S, T->vals);
     pm_free(S, &T->tmap); pm_free(S, &T->smap);
@@ -367,16 +369,82 @@ static int make_targ(ad_state *S, ad_trace *T, ad_value v, ad_targ *a, bool *dep
     }
     check_closure(T, v);
     if (v.t == AD_TDICT && holds_dep(T, v)) set_fail(T, "a dict holding traced tensors is passed to a call or returned");
-    if (T->soft && ad_is_seq(v)) {
-        /* Library code may change its list after the call (append): the record keeps it as it was. */
-        ad_list *l = ad_list_copy(S, v.u.l, v.t);
-        if (!l) return S->errcode ? S->errcode : ADDSL_ENOMEM;
-        a->c = ad_list_value(l, v.t);
-        return ADDSL_OK;
-    }
+    /* f may change its list after the call (append), and a replayed call
+     * that changes one would change it again at every call: the record
+     * keeps a copy of what it held (vm/trace/containers.c). */
+    if (ad_is_seq(v)) return ad_tc_copy(S, v, &a->c);
     a->c = v;
     ad_value_incref(v);
     return ADDSL_OK;
+}
+
+/* Whether argument v still holds what its record 'a' took from it. */
+static bool targ_holds(const ad_targ *a, ad_value v) {
+    if (a->ref >= 0) return v.t == AD_TTENSOR;
+    if (!a->sub) return ad_tc_same(v, a->c);
+    if (!ad_is_seq(v) || v.u.l->len != a->nsub) return false;
+    for (int i = 0; i < a->nsub; i++)
+        if (!targ_holds(&a->sub[i], v.u.l->items[i])) return false;
+    return true;
+}
+
+/* assert() of constants (shapes, sizes: what the signature fixes) that held
+ * at the trace holds at every replay. */
+static bool passed_assert(const ad_tnode *n, const char *name) {
+    if (strcmp(name, "assert") != 0) return false;
+    for (int i = 0; i < n->nargs; i++)
+        if (n->args[i].ref >= 0 || n->args[i].sub) return false;
+    return true;
+}
+
+typedef enum { REACH_LOCAL, REACH_GLOBAL, REACH_ARGS } reach_kind;
+
+/* Who can see the list 'obj' that a call changed: only f (made while
+ * tracing), code through a global or captured variable f read (whose guard
+ * sees the change and makes the next call trace again), or the caller,
+ * through an argument (a replay would change the traced list, not the new
+ * call's). Unknown counts as the caller's. */
+static reach_kind reach_of(const ad_trace *T, const void *obj) {
+    int64_t budget = ad_tc_budget();
+    int r = ad_tc_reaches(T->args, obj, &budget);
+    if (r != 0) return REACH_ARGS;
+    bool maybe = false;
+    for (int i = 0; i < T->nguards; i++) {
+        const ad_tguard *g = &T->guards[i];
+        if (g->slot == AD_GUARD_GRAD) continue;
+        budget = ad_tc_budget();
+        if ((r = ad_tc_reaches(g->v, obj, &budget)) == 1) return REACH_GLOBAL;
+        if (r < 0) maybe = true;
+    }
+    return maybe ? REACH_ARGS : REACH_LOCAL;
+}
+
+/* The lists a recorded call changed (args[i] differs from the record's copy).
+ * Returns 1 when the record should be dropped: it changed only lists that f
+ * made, which later records read as copies taken at their own calls. */
+static int changed_lists(ad_state *S, ad_trace *T, ad_tnode *n, const ad_value *args, ad_value res) {
+    bool local = false;
+    for (int i = 0; i < n->nargs; i++) {
+        if (!ad_is_seq(args[i]) || targ_holds(&n->args[i], args[i])) continue;
+        switch (reach_of(T, args[i].u.o)) {
+        case REACH_ARGS: set_fail(T, "it changes a list passed to it, which a replay would not do"); return 0;
+        case REACH_GLOBAL:
+            /* as eager: the list itself (its guard traces again at the next call) */
+            if (!n->args[i].sub) {
+                ad_value_decref(S, n->args[i].c);
+                n->args[i].c = args[i];
+                ad_value_incref(args[i]);
+            }
+            break;
+        case REACH_LOCAL: local = true; break;
+        }
+    }
+    if (!local) return 0;
+    if (res.t == AD_TNONE && !n->random) return 1;
+    /* a plain result is fixed at the trace (record() drops the call) */
+    if (!holds_tensor(res)) return 0;
+    set_fail(T, "a call changes a list made by f and returns a tensor");
+    return 0;
 }
 
 /* Output 'v' of node 'node': each tensor becomes a new value (an in-place
@@ -477,6 +545,74 @@ static bool trailing_underscore(const char *name) {
     return k > 1 && name[k - 1] == '_' && name[0] != '_';
 }
 
+static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out);
+static int data_dependent(ad_state *S, const char *what);
+static int global_fn(ad_state *S, const char *name, ad_value *out);
+
+/* Records that may run again when a replay stops at a failed guard and the
+ * call traces again: they raise errors, or change only a value f made. */
+static bool repeatable(const ad_trace *T, const ad_tnode *n) {
+    if (!n->effect || n->dead) return true;
+    if (n->random || n->kind != AD_TN_BUILTIN) return false;
+    const char *name = n->fn.u.bi->name;
+    if (strcmp(name, "assert") == 0 || strcmp(name, "_index_check") == 0 || strcmp(name, "_compiled_guard") == 0)
+        return true;
+    if (strcmp(name, "requires_grad_") == 0 && n->nargs >= 1 && n->args[0].ref >= 0)
+        return T->vals[n->args[0].ref].kind == AD_TV_NODE;
+    return false;
+}
+
+/* f reads the value of traced tensors (vals: the tensors among them): the
+ * program guards that each holds at the call what it held at the trace
+ * (_compiled_guard, vm/jit/compiled.c), so a replay takes the branch the
+ * trace took or stops before any effect and the call traces again. */
+static int guard_reads(ad_state *S, const ad_value *vals, int nvals, const char *what) {
+    ad_trace *T = S->trace;
+    /* records before guard_scan were checked by an earlier read (a rollback may have dropped some) */
+    if (T->guard_scan > T->nnodes) T->guard_scan = 0;
+    for (int i = T->guard_scan; i < T->nnodes; i++, T->guard_scan = i)
+        if (!repeatable(T, &T->nodes[i])) {
+            char why[200];
+            snprintf(why, sizeof why, "data-dependent control flow (%s) after a record with an effect", what);
+            set_fail(T, why);
+            return ADDSL_OK;
+        }
+    ad_value g;
+    int rc = global_fn(S, "_compiled_guard", &g);
+    if (rc) return rc;
+    for (int i = 0; i < nvals; i++) {
+        if (vals[i].t != AD_TTENSOR || !is_dep_tensor(T, vals[i].u.tensor)) continue;
+        ad_tensor *t = vals[i].u.tensor;
+        if (ad_tensor_device(t)) {
+            set_fail(T, "data-dependent control flow on a GPU tensor");
+            return ADDSL_OK;
+        }
+        ad_tensor *c = ad_tensor_clone(S, t);
+        if (!c) return S->errcode ? S->errcode : ADDSL_ENOMEM;
+        c->requires_grad = false;
+        ad_value gargs[2] = {vals[i], ad_tensor_value(c)};
+        ad_tnode n;
+        memset(&n, 0, sizeof n);
+        n.kind = AD_TN_BUILTIN;
+        n.fn = g;
+        n.nargs = 2;
+        rc = record(S, &n, gargs, NULL);
+        ad_tensor_decref(S, c);
+        if (rc) return rc;
+    }
+    return ADDSL_OK;
+}
+
+static int data_dependent_at(ad_state *S, const char *what, const ad_value *vals, int nvals) {
+    ad_trace *T = S->trace;
+    if (T && !T->soft && T->guard_data) {
+        if (!vals) set_fail(T, "it reads a random value into control flow");
+        if (T->fail[0]) return ADDSL_OK; /* the signature runs eagerly: the read is fine */
+        return guard_reads(S, vals, nvals, what);
+    }
+    return data_dependent(S, what);
+}
+
 static int data_dependent(ad_state *S, const char *what) {
     if (S->trace && S->trace->soft) {
         /* Library code (a VJP formula, a composite's body) reads a value: the
@@ -557,8 +693,17 @@ static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out)
             if (argt[i]->grad_fn && argt[i]->grad_fn != argfn[i]) gnode_add(S, T, argt[i]->grad_fn);
     }
     if (rc) { n->fn = ad_none(); n->kw = NULL; node_free(S, n); return rc; }
-    n->random = memcmp(&before, &S->rng, sizeof before) != 0;
+    /* field by field: the struct's padding (and a spare never drawn) is not initialised */
+    n->random = memcmp(before.s, S->rng.s, sizeof before.s) != 0 || before.has_spare != S->rng.has_spare;
     const char *name = node_name(n);
+    if (n->kind == AD_TN_BUILTIN && (changed_lists(S, T, n, args, res) || passed_assert(n, name))) {
+        n->fn = ad_none();
+        n->kw = NULL;
+        node_free(S, n);
+        if (out) *out = res;
+        else ad_value_decref(S, res);
+        return ADDSL_OK;
+    }
     if (T->soft && n->kind == AD_TN_BUILTIN && res.t == AD_TNONE && !n->random) {
         /* Library code (a composite's body) changing a list of its own
          * (append): what the list holds is in the later records' arguments. */
@@ -572,7 +717,11 @@ static int record(ad_state *S, ad_tnode *n, const ad_value *args, ad_value *out)
         if ((dep || n->random) && !metadata_builtin(name)) {
             char what[96];
             snprintf(what, sizeof what, "%s()", name);
-            if ((rc = data_dependent(S, what))) { ad_value_decref(S, res); return rc; }
+            /* a random plain value (a draw read out) cannot be guarded */
+            if ((rc = data_dependent_at(S, what, n->random ? NULL : args, n->nargs))) {
+                ad_value_decref(S, res);
+                return rc;
+            }
         }
         if (out) *out = res; else ad_value_decref(S, res);
         return ADDSL_OK;
@@ -942,7 +1091,7 @@ int ad_trace_outside_seam(ad_state *S, const ad_tensor *src, const char *what) {
 
 int ad_trace_check_truth(ad_state *S, ad_value v, const char *what) {
     if (!ad_trace_on(S) || v.t != AD_TTENSOR || !is_dep_tensor(S->trace, v.u.tensor)) return ADDSL_OK;
-    return data_dependent(S, what);
+    return data_dependent_at(S, what, &v, 1);
 }
 
 bool ad_trace_depends(const ad_state *S, const ad_tensor *t) {
@@ -1519,6 +1668,8 @@ static int result_value(ad_state *S, const ad_trace *T, ad_value *env, const ad_
         *out = ad_tensor_value(c);
         return ADDSL_OK;
     }
+    /* a list f returns is the caller's to change: a new one per call */
+    if (!a->sub && a->ref < 0 && ad_is_seq(a->c)) return ad_tc_copy(S, a->c, out);
     if (!a->sub) return arg_value(S, env, a, out);
     ad_list *l = ad_list_new(S, a->seqt, a->nsub);
     if (!l) return S->errcode ? S->errcode : ADDSL_ENOMEM;

@@ -96,6 +96,11 @@ typedef struct ad_trace {
     const ad_builtin *self;/* the compiled function being traced: a call of it (recursion) and a
                             * read of it are not held, which would make a reference cycle */
     const ad_builtin *through; /* a builtin that only calls a function (apply): its calls are recorded instead */
+    bool guard_data;           /* compile() without fullgraph: a data-dependent read becomes a guard
+                            * on the value read (the call traces again when it differs), not an error */
+    int guard_scan;            /* records up to here have no effect a guard could not undo */
+    ad_value args;             /* while f is traced, its arguments (a tuple, held; else none): a list
+                            * a call changes that these reach is the caller's (vm/trace/containers.c) */
     ad_tval *vals;
     int nvals, capvals;
     ad_tnode *nodes;
