@@ -468,7 +468,7 @@ static int zero_examples(ad_state *S, const xfun *F, bool outputs, ad_list **out
         ad_tensor *t = ad_tensor_zeros(S, x->dt, x->ndim, x->shape);
         if (!t) { ad_value_decref(S, ad_list_value(l, AD_TLIST)); return S->errcode ? S->errcode : ADDSL_ENOMEM; }
         int rc = ad_list_push(S, l, ad_tensor_value(t));
-        if (rc) { ad_tensor_decref(S, t); ad_value_decref(S, ad_list_value(l, AD_TLIST)); return rc; }
+        if (rc) { ad_value_decref(S, ad_list_value(l, AD_TLIST)); return rc; } /* the push released t */
     }
     *out = l;
     return ADDSL_OK;
