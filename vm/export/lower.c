@@ -541,10 +541,10 @@ static int lower_div(ad_xctx *ctx, const xrec *r) {
     return fail(ctx, "with this rounding_mode is not lowered");
 }
 
-/* Parameter i of q becomes the number x. */
-static void set_num(xrec *q, int i, double x) {
+/* Parameter i of q becomes the constant v. */
+static void set_const(xrec *q, int i, ad_value v) {
     q->p[i].a = NULL;
-    q->p[i].c = ad_num(x);
+    q->p[i].c = v;
 }
 
 /* clamp(self, min, max), each bound none, a number or a tensor: the kernels
@@ -565,9 +565,9 @@ static int lower_clamp_bounds(ad_xctx *ctx, const xrec *r, bool trunc_int) {
         double lo = fl ? -INFINITY : -0x1p63, hi = fl ? INFINITY : 0x1p63;
         if (!nlo && !pnum(r, 1, &lo)) return fail(ctx, "has a min that is not a number");
         if (!nhi && !pnum(r, 2, &hi)) return fail(ctx, "has a max that is not a number");
-        if (trunc_int && !fl) { lo = nlo ? lo : trunc(lo); hi = nhi ? hi : trunc(hi); }
-        set_num(&q, 1, lo);
-        set_num(&q, 2, hi);
+        if (trunc_int && !fl) { lo = trunc(lo); hi = trunc(hi); } /* the type's ends are integral */
+        set_const(&q, 1, ad_num(lo));
+        set_const(&q, 2, ad_num(hi));
         return ad_export_ew_map(ctx, &q, "clamp", ct);
     }
     if (nhi) return ad_export_ew_map(ctx, r, "maximum", ct);
@@ -586,8 +586,7 @@ static int lower_clamp_one(ad_xctx *ctx, const xrec *r, bool is_max) {
     xrec q = *r;
     q.np = 3;
     if (is_max) q.p[2] = q.p[1];
-    q.p[is_max ? 1 : 2].a = NULL;
-    q.p[is_max ? 1 : 2].c = ad_none();
+    set_const(&q, is_max ? 1 : 2, ad_none());
     return lower_clamp_bounds(ctx, &q, false);
 }
 
@@ -603,8 +602,8 @@ static int lower_relu6(ad_xctx *ctx, const xrec *r) {
     }
     xrec q = *r;
     q.np = 3;
-    set_num(&q, 1, 0);
-    set_num(&q, 2, 6);
+    set_const(&q, 1, ad_num(0));
+    set_const(&q, 2, ad_num(6));
     return lower_clamp_bounds(ctx, &q, true);
 }
 
@@ -650,7 +649,7 @@ static int lower_logit(ad_xctx *ctx, const xrec *r) {
     double eps = -1;
     if (pconst(r, 1).t != AD_TNONE && !pnum(r, 1, &eps)) return fail(ctx, "has an eps that is not a number");
     q.np = 2;
-    set_num(&q, 1, eps);
+    set_const(&q, 1, ad_num(eps));
     return ad_export_ew_map(ctx, &q, "logit", ctx->v[o].dt);
 }
 
